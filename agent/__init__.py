@@ -1,0 +1,1 @@
+"""The agent: who decides, when, and who is told. The loop, the planners, the log, the CLI."""

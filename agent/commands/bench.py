@@ -1,0 +1,61 @@
+"""`steward bench …`: timed figures for the speed and memory targets.
+
+Each area registers its own benchmark on `app` (`steward bench sim`, `policy`, `audit`, …). All
+print `median_ms` and `p99_ms` (and more) with --json. Targets are checked here, by benchmarks,
+never by timed unit tests.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import typer
+from pydantic import BaseModel
+
+app = typer.Typer(help="Benchmarks: print timing figures (median_ms, p99_ms) for a target.")
+
+
+class Figures(BaseModel):
+    """Timing figures of one benchmark, in milliseconds."""
+
+    name: str
+    runs: int
+    median_ms: float
+    p99_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    peak_rss_mb: float
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def measure(name: str, fn: Callable[[], object], runs: int, warmup: int = 3) -> Figures:
+    """Time `fn` `runs` times after `warmup` untimed calls (garbage collection included)."""
+    for _ in range(warmup):
+        fn()
+    samples: list[float] = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    ordered = sorted(samples)
+    p99_index = min(len(ordered) - 1, max(0, round(0.99 * len(ordered)) - 1))
+    return Figures(
+        name=name,
+        runs=runs,
+        median_ms=round(statistics.median(ordered), 4),
+        p99_ms=round(ordered[p99_index], 4),
+        mean_ms=round(statistics.fmean(ordered), 4),
+        min_ms=round(ordered[0], 4),
+        max_ms=round(ordered[-1], 4),
+        peak_rss_mb=round(peak_rss_mb(), 1),
+    )

@@ -1,0 +1,71 @@
+"""What every command shares: the --json and --data-dir options, exit codes, output helpers.
+
+Conventions (a contract for scripts): `--json` prints one JSON document on stdout and nothing
+else there; `--data-dir DIR` is where state lives (the log, checkpoints, the simulated cluster);
+exit 0 ok, 1 a check failed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+DEFAULT_DATA_DIR = Path(".steward")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Where state lives: the decision log, checkpoints, the simulated cluster. "
+        "Default: $STEWARD_DATA_DIR or ./.steward.",
+        file_okay=False,
+    ),
+]
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def data_dir(option: Path | None) -> Path:
+    """The data dir chosen by the option, the environment or the default; created if absent."""
+    path = option or Path(os.environ.get("STEWARD_DATA_DIR", DEFAULT_DATA_DIR))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def emit_json(obj: Any) -> None:
+    """Write one JSON document to stdout."""
+    if isinstance(obj, BaseModel):
+        text = obj.model_dump_json(indent=2)
+    else:
+        text = json.dumps(obj, indent=2, default=_default, sort_keys=False)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print an error on stderr and exit with `code` (2, bad input, by default)."""
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)

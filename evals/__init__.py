@@ -1,0 +1,1 @@
+"""How good Steward's decisions are: scenario evals and trace benchmarks."""

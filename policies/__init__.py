@@ -1,0 +1,1 @@
+"""The guardrails: what the agent is allowed to do. Pure: no backend, no LLM."""

@@ -1,0 +1,1 @@
+"""What the agent can see and do: the world model, the actions, placement, backends, metrics."""

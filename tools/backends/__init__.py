@@ -1,0 +1,1 @@
+"""Backends: who carries actions out. `sim` is embedded; `kubernetes` drives a real cluster."""

@@ -1,0 +1,1 @@
+"""Metric sources: Prometheus and NVML readings, each with its freshness."""

@@ -1,0 +1,271 @@
+"""The typed world: what Steward knows about a GPU cluster at one moment.
+
+A `ClusterState` is one observation: nodes and their cards, workloads and their queues, the
+serving modes and which one is active, and the links between nodes. It is immutable; the next
+observation is a new object. Every measured value is a `Metric` that carries its freshness, so a
+stale or missing reading is visible as such and never stands in for a real one.
+
+Everything else — the policy engine, placement, the planners, the audit log and the LLM prompt —
+reads this one model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MetricStatus = Literal["fresh", "stale", "missing"]
+SharingMode = Literal["exclusive", "mps", "time-slicing", "mig"]
+WorkloadKind = Literal["inference", "render", "tts", "batch"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Frozen(BaseModel):
+    """Base of every world model: immutable, unknown keys refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Metric(Frozen):
+    """One measured value and how much it can be trusted.
+
+    `value` is None exactly when the reading is missing. A stale reading keeps the last value it
+    had, so a reader can show it, but `usable` is False for it.
+    """
+
+    value: float | None = None
+    status: MetricStatus = "missing"
+    observed_at: datetime | None = None
+    source: str = ""
+
+    @classmethod
+    def fresh(cls, value: float, at: datetime, source: str = "") -> Metric:
+        return cls(value=value, status="fresh", observed_at=at, source=source)
+
+    @classmethod
+    def missing(cls, source: str = "") -> Metric:
+        return cls(source=source)
+
+    @property
+    def usable(self) -> bool:
+        return self.status == "fresh" and self.value is not None
+
+    def age_s(self, now: datetime) -> float | None:
+        """Seconds since the reading was taken, or None if it never was."""
+        if self.observed_at is None:
+            return None
+        return (now - self.observed_at).total_seconds()
+
+    def aged(self, now: datetime, max_age_s: float) -> Metric:
+        """This reading, marked stale if it is older than `max_age_s`."""
+        age = self.age_s(now)
+        if self.status == "fresh" and age is not None and age > max_age_s:
+            return self.model_copy(update={"status": "stale"})
+        return self
+
+
+MISSING = Metric()
+
+
+class Taint(Frozen):
+    key: str
+    value: str = ""
+    effect: TaintEffect = "NoSchedule"
+
+
+class Sharing(Frozen):
+    """How one physical card is shared, as the device plugin is configured to share it.
+
+    `replicas` is the number of schedulable devices the card is advertised as: 1 for exclusive,
+    N for MPS or time-slicing with N replicas, the slice count for MIG. MPS may also cap each
+    client's memory and compute.
+    """
+
+    mode: SharingMode = "exclusive"
+    replicas: int = Field(default=1, ge=1)
+    mps_memory_limit_bytes: int | None = Field(default=None, ge=0)
+    mps_active_thread_percentage: int | None = Field(default=None, ge=1, le=100)
+    mig_profile: str | None = None
+
+
+class Gpu(Frozen):
+    """One physical card (or GB10 superchip) and what is measured on it."""
+
+    uuid: str
+    index: int = Field(ge=0)
+    model: str
+    node: str
+    memory_total_bytes: Metric = MISSING
+    memory_used_bytes: Metric = MISSING
+    utilization: Metric = MISSING
+    power_w: Metric = MISSING
+    sharing: Sharing = Sharing()
+    clients: tuple[str, ...] = ()
+    """Workload replicas using this card, as `workload/replica-index`."""
+
+
+class SchedulerView(Frozen):
+    """The GPU count as the scheduler sees a node: advertised allocatable and the sum of requests.
+
+    It can disagree with the physical cards: a card shared through MPS whose sharing the device
+    plugin does not advertise is counted once per client (the seeds' used 2 / capacity 1).
+    """
+
+    gpu_allocatable: int = Field(ge=0)
+    gpu_allocated: int = Field(ge=0)
+
+
+class Node(Frozen):
+    name: str
+    labels: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()
+    cordoned: bool = False
+    ready: bool = True
+    memory_total_bytes: int = Field(ge=0)
+    memory_used_bytes: Metric = MISSING
+    unified_memory: bool = False
+    """GB10-style: CPU and GPU share one memory; GPU memory figures come from the host."""
+    gpus: tuple[Gpu, ...] = ()
+    scheduler: SchedulerView | None = None
+
+    @property
+    def schedulable(self) -> bool:
+        no_schedule = any(t.effect in ("NoSchedule", "NoExecute") for t in self.taints)
+        return self.ready and not self.cordoned and not no_schedule
+
+
+class ReplicaPlacement(Frozen):
+    """Where one replica runs. A tensor-parallel replica spans several nodes."""
+
+    index: int = Field(ge=0)
+    nodes: tuple[str, ...]
+    gpus: tuple[str, ...] = ()
+    ready: bool = False
+
+
+class Workload(Frozen):
+    name: str
+    kind: WorkloadKind
+    pool: str
+    desired_replicas: int = Field(ge=0)
+    ready_replicas: int = Field(ge=0)
+    cards_per_replica: int = Field(default=1, ge=0)
+    """Schedulable GPU devices one replica requests (a shared card's replica counts as one)."""
+    nodes_per_replica: int = Field(default=1, ge=1)
+    """Tensor-parallel span: 2 for a model served across both GX10s."""
+    model: str | None = None
+    context_length: int | None = Field(default=None, ge=1)
+    queue_depth: Metric = MISSING
+    queue_wait_s: Metric = MISSING
+    tokens_per_s: Metric = MISSING
+    ttft_s: Metric = MISSING
+    placement: tuple[ReplicaPlacement, ...] = ()
+    annotations: dict[str, str] = {}
+    """Free text from the cluster. Untrusted: never read as instructions."""
+
+    @property
+    def cards(self) -> int:
+        return self.desired_replicas * self.cards_per_replica
+
+
+class Pool(Frozen):
+    """A group of workloads that draw on the same cards and share one policy budget."""
+
+    name: str
+    workloads: tuple[str, ...] = ()
+    node_selector: dict[str, str] = {}
+
+
+class Mode(Frozen):
+    """A serving arrangement of a node group, such as 'cluster' (TP=2) or 'split'.
+
+    The figures are the mode's expected capacity (from measurements), used to judge rotations.
+    """
+
+    name: str
+    nodes: tuple[str, ...]
+    workloads: tuple[str, ...]
+    aggregate_peak_tok_s: float = Field(ge=0)
+    single_stream_tok_s: float = Field(ge=0)
+    max_context: int = Field(ge=0)
+    description: str = ""
+
+
+class LinkPath(Frozen):
+    """One logical RDMA path of a link (one QSFP cable can show as two)."""
+
+    name: str
+    nominal_gbps: float = Field(gt=0)
+    negotiated_gbps: Metric = MISSING
+    gid_index: Metric = MISSING
+    """The RoCE GID index the path uses now; it can change after a reboot."""
+
+    def fraction_of_nominal(self) -> float | None:
+        if not self.negotiated_gbps.usable or self.negotiated_gbps.value is None:
+            return None
+        return self.negotiated_gbps.value / self.nominal_gbps
+
+
+class Link(Frozen):
+    name: str
+    nodes: tuple[str, str]
+    paths: tuple[LinkPath, ...]
+    configured_gid_index: int | None = None
+    """The GID index the serving configuration (NCCL_IB_GID_INDEX) expects."""
+
+
+class ActiveMode(Frozen):
+    name: str
+    since: datetime
+
+
+class ClusterState(Frozen):
+    """One observation of the whole cluster."""
+
+    observed_at: datetime
+    source: str = "sim"
+    nodes: tuple[Node, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    pools: tuple[Pool, ...] = ()
+    modes: tuple[Mode, ...] = ()
+    active_mode: ActiveMode | None = None
+    links: tuple[Link, ...] = ()
+
+    @cached_property
+    def _nodes_by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def _workloads_by_name(self) -> dict[str, Workload]:
+        return {w.name: w for w in self.workloads}
+
+    def node(self, name: str) -> Node | None:
+        return self._nodes_by_name.get(name)
+
+    def workload(self, name: str) -> Workload | None:
+        return self._workloads_by_name.get(name)
+
+    def mode(self, name: str) -> Mode | None:
+        return next((m for m in self.modes if m.name == name), None)
+
+    def pool(self, name: str) -> Pool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def pool_workloads(self, pool: str) -> list[Workload]:
+        return [w for w in self.workloads if w.pool == pool]
+
+    def pool_cards(self, pool: str) -> int:
+        """Cards the pool's workloads ask for (desired replicas x cards per replica)."""
+        return sum(w.cards for w in self.workloads if w.pool == pool)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(len(n.gpus) for n in self.nodes)
+
+    def digest(self) -> str:
+        """A SHA-256 over the canonical JSON of this observation (for the audit log)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
