@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import bench
+from agent.commands import audit, bench, loop, mode, placement, policy, status
 
 app = typer.Typer(
     name="steward",
@@ -14,6 +14,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(bench.app, name="bench")
+app.add_typer(policy.app, name="policy")
+app.add_typer(audit.app, name="audit")
+app.add_typer(mode.app, name="mode")
+status.register(app)
+placement.register(app)
+loop.register(app)
 
 
 def main() -> None:
