@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.commands import audit, bench, loop, mode, placement, policy, status
+from agent.commands import audit, bench, gpus, loop, mode, placement, policy, status
 
 app = typer.Typer(
     name="steward",
@@ -20,6 +20,7 @@ app.add_typer(mode.app, name="mode")
 status.register(app)
 placement.register(app)
 loop.register(app)
+gpus.register(app)
 
 
 def main() -> None:
