@@ -72,3 +72,15 @@ class Cluster(Protocol):
     def probe(self, workload: str, *, dry_run: bool = False) -> ProbeResult: ...
 
     def link_status(self, link: str) -> Link: ...
+
+    def set_accepting(
+        self, workload: str, accepting: bool, *, dry_run: bool = False
+    ) -> ActionResult:
+        """Open or close the gateway to a workload: closed, its replicas admit no new request
+        (requests wait in its queue) and finish the ones in flight. Used to drain a mode before
+        a rotation and to let the new mode take traffic only after its probe passed."""
+        ...
+
+    def in_flight(self, workload: str) -> int:
+        """Requests the workload's replicas are serving now (admitted, not yet complete)."""
+        ...
