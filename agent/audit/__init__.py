@@ -1,0 +1,80 @@
+"""The decision log: append-only, hash-chained, crash-safe, and able to answer "why?".
+
+    log = AuditLog.open(data_dir)            # the writer (the leader); readonly=True for readers
+    interrupted = log.reconcile()            # at start: intents left without an outcome
+    log.write_intent(Intent(...))            # durable before any action runs
+    log.write_outcome(Outcome(...))          # what ran, results, verification
+    log.verify()                             # VerifyReport naming edits, gaps, reorders, cuts
+
+records.py holds the schema, store.py the SQLite log, verify.py the checks, story.py the
+readable forms (explain, show, export).
+"""
+
+from agent.audit.errors import AuditError
+from agent.audit.records import (
+    GENESIS_HASH,
+    KINDS,
+    SCHEMA_VERSION,
+    ActionOutcome,
+    Approval,
+    Channel,
+    Check,
+    DryRunPlan,
+    Fallback,
+    Intent,
+    Interrupted,
+    Kind,
+    ModeStep,
+    Outcome,
+    Payload,
+    Proposal,
+    Record,
+    Startup,
+    Verdict,
+    VerdictLike,
+    new_decision_id,
+    proposals,
+)
+from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, ExecutedAction, key_from_env
+from agent.audit.story import ActionStory, Story, explain, export_rows, render, summary
+from agent.audit.verify import Problem, ProblemKind, VerifyReport
+
+__all__ = [
+    "DB_NAME",
+    "GENESIS_HASH",
+    "KEY_ENV",
+    "KINDS",
+    "SCHEMA_VERSION",
+    "ActionOutcome",
+    "ActionStory",
+    "Approval",
+    "AuditError",
+    "AuditLog",
+    "Channel",
+    "Check",
+    "DryRunPlan",
+    "ExecutedAction",
+    "Fallback",
+    "Intent",
+    "Interrupted",
+    "Kind",
+    "ModeStep",
+    "Outcome",
+    "Payload",
+    "Problem",
+    "ProblemKind",
+    "Proposal",
+    "Record",
+    "Startup",
+    "Story",
+    "Verdict",
+    "VerdictLike",
+    "VerifyReport",
+    "explain",
+    "export_rows",
+    "key_from_env",
+    "new_decision_id",
+    "proposals",
+    "render",
+    "summary",
+]

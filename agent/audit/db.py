@@ -1,0 +1,92 @@
+"""The SQLite file behind the decision log: its tables, its pragmas and the writer's lock.
+
+Tables: `records` (one row per record; the hashed body plus indexed columns for queries),
+`head` (the anchor: last seq, hash and MAC, updated in the same transaction as each append),
+`meta` (the file layout version). Triggers refuse UPDATE and DELETE on `records`.
+
+WAL with synchronous=FULL: a commit returns after the WAL is fsynced, and readers keep reading a
+consistent snapshot while the writer appends. The writer holds an exclusive flock on
+`audit.db.lock` for its whole life; the file holds its pid for the error message.
+
+Why the anchor is a row and not a file: it must change atomically with the records. A separate
+file would need its own fsync and could disagree with the database after a crash (a false
+"truncated"); a row written in the same transaction disagrees only if someone edited the file.
+With a key, the anchor's MAC also stops a cut tail from being re-anchored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+from agent.audit.errors import AuditError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    time TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    decision_id TEXT,
+    body TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    mac TEXT
+);
+CREATE INDEX IF NOT EXISTS records_decision ON records(decision_id, kind);
+CREATE INDEX IF NOT EXISTS records_kind_time ON records(kind, time);
+CREATE INDEX IF NOT EXISTS records_time ON records(time);
+CREATE TABLE IF NOT EXISTS head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    mac TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS records_append_only_update BEFORE UPDATE ON records
+BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS records_append_only_delete BEFORE DELETE ON records
+BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+"""
+
+
+def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    if readonly:
+        conn.execute("PRAGMA query_only = ON")
+    else:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+def take_writer_lock(path: Path) -> int:
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise AuditError(
+            f"another process (pid {holder}) is writing the decision log {path}; only the "
+            "leader writes — stop it first, or open the log read-only"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+def release(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,353 @@
+"""The decision log's record schema: what one entry says, and the bytes its hash is taken over.
+
+A record is an envelope (schema version, seq, time, kind, decision id, the previous record's
+hash) around one typed payload. The payload kinds form a closed set — one pydantic model per
+kind — so that every reader (verify, show, explain, export, the policy history) sees the same
+shape the writer wrote. The hash is SHA-256 over the canonical JSON of the envelope and payload
+(sorted keys, no spaces, UTF-8); the optional MAC is HMAC-SHA256 of that hash under
+STEWARD_AUDIT_KEY, so that whoever can write the file still cannot re-forge the chain.
+
+Bump SCHEMA_VERSION when a payload changes incompatibly; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
+
+from tools.actions import Action, Plan
+from tools.backends.base import ActionResult
+
+SCHEMA_VERSION = 1
+GENESIS_HASH = "0" * 64
+"""The `prev_hash` of the first record."""
+
+Kind = Literal[
+    "startup", "intent", "approval", "outcome", "plan", "fallback", "interrupted", "mode_step"
+]
+KINDS: tuple[Kind, ...] = (
+    "startup",
+    "intent",
+    "approval",
+    "outcome",
+    "plan",
+    "fallback",
+    "interrupted",
+    "mode_step",
+)
+Verdict = Literal["allow", "deny", "needs_approval"]
+Channel = Literal["cli", "slack"]
+
+DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
+Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+def new_decision_id() -> str:
+    """A fresh decision id, e.g. `d-1f3a9c0b7e21`."""
+    return f"d-{uuid.uuid4().hex[:12]}"
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class VerdictLike(Protocol):
+    """What the log needs from a policy verdict (policies.engine's Verdict has these)."""
+
+    @property
+    def decision(self) -> str: ...
+
+    @property
+    def rule_ids(self) -> Sequence[str]: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class Proposal(_Payload):
+    """One proposed action and the policy's verdict on it."""
+
+    action: Action
+    verdict: Verdict
+    rule_ids: tuple[str, ...] = ()
+    message: str = ""
+
+
+def proposals(plan: Plan, verdicts: Sequence[VerdictLike]) -> tuple[Proposal, ...]:
+    """Pair each action of `plan` with its verdict (one verdict per action, in order)."""
+    if len(verdicts) != len(plan.actions):
+        raise ValueError(
+            f"the plan has {len(plan.actions)} action(s) but {len(verdicts)} verdict(s) were "
+            "given; judge the whole plan and pass Judgement.verdicts"
+        )
+    return tuple(
+        Proposal.model_validate(
+            {
+                "action": action,
+                "verdict": v.decision,
+                "rule_ids": tuple(v.rule_ids),
+                "message": v.message,
+            }
+        )
+        for action, v in zip(plan.actions, verdicts, strict=True)
+    )
+
+
+class _Decision(_Payload):
+    """What a decision saw and proposed; shared by real intents and dry-run plans."""
+
+    decision_id: DecisionId = Field(default_factory=new_decision_id)
+    observed_at: datetime
+    observation_digest: Digest
+    """ClusterState.digest() of the observation the plan was made from."""
+    signals: dict[str, JsonValue] = {}
+    planner: str
+    model: str | None = None
+    rationale: str = ""
+    proposals: tuple[Proposal, ...] = ()
+    findings: tuple[str, ...] = ()
+    """Plan-level findings of the policy engine (budget exceeded, quiet hours …)."""
+    approvals_pending: tuple[int, ...] = ()
+    """Indexes into `proposals` that wait for a human; filled from the verdicts when omitted."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pending_from_verdicts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "approvals_pending" not in data:
+            found = [
+                i
+                for i, p in enumerate(data.get("proposals", ()))
+                if (p.get("verdict") if isinstance(p, dict) else p.verdict) == "needs_approval"
+            ]
+            data = {**data, "approvals_pending": tuple(found)}
+        return data
+
+    @model_validator(mode="after")
+    def _pending_points_at_proposals(self) -> _Decision:
+        for i in self.approvals_pending:
+            if not 0 <= i < len(self.proposals):
+                raise ValueError(
+                    f"approvals_pending holds {i}, but there are {len(self.proposals)} proposals"
+                )
+        return self
+
+
+class Intent(_Decision):
+    """Written, durable, before any action of the decision runs."""
+
+    kind: Literal["intent"] = "intent"
+
+
+class DryRunPlan(_Decision):
+    """What `steward plan` would do; nothing was executed."""
+
+    kind: Literal["plan"] = "plan"
+    dry_run: Literal[True] = True
+
+
+class Approval(_Payload):
+    """A human's answer to one proposal that needed approval."""
+
+    kind: Literal["approval"] = "approval"
+    decision_id: DecisionId
+    action_index: int = Field(ge=0)
+    approved: bool
+    principal: str = Field(min_length=1)
+    channel: Channel
+    decided_at: datetime
+    note: str = ""
+
+
+class ActionOutcome(_Payload):
+    """What became of one proposal: run or not, and what the backend said."""
+
+    index: int = Field(ge=0)
+    """Index into the intent's proposals."""
+    executed: bool
+    ok: bool
+    dry_run: bool = False
+    changed: bool = False
+    message: str = ""
+    detail: dict[str, JsonValue] = {}
+
+    @classmethod
+    def from_result(cls, index: int, result: ActionResult) -> ActionOutcome:
+        """The outcome of an action the backend carried out (or dry-ran)."""
+        extra = result.model_dump(mode="json", exclude={"ok", "dry_run", "message", "changed"})
+        return cls(
+            index=index,
+            executed=not result.dry_run,
+            ok=result.ok,
+            dry_run=result.dry_run,
+            changed=result.changed,
+            message=result.message,
+            detail=extra,
+        )
+
+    @classmethod
+    def skipped(cls, index: int, why: str) -> ActionOutcome:
+        """An action that was not run (denied, not approved, an earlier step failed)."""
+        return cls(index=index, executed=False, ok=False, message=why)
+
+
+class Check(_Payload):
+    """One post-condition checked after acting (replicas ready, a probe, tokens/s)."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+class Outcome(_Payload):
+    """Written after the decision's actions ran (or were skipped): results and verification."""
+
+    kind: Literal["outcome"] = "outcome"
+    decision_id: DecisionId
+    results: tuple[ActionOutcome, ...] = ()
+    verification: tuple[Check, ...] = ()
+    error: str | None = None
+    """Why the decision stopped early, if it did."""
+
+    @property
+    def succeeded(self) -> bool:
+        return (
+            self.error is None
+            and all(r.ok for r in self.results if r.executed)
+            and all(c.ok for c in self.verification)
+        )
+
+
+class Fallback(_Payload):
+    """The LLM planner failed and the rules planner decided instead."""
+
+    kind: Literal["fallback"] = "fallback"
+    decision_id: DecisionId | None = None
+    from_planner: str
+    to_planner: str = "rules"
+    model: str | None = None
+    reason: str = Field(min_length=1)
+
+
+class Interrupted(_Payload):
+    """An intent that never got its outcome (the process died in between); found at start."""
+
+    kind: Literal["interrupted"] = "interrupted"
+    decision_id: DecisionId
+    intent_seq: int = Field(ge=1)
+    reason: str
+
+
+class ModeStep(_Payload):
+    """One step of a mode rotation's journal (drain, switch, probe, commit, roll back)."""
+
+    kind: Literal["mode_step"] = "mode_step"
+    rotation_id: str = Field(min_length=1)
+    step: str = Field(min_length=1)
+    status: str = Field(min_length=1)
+    target_mode: str | None = None
+    decision_id: DecisionId | None = None
+    detail: dict[str, JsonValue] = {}
+
+
+class Startup(_Payload):
+    """The agent started (and, as leader, took the log's pen)."""
+
+    kind: Literal["startup"] = "startup"
+    pid: int
+    host: str
+    version: str
+    note: str = ""
+
+
+Payload = Annotated[
+    Intent | DryRunPlan | Approval | Outcome | Fallback | Interrupted | ModeStep | Startup,
+    Field(discriminator="kind"),
+]
+PAYLOAD_ADAPTER: TypeAdapter[Payload] = TypeAdapter(Payload)
+
+
+class Record(BaseModel):
+    """One entry of the log as stored: envelope, payload, chain hash and optional MAC."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int
+    seq: int = Field(ge=1)
+    time: datetime
+    kind: Kind
+    decision_id: str | None
+    prev_hash: str
+    hash: str
+    mac: str | None = None
+    payload: Payload
+
+
+def canonical_json(obj: object) -> str:
+    """The one JSON spelling hashed: sorted keys, no whitespace, UTF-8, no NaN."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def time_text(at: datetime) -> str:
+    """A timestamp as stored: UTC, microseconds, so that text order is time order."""
+    if at.tzinfo is None:
+        raise ValueError(f"timestamp {at.isoformat()} has no time zone; pass an aware datetime")
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def decision_of(payload: Payload) -> str | None:
+    return getattr(payload, "decision_id", None)
+
+
+def body_for(seq: int, at: datetime, payload: Payload, prev_hash: str) -> str:
+    """The canonical JSON body of a record: exactly the text its hash covers."""
+    return canonical_json(
+        {
+            "v": SCHEMA_VERSION,
+            "seq": seq,
+            "time": time_text(at),
+            "kind": payload.kind,
+            "decision_id": decision_of(payload),
+            "prev_hash": prev_hash,
+            "payload": payload.model_dump(mode="json"),
+        }
+    )
+
+
+def hash_body(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def mac_of(key: bytes, digest: str) -> str:
+    """HMAC-SHA256 of a record's hash (the hash already binds its content and chain)."""
+    return hmac.digest(key, digest.encode(), "sha256").hex()
+
+
+def parse_body(body: str, digest: str, mac: str | None) -> Record:
+    """A stored body back as a typed record; raises ValueError for a foreign or broken body."""
+    data = json.loads(body)
+    version = data.get("v")
+    if version != SCHEMA_VERSION:
+        raise ValueError(
+            f"record seq {data.get('seq')} has schema version {version}; this steward reads "
+            f"version {SCHEMA_VERSION} — upgrade steward to read it"
+        )
+    return Record(
+        schema_version=version,
+        seq=data["seq"],
+        time=datetime.fromisoformat(data["time"]),
+        kind=data["kind"],
+        decision_id=data["decision_id"],
+        prev_hash=data["prev_hash"],
+        hash=digest,
+        mac=mac,
+        payload=PAYLOAD_ADAPTER.validate_python(data["payload"]),
+    )

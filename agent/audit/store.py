@@ -1,0 +1,415 @@
+"""`AuditLog`: the decision log of one data dir — one writer, any number of readers.
+
+The log lives at DATA_DIR/audit.db (tables and locking in db.py). An append returns only after
+its transaction is committed and fsynced, so an intent is on disk before the action it describes
+runs; readers (the CLI) read consistent snapshots while the daemon writes. Only one writer at a
+time, so that a second agent can neither interleave decisions nor reconcile the first one's
+in-flight intents.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.audit.db import SCHEMA, connect, fsync_dir, release, take_writer_lock
+from agent.audit.errors import AuditError
+from agent.audit.records import (
+    GENESIS_HASH,
+    SCHEMA_VERSION,
+    Approval,
+    Intent,
+    Interrupted,
+    Kind,
+    Outcome,
+    Payload,
+    Record,
+    body_for,
+    decision_of,
+    hash_body,
+    mac_of,
+    parse_body,
+    time_text,
+)
+from agent.audit.verify import Anchor, Row, VerifyReport, anchor_mac, check
+from tools.actions import Action
+
+DB_NAME = "audit.db"
+KEY_ENV = "STEWARD_AUDIT_KEY"
+LAYOUT_VERSION = "1"
+INTERRUPTED_REASON = "the process stopped between intent and outcome; re-observe before acting"
+
+_SELECT = "SELECT body, hash, mac FROM records"
+
+
+def key_from_env() -> bytes | None:
+    """The HMAC key from STEWARD_AUDIT_KEY, or None when it is unset or empty."""
+    value = os.environ.get(KEY_ENV, "")
+    return value.encode() if value else None
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ExecutedAction(BaseModel):
+    """An action the backend carried out, when, and for which decision (policy history)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: Action
+    at: datetime
+    decision_id: str
+    ok: bool
+
+
+def _record(row: tuple[str, str, str | None]) -> Record:
+    return parse_body(row[0], row[1], row[2])
+
+
+class AuditLog:
+    """The hash-chained decision log of one data dir. Open with `AuditLog.open`."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        key: bytes | None,
+        clock: Callable[[], datetime],
+        lock_fd: int | None,
+    ) -> None:
+        self.path = path
+        self._conn = conn
+        self._key = key
+        self._clock = clock
+        self._lock_fd = lock_fd
+        self._mutex = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path,
+        key: bytes | None = None,
+        *,
+        readonly: bool = False,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> AuditLog:
+        """Open DATA_DIR/audit.db: as its one writer (default) or as a reader.
+
+        `key` signs (writer) or checks (reader) HMACs; None takes STEWARD_AUDIT_KEY if set.
+        """
+        key = key if key is not None else key_from_env()
+        path = data_dir / DB_NAME
+        if readonly:
+            if not path.is_file():
+                raise AuditError(
+                    f"no decision log at {path}: nothing was recorded there yet; pass the "
+                    "--data-dir the agent runs with"
+                )
+            return cls(path, connect(path, readonly=True), key, clock, None)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock_fd = take_writer_lock(path)
+        try:
+            created = not path.exists()
+            conn = connect(path, readonly=False)
+            conn.executescript(SCHEMA)
+            if created:
+                fsync_dir(data_dir)
+            log = cls(path, conn, key, clock, lock_fd)
+            log._check_layout_and_key()
+        except BaseException:
+            release(lock_fd)
+            raise
+        return log
+
+    def close(self) -> None:
+        with self._mutex:
+            self._conn.close()
+            if self._lock_fd is not None:
+                release(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def signed(self) -> bool:
+        """Whether this handle signs (or checks) records with an HMAC key."""
+        return self._key is not None
+
+    # Writing ---------------------------------------------------------------------------------
+
+    def append(self, payload: Payload) -> Record:
+        """Append one record; it is committed and fsynced when this returns."""
+        return self.append_batch([payload])[0]
+
+    def append_batch(
+        self,
+        payloads: Sequence[Payload],
+        precondition: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[Record]:
+        """Append records in one transaction (one fsync); all are written or none."""
+        if self._lock_fd is None:
+            raise AuditError(f"{self.path} was opened read-only; open it as the writer to append")
+        with self._mutex:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if precondition is not None:
+                    precondition(conn)
+                written = self._insert(conn, payloads)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return written
+
+    def write_intent(self, intent: Intent) -> Record:
+        """Record what a decision saw and proposed — durable before any of its actions runs."""
+
+        def fresh(conn: sqlite3.Connection) -> None:
+            if _find(conn, intent.decision_id, "intent", "plan"):
+                raise AuditError(
+                    f"decision {intent.decision_id} already has an intent in {self.path}; "
+                    "use a new decision id for a new decision"
+                )
+
+        return self.append_batch([intent], fresh)[0]
+
+    def write_outcome(self, outcome: Outcome) -> Record:
+        """Record what a decision's actions did; exactly once, after its intent."""
+
+        def open_intent(conn: sqlite3.Connection) -> None:
+            intent = self._open_intent(conn, outcome.decision_id, "an outcome")
+            for result in outcome.results:
+                if result.index >= len(intent.proposals):
+                    raise AuditError(
+                        f"outcome for decision {outcome.decision_id} reports action "
+                        f"{result.index}, but its intent proposed {len(intent.proposals)}"
+                    )
+
+        return self.append_batch([outcome], open_intent)[0]
+
+    def write_approval(self, approval: Approval) -> Record:
+        """Record a human's answer to a proposal that waited for approval."""
+
+        def pending(conn: sqlite3.Connection) -> None:
+            intent = self._open_intent(conn, approval.decision_id, "an approval")
+            if approval.action_index not in intent.approvals_pending:
+                raise AuditError(
+                    f"action {approval.action_index} of decision {approval.decision_id} does "
+                    f"not wait for approval (pending: {list(intent.approvals_pending)})"
+                )
+
+        return self.append_batch([approval], pending)[0]
+
+    def _open_intent(self, conn: sqlite3.Connection, decision_id: str, what: str) -> Intent:
+        rows = _find(conn, decision_id, "intent", "outcome", "interrupted")
+        intents = [r.payload for r in rows if isinstance(r.payload, Intent)]
+        if not intents:
+            raise AuditError(
+                f"{what} for decision {decision_id}, but {self.path} holds no intent for it; "
+                "write_intent() must come first"
+            )
+        closed = [r for r in rows if r.kind in ("outcome", "interrupted")]
+        if closed:
+            raise AuditError(
+                f"{what} for decision {decision_id}, but it was closed as {closed[0].kind} at "
+                f"seq {closed[0].seq}; re-observe and record a new decision"
+            )
+        return intents[0]
+
+    def _insert(self, conn: sqlite3.Connection, payloads: Sequence[Payload]) -> list[Record]:
+        head = conn.execute("SELECT seq, hash FROM head WHERE id = 1").fetchone()
+        seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        written: list[Record] = []
+        for payload in payloads:
+            seq += 1
+            at = self._clock().astimezone(UTC)
+            body = body_for(seq, at, payload, prev)
+            digest = hash_body(body)
+            mac = mac_of(self._key, digest) if self._key else None
+            decision = decision_of(payload)
+            conn.execute(
+                "INSERT INTO records (seq, time, kind, decision_id, body, hash, mac) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (seq, time_text(at), payload.kind, decision, body, digest, mac),
+            )
+            written.append(
+                Record(
+                    schema_version=SCHEMA_VERSION,
+                    seq=seq,
+                    time=at,
+                    kind=payload.kind,
+                    decision_id=decision,
+                    prev_hash=prev,
+                    hash=digest,
+                    mac=mac,
+                    payload=payload,
+                )
+            )
+            prev = digest
+        head_mac = anchor_mac(self._key, seq, prev) if self._key else None
+        conn.execute(
+            "INSERT INTO head (id, seq, hash, mac) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE "
+            "SET seq = excluded.seq, hash = excluded.hash, mac = excluded.mac",
+            (seq, prev, head_mac),
+        )
+        return written
+
+    # Reconciliation --------------------------------------------------------------------------
+
+    def unfinished_intents(self) -> list[Record]:
+        """Intents with neither an outcome nor an interrupted record, oldest first."""
+        with self._mutex:
+            rows = self._conn.execute(
+                "SELECT r.body, r.hash, r.mac FROM records r WHERE r.kind = 'intent' AND NOT "
+                "EXISTS (SELECT 1 FROM records o WHERE o.decision_id = r.decision_id AND "
+                "o.kind IN ('outcome', 'interrupted')) ORDER BY r.seq"
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    def reconcile(self, keep: Collection[str] = (), reason: str = INTERRUPTED_REASON) -> list[str]:
+        """Close every unfinished intent as interrupted; return their decision ids.
+
+        Call it at start, before anything else, and re-observe before acting on any of them.
+        `keep` names decisions that are legitimately paused (waiting at an approval interrupt
+        that the checkpointer will resume); they stay open.
+        """
+        closing = [
+            Interrupted(decision_id=r.payload.decision_id, intent_seq=r.seq, reason=reason)
+            for r in self.unfinished_intents()
+            if isinstance(r.payload, Intent) and r.payload.decision_id not in keep
+        ]
+        if closing:
+            self.append_batch(closing)
+        return [c.decision_id for c in closing]
+
+    # Reading ---------------------------------------------------------------------------------
+
+    def records(
+        self,
+        since: datetime | None = None,
+        kind: Kind | None = None,
+        *,
+        decision_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records in seq order, filtered; `limit` keeps the last N that match."""
+        where, args = _filters(since, kind, decision_id)
+        sql = f"{_SELECT}{where} ORDER BY seq DESC" + (" LIMIT ?" if limit is not None else "")
+        with self._mutex:
+            rows = self._conn.execute(sql, (*args, limit) if limit is not None else args)
+            found = [_record(r) for r in rows.fetchall()]
+        found.reverse()
+        return found
+
+    def record(self, seq: int) -> Record | None:
+        with self._mutex:
+            row = self._conn.execute(f"{_SELECT} WHERE seq = ?", (seq,)).fetchone()
+        return _record(row) if row else None
+
+    def decision(self, decision_id: str) -> list[Record]:
+        """Every record of one decision (intent, approvals, fallback, outcome …) in order."""
+        return self.records(decision_id=decision_id)
+
+    def executed_actions(self, since: datetime) -> list[ExecutedAction]:
+        """Actions the backend carried out since `since` (for policies.history.History)."""
+        with self._mutex:
+            rows = self._conn.execute(
+                "SELECT o.body, o.hash, o.mac, i.body, i.hash, i.mac FROM records o JOIN "
+                "records i ON i.decision_id = o.decision_id AND i.kind = 'intent' "
+                "WHERE o.kind = 'outcome' AND o.time >= ? ORDER BY o.seq",
+                (time_text(since),),
+            ).fetchall()
+        done: list[ExecutedAction] = []
+        for row in rows:
+            outcome, intent = _record(row[:3]), _record(row[3:])
+            assert isinstance(outcome.payload, Outcome) and isinstance(intent.payload, Intent)
+            for result in outcome.payload.results:
+                if result.executed:
+                    done.append(
+                        ExecutedAction(
+                            action=intent.payload.proposals[result.index].action,
+                            at=outcome.time,
+                            decision_id=outcome.payload.decision_id,
+                            ok=result.ok,
+                        )
+                    )
+        return done
+
+    def verify(self) -> VerifyReport:
+        """Check the whole log (one consistent snapshot, safe while the writer appends)."""
+        with self._mutex:
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                rows = conn.execute(
+                    "SELECT seq, time, kind, decision_id, body, hash, mac FROM records ORDER BY seq"
+                ).fetchall()
+                head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
+            finally:
+                conn.execute("COMMIT")
+        return check([Row._make(r) for r in rows], Anchor._make(head) if head else None, self._key)
+
+    def _check_layout_and_key(self) -> None:
+        conn = self._conn
+        layout = conn.execute("SELECT value FROM meta WHERE name = 'layout'").fetchone()
+        if layout is None:
+            conn.execute("INSERT INTO meta (name, value) VALUES ('layout', ?)", (LAYOUT_VERSION,))
+        elif layout[0] != LAYOUT_VERSION:
+            raise AuditError(
+                f"{self.path} has layout {layout[0]}; this steward writes layout "
+                f"{LAYOUT_VERSION} — upgrade steward or use another --data-dir"
+            )
+        head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
+        if head is None or head[2] is None:
+            return
+        if self._key is None:
+            raise AuditError(
+                f"the decision log {self.path} is signed (HMAC) but {KEY_ENV} is not set; "
+                "set it to the key the log was written with"
+            )
+        if head[2] != anchor_mac(self._key, head[0], head[1]):
+            raise AuditError(
+                f"{KEY_ENV} does not match the key {self.path} was signed with (or its anchor "
+                "was tampered with: run `steward audit verify`)"
+            )
+
+
+def _filters(
+    since: datetime | None, kind: Kind | None, decision_id: str | None
+) -> tuple[str, tuple[Any, ...]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    for clause, value in (
+        ("time >= ?", time_text(since) if since else None),
+        ("kind = ?", kind),
+        ("decision_id = ?", decision_id),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            args.append(value)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), tuple(args)
+
+
+def _find(conn: sqlite3.Connection, decision_id: str, *kinds: str) -> list[Record]:
+    marks = ", ".join("?" * len(kinds))
+    rows = conn.execute(
+        f"{_SELECT} WHERE decision_id = ? AND kind IN ({marks}) ORDER BY seq",
+        (decision_id, *kinds),
+    ).fetchall()
+    return [_record(r) for r in rows]

@@ -1,0 +1,286 @@
+"""Reading the log back for people and tools: one-line summaries, "why?" stories, JSONL export.
+
+A decision is spread over several records (intent, fallback, approvals, outcome or interrupted);
+`explain` gathers them into one `Story` — what was seen, what was proposed, which rules allowed
+or denied each action, who approved, what happened — and `render` tells it in plain text.
+`export_rows` flattens every record into one JSON object with the decision's actions joined to
+their verdicts and results, for tools that read JSON Lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from agent.audit.records import (
+    Approval,
+    Check,
+    DryRunPlan,
+    Fallback,
+    Intent,
+    Interrupted,
+    ModeStep,
+    Outcome,
+    Record,
+    Startup,
+    Verdict,
+)
+from tools.actions import dump_action
+
+Status = Literal["completed", "failed", "interrupted", "in progress", "dry run"]
+
+
+class ActionStory(BaseModel):
+    """One proposed action, its verdict, its approval and what became of it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    type: str
+    target: str
+    params: dict[str, JsonValue]
+    description: str
+    reason: str
+    verdict: Verdict
+    rule_ids: tuple[str, ...]
+    message: str
+    approvals: tuple[str, ...] = ()
+    executed: bool = False
+    ok: bool | None = None
+    outcome: str | None = None
+
+
+class Story(BaseModel):
+    """One decision told whole."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    seq: int
+    time: datetime
+    status: Status
+    observed_at: datetime
+    observation_digest: str
+    signals: dict[str, JsonValue]
+    planner: str
+    model: str | None
+    fallbacks: tuple[str, ...]
+    rationale: str
+    findings: tuple[str, ...]
+    actions: tuple[ActionStory, ...]
+    verification: tuple[Check, ...] = ()
+    error: str | None = None
+    closed_at: datetime | None = None
+
+
+def _params(action_dump: dict[str, Any]) -> dict[str, JsonValue]:
+    return {k: v for k, v in action_dump.items() if k not in ("type", "reason")}
+
+
+def explain(records: Sequence[Record]) -> Story:
+    """The story of the decision these records belong to (they must include its intent/plan)."""
+    opening = next((r for r in records if isinstance(r.payload, Intent | DryRunPlan)), None)
+    if opening is None:
+        raise ValueError("no intent or plan among these records: nothing to explain")
+    decision = opening.payload
+    assert isinstance(decision, Intent | DryRunPlan)
+    approvals: dict[int, list[str]] = {}
+    fallbacks: list[str] = []
+    outcome: Outcome | None = None
+    closed: Record | None = None
+    for r in records:
+        p = r.payload
+        if isinstance(p, Approval):
+            word = "approved" if p.approved else "refused"
+            note = f" ({p.note})" if p.note else ""
+            text = f"{word} by {p.principal} via {p.channel} at {p.decided_at:%Y-%m-%d %H:%M}{note}"
+            approvals.setdefault(p.action_index, []).append(text)
+        elif isinstance(p, Fallback):
+            fallbacks.append(f"{p.from_planner} failed ({p.reason}); {p.to_planner} decided")
+        elif isinstance(p, Outcome | Interrupted):
+            outcome = p if isinstance(p, Outcome) else None
+            closed = r
+    results = {res.index: res for res in outcome.results} if outcome else {}
+    actions = []
+    for i, proposal in enumerate(decision.proposals):
+        dumped = dump_action(proposal.action)
+        res = results.get(i)
+        actions.append(
+            ActionStory(
+                index=i,
+                type=str(dumped["type"]),
+                target=proposal.action.target,
+                params=_params(dumped),
+                description=proposal.action.describe(),
+                reason=proposal.action.reason,
+                verdict=proposal.verdict,
+                rule_ids=proposal.rule_ids,
+                message=proposal.message,
+                approvals=tuple(approvals.get(i, ())),
+                executed=res.executed if res else False,
+                ok=res.ok if res else None,
+                outcome=res.message if res else None,
+            )
+        )
+    status: Status
+    if isinstance(decision, DryRunPlan):
+        status = "dry run"
+    elif closed is None:
+        status = "in progress"
+    elif outcome is None:
+        status = "interrupted"
+    else:
+        status = "completed" if outcome.succeeded else "failed"
+    interrupted = closed.payload if closed and isinstance(closed.payload, Interrupted) else None
+    return Story(
+        decision_id=decision.decision_id,
+        seq=opening.seq,
+        time=opening.time,
+        status=status,
+        observed_at=decision.observed_at,
+        observation_digest=decision.observation_digest,
+        signals=decision.signals,
+        planner=decision.planner,
+        model=decision.model,
+        fallbacks=tuple(fallbacks),
+        rationale=decision.rationale,
+        findings=decision.findings,
+        actions=tuple(actions),
+        verification=outcome.verification if outcome else (),
+        error=outcome.error if outcome else (interrupted.reason if interrupted else None),
+        closed_at=closed.time if closed else None,
+    )
+
+
+def render(story: Story) -> str:
+    """The story as text a person reads top to bottom."""
+    by = story.planner + (f" (model {story.model})" if story.model else "")
+    signals = ", ".join(f"{k}={v}" for k, v in story.signals.items()) or "none recorded"
+    lines = [
+        f"Decision {story.decision_id} — {story.status} "
+        f"(seq {story.seq}, {story.time:%Y-%m-%d %H:%M:%S} UTC)",
+        "",
+        f"Seen: the cluster as observed at {story.observed_at:%Y-%m-%d %H:%M:%S} "
+        f"(digest {story.observation_digest[:12]}); signals: {signals}.",
+        f"Planned by: {by}.",
+        *(f"Fallback: {f}." for f in story.fallbacks),
+    ]
+    if story.rationale:
+        lines.append(f"Why: {story.rationale}")
+    lines += ["", "Proposed:" if story.actions else "Proposed: nothing."]
+    for a in story.actions:
+        rules = ", ".join(a.rule_ids) or "no rule"
+        verdict = {"allow": "allowed", "deny": "denied", "needs_approval": "needs approval"}
+        lines.append(f"  {a.index + 1}. {a.description} — {verdict[a.verdict]} by {rules}")
+        if a.reason:
+            lines.append(f"     planner's reason: {a.reason}")
+        if a.message:
+            lines.append(f"     policy: {a.message}")
+        lines += [f"     {text}" for text in a.approvals]
+        if a.verdict == "needs_approval" and not a.approvals:
+            lines.append("     no approval recorded")
+        if a.executed:
+            lines.append(f"     ran: {'ok' if a.ok else 'FAILED'} — {a.outcome or 'no message'}")
+        elif a.outcome is not None:
+            lines.append(f"     not run: {a.outcome}")
+    lines += [f"Policy finding: {f}" for f in story.findings]
+    lines.append("")
+    lines.append(_ending(story))
+    for c in story.verification:
+        lines.append(f"  check {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}".rstrip())
+    return "\n".join(lines)
+
+
+def _ending(story: Story) -> str:
+    if story.status == "dry run":
+        return "What happened: nothing — a dry-run plan."
+    if story.status == "in progress":
+        return "What happened: not yet recorded (in progress, or waiting for approval)."
+    if story.status == "interrupted":
+        return f"What happened: interrupted — {story.error}."
+    ran = sum(a.executed for a in story.actions)
+    text = f"What happened: {ran} of {len(story.actions)} action(s) ran; {story.status}"
+    return text + (f" — {story.error}." if story.error else ".")
+
+
+def summary(record: Record) -> str:
+    """One line saying what a record holds (for `steward audit show`)."""
+    p = record.payload
+    if isinstance(p, Intent | DryRunPlan):
+        by = p.planner + (f"/{p.model}" if p.model else "")
+        acts = "; ".join(f"{q.action.describe()} [{q.verdict}]" for q in p.proposals) or "nothing"
+        return ("dry run: " if isinstance(p, DryRunPlan) else "") + f"{by} proposed {acts}"
+    if isinstance(p, Outcome):
+        ran = [r for r in p.results if r.executed]
+        failed = sum(not r.ok for r in ran)
+        checks = "verified" if all(c.ok for c in p.verification) else "verification FAILED"
+        tail = f"; error: {p.error}" if p.error else ""
+        return f"{len(ran)} action(s) ran, {failed} failed; {checks}{tail}"
+    if isinstance(p, Approval):
+        word = "approved" if p.approved else "refused"
+        return f"{p.principal} {word} action {p.action_index + 1} via {p.channel}"
+    if isinstance(p, Fallback):
+        return f"{p.from_planner} planner failed, {p.to_planner} decided: {p.reason}"
+    if isinstance(p, Interrupted):
+        return f"intent seq {p.intent_seq} never got an outcome: {p.reason}"
+    if isinstance(p, ModeStep):
+        mode = f" to {p.target_mode}" if p.target_mode else ""
+        return f"rotation {p.rotation_id}{mode}: {p.step} {p.status}"
+    assert isinstance(p, Startup)
+    return f"steward {p.version} started (pid {p.pid} on {p.host}){': ' + p.note if p.note else ''}"
+
+
+def export_rows(records: Sequence[Record]) -> Iterator[dict[str, Any]]:
+    """One flat JSON object per record, actions joined to their verdicts and results."""
+    openings: dict[str, Record] = {}
+    closings: dict[str, Record] = {}
+    for r in records:
+        if r.decision_id is None:
+            continue
+        if isinstance(r.payload, Intent | DryRunPlan):
+            openings[r.decision_id] = r
+        elif isinstance(r.payload, Outcome | Interrupted):
+            closings[r.decision_id] = r
+    for r in records:
+        row: dict[str, Any] = {
+            "seq": r.seq,
+            "time": r.time.isoformat(),
+            "kind": r.kind,
+            "schema_version": r.schema_version,
+            "decision_id": r.decision_id,
+            "prev_hash": r.prev_hash,
+            "hash": r.hash,
+            "hmac": r.mac,
+            "planner": None,
+            "model": None,
+            "actions": [],
+        }
+        decision = r.decision_id
+        opening = openings.get(decision) if decision else None
+        if isinstance(r.payload, Fallback):
+            row["planner"], row["model"] = r.payload.from_planner, r.payload.model
+        if opening is not None and r.kind in ("intent", "plan", "outcome", "interrupted"):
+            closing = closings.get(decision) if decision else None
+            story = explain([opening] if closing is None else [opening, closing])
+            row["planner"], row["model"] = story.planner, story.model
+            row["actions"] = [_export_action(a) for a in story.actions]
+        row["payload"] = r.payload.model_dump(mode="json")
+        yield row
+
+
+def _export_action(a: ActionStory) -> dict[str, Any]:
+    return {
+        "index": a.index,
+        "type": a.type,
+        "target": a.target,
+        "params": a.params,
+        "reason": a.reason,
+        "verdict": a.verdict,
+        "rule_ids": list(a.rule_ids),
+        "executed": a.executed,
+        "ok": a.ok,
+        "outcome": a.outcome,
+    }
