@@ -1,0 +1,196 @@
+"""Demand: where the simulator's requests come from.
+
+Four kinds of arrival process, each a pydantic spec (what a scenario file writes) and a
+generator that yields the requests arriving in a time window, deterministically for a seed:
+
+- `poisson`: a constant rate;
+- `diurnal`: a rate that follows the day, lowest at `trough_hour`, highest twelve hours later;
+- `burst`: a rate during one window only;
+- `trace`: replay of a real request trace (the CSVs in shared/traces: TIMESTAMP, ContextTokens,
+  GeneratedTokens), thinned or replicated by `rate_scale` (a real service's trace is many times
+  what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it).
+
+A request targets a workload or a pool (then the router picks one of the pool's workloads).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.errors import InvalidInput
+
+
+@dataclass(slots=True)
+class Request:
+    """One request: when it arrived (seconds since the scenario's start) and its size."""
+
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    target: str
+
+
+class _Demand(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: str = Field(min_length=1, description="A workload or pool name.")
+    input_tokens: int = Field(default=1_000, ge=1, description="Mean input tokens per request.")
+    output_tokens: int = Field(default=250, ge=1, description="Mean output tokens per request.")
+
+
+class PoissonDemand(_Demand):
+    kind: Literal["poisson"] = "poisson"
+    rate_per_min: float = Field(ge=0)
+
+
+class DiurnalDemand(_Demand):
+    kind: Literal["diurnal"] = "diurnal"
+    min_rate_per_min: float = Field(ge=0)
+    max_rate_per_min: float = Field(ge=0)
+    trough_hour: float = Field(default=4.0, ge=0, lt=24, description="Hour of the lowest rate.")
+
+
+class BurstDemand(_Demand):
+    kind: Literal["burst"] = "burst"
+    rate_per_min: float = Field(ge=0)
+    at_s: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+
+
+class TraceDemand(_Demand):
+    kind: Literal["trace"] = "trace"
+    path: Path
+    rate_scale: float = Field(default=1.0, gt=0, le=1000)
+    offset_s: float = Field(default=0.0, ge=0, description="Start this far into the trace.")
+    loop: bool = False
+
+
+DemandSpec = Annotated[
+    PoissonDemand | DiurnalDemand | BurstDemand | TraceDemand, Field(discriminator="kind")
+]
+
+
+def _sizes(rng: random.Random, spec: _Demand) -> tuple[int, int]:
+    """Request sizes: exponential around the means (long tails, as real chat traffic has)."""
+    inp = max(1, round(rng.expovariate(1.0 / spec.input_tokens)))
+    out = max(1, round(rng.expovariate(1.0 / spec.output_tokens)))
+    return inp, out
+
+
+class Generator:
+    """Yields the requests of one demand spec, window after window, deterministically.
+
+    The generator's whole state is (`next_s`, `cursor`, the RNG state): the store persists it.
+    """
+
+    def __init__(self, spec: DemandSpec, seed: int, start: datetime) -> None:
+        self.spec = spec
+        self.rng = random.Random(seed)
+        self.start_hour = start.hour + start.minute / 60 + start.second / 3600
+        self.next_s = 0.0
+        """Poisson-type kinds: the next arrival's time, drawn ahead (thinning for diurnal)."""
+        self.cursor = 0
+        """Trace kind: rows already replayed (over all loops)."""
+        self.primed = False
+
+    def _rate_per_s(self, t: float) -> float:
+        spec = self.spec
+        if isinstance(spec, PoissonDemand):
+            return spec.rate_per_min / 60
+        if isinstance(spec, DiurnalDemand):
+            hour = (self.start_hour + t / 3600) % 24
+            phase = 2 * math.pi * (hour - spec.trough_hour) / 24
+            level = (1 - math.cos(phase)) / 2
+            rate = spec.min_rate_per_min + (spec.max_rate_per_min - spec.min_rate_per_min) * level
+            return rate / 60
+        if isinstance(spec, BurstDemand):
+            return spec.rate_per_min / 60 if spec.at_s <= t < spec.at_s + spec.duration_s else 0.0
+        return 0.0
+
+    def _peak_rate_per_s(self) -> float:
+        spec = self.spec
+        if isinstance(spec, DiurnalDemand):
+            return max(spec.min_rate_per_min, spec.max_rate_per_min) / 60
+        if isinstance(spec, PoissonDemand | BurstDemand):
+            return spec.rate_per_min / 60
+        return 0.0
+
+    def window(self, t0: float, t1: float) -> list[Request]:
+        """The requests arriving in [t0, t1)."""
+        if isinstance(self.spec, TraceDemand):
+            return self._trace_window(self.spec, t0, t1)
+        peak = self._peak_rate_per_s()
+        if peak <= 0:
+            return []
+        if not self.primed:
+            self.next_s = self._first_after(t0, peak)
+            self.primed = True
+        out: list[Request] = []
+        while self.next_s < t1:
+            t = self.next_s
+            # Thinning (Lewis-Shedler): draw at the peak rate, keep with rate(t)/peak.
+            if self.rng.random() * peak < self._rate_per_s(t):
+                inp, outp = _sizes(self.rng, self.spec)
+                out.append(Request(t, inp, outp, self.spec.target))
+            self.next_s = t + self.rng.expovariate(peak)
+        return out
+
+    def _first_after(self, t0: float, peak: float) -> float:
+        start = self.spec.at_s if isinstance(self.spec, BurstDemand) else 0.0
+        return max(t0, start) + self.rng.expovariate(peak)
+
+    def _trace_window(self, spec: TraceDemand, t0: float, t1: float) -> list[Request]:
+        rows = load_trace(spec.path)
+        span = rows[-1][0] + 1.0 if rows else 0.0
+        out: list[Request] = []
+        while rows:
+            loop, i = divmod(self.cursor, len(rows))
+            if loop and not spec.loop:
+                break
+            at, inp, outp = rows[i]
+            t = at - spec.offset_s + loop * span
+            if t >= t1:
+                break
+            self.cursor += 1
+            if t < 0:
+                continue  # before the offset
+            copies = int(spec.rate_scale)
+            if self.rng.random() < spec.rate_scale - copies:
+                copies += 1
+            out.extend(Request(max(t, t0), inp, outp, spec.target) for _ in range(copies))
+        return out
+
+
+@cache
+def load_trace(path: Path) -> tuple[tuple[float, int, int], ...]:
+    """Rows of a trace CSV as (seconds since the first request, input tokens, output tokens)."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            raw = [
+                (
+                    datetime.fromisoformat(r["TIMESTAMP"].strip()[:26]),
+                    int(r["ContextTokens"]),
+                    int(r["GeneratedTokens"]),
+                )
+                for r in reader
+            ]
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the trace: {exc.strerror}") from exc
+    except (KeyError, ValueError) as exc:
+        raise InvalidInput(
+            f"{path}: not a trace with columns TIMESTAMP,ContextTokens,GeneratedTokens ({exc})"
+        ) from exc
+    if not raw:
+        return ()
+    first = raw[0][0]
+    return tuple(((ts - first).total_seconds(), max(1, inp), max(1, out)) for ts, inp, out in raw)

@@ -1,0 +1,236 @@
+"""The simulation engine: one tick of the world, and where replicas can go.
+
+Each `step(dt)` does, in order: fault transitions (a node lost or back), arrivals into the
+queues, replica life cycles (start-up delay, drain, exit, eviction, reconcile to the desired
+count), serving, then the scrapes that fall in this tick and a series point when one is due.
+
+Metrics are scraped the way Prometheus would: per node (and per workload, per link) every
+`scrape_interval_s`, staggered across entities, so a snapshot's `observed_at` times are real
+and a lost node's readings age into stale, then missing. The engine marks what a tick changed
+(`dirty_nodes`, `dirty_workloads`, `dirty_links`) so snapshots rebuild only that.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from tools.sim import lifecycle, metrics
+from tools.sim.demand import Generator, Request
+from tools.sim.faults import FaultBook
+from tools.sim.placement import Placer
+from tools.sim.profiles import Profile, WorkloadSpec
+from tools.sim.serving import admit, step
+from tools.sim.state import NodeRun, Replica, SimState, WorkloadRun
+
+
+@dataclass(frozen=True, slots=True)
+class TpLink:
+    """The link a multi-node workload's tensor-parallel traffic crosses."""
+
+    link: str
+    paths: tuple[tuple[str, float], ...]  # (path name, healthy Gb/s)
+    gid_index: int
+
+
+TP_COMM_SHARE = 0.3
+"""Share of a TP=2 decode step spent in all-reduce over a healthy link (estimate). A path at
+fraction f of healthy makes that share 1/f times longer."""
+
+SOCKET_FALLBACK = 0.05
+"""Without RDMA on any path (wrong GID index), NCCL's socket transport: ~5 % of RDMA speed."""
+
+
+class Engine:
+    """The moving world: a profile, its state, its faults and its demand."""
+
+    def __init__(
+        self, profile: Profile, state: SimState, faults: FaultBook, generators: list[Generator]
+    ) -> None:
+        self.profile = profile
+        self.state = state
+        self.faults = faults
+        self.generators = generators
+        self.specs: dict[str, WorkloadSpec] = {w.name: w for w in profile.workloads}
+        self.pool_members: dict[str, tuple[str, ...]] = {p.name: p.workloads for p in profile.pools}
+        self.placer = Placer(profile, state, faults)
+        self.tp_links = {w.name: self._tp_link(w) for w in profile.workloads}
+        self.n_buckets = max(1, round(profile.scrape_interval_s / profile.tick_s))
+        self.node_buckets = self._buckets([n.name for n in profile.nodes])
+        self.workload_buckets = self._buckets(list(self.specs))
+        self.dirty_nodes: set[str] = {n.name for n in profile.nodes}
+        self.dirty_workloads: set[str] = set(self.specs)
+        self.dirty_links = True
+        self.version = 0
+        """Bumped whenever anything observable may have changed."""
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def step(self, dt: float) -> None:
+        st = self.state
+        t0, t1 = st.t, st.t + dt
+        self._apply_node_faults(t0)
+        for name, run in st.workloads.items():
+            if lifecycle.advance(self, name, run, t0):
+                self.dirty_workloads.add(name)
+        for name, run in st.workloads.items():
+            self._serve(name, run, t0, dt)
+        # Requests arriving during this step queue for the next one: nobody is served before
+        # arriving, and a wait is never negative (it is at most one tick too long).
+        for gen in self.generators:
+            for req in gen.window(t0, t1):
+                self.route(req)
+        st.t = t1
+        st.ticks += 1
+        self._scrape_due()
+        if st.t + 1e-9 >= st.next_series_s:
+            metrics.record_series(self)
+            st.next_series_s += self.profile.series_interval_s
+        self.version += 1
+
+    def _apply_node_faults(self, t: float) -> None:
+        lost = self.faults.lost_nodes(t)
+        for name, node in self.state.nodes.items():
+            if (name in lost) != node.lost:
+                node.lost = name in lost
+                lifecycle.node_changed(self, name, lost=node.lost, t=t)
+                self.dirty_nodes.add(name)
+            elif node.lost:
+                self.dirty_nodes.add(name)  # its readings age: stale, then missing
+                self.dirty_links = True
+
+    # -- demand -------------------------------------------------------------------------------
+
+    def route(self, req: Request) -> None:
+        """Queue a request at its workload, or at the best workload of its pool."""
+        members = self.pool_members.get(req.target)
+        name = req.target if members is None else self._pick(members)
+        run = self.state.workloads.get(name)
+        if run is not None:
+            run.queue.append(req)
+
+    def _pick(self, members: tuple[str, ...]) -> str:
+        runs = self.state.workloads
+        serving = [m for m in members if self.ready_count(runs[m]) > 0]
+        if serving:
+            return min(serving, key=lambda m: self._load(runs[m]))
+        wanted = [m for m in members if runs[m].desired > 0]
+        return wanted[0] if wanted else members[0]
+
+    def _load(self, run: WorkloadRun) -> float:
+        """Waiting plus running requests per ready replica (what a least-loaded router sees)."""
+        running = sum(r.server.in_flight for r in run.replicas if r.phase == "ready")
+        return (len(run.queue) + running) / self.ready_count(run)
+
+    @staticmethod
+    def ready_count(run: WorkloadRun) -> int:
+        return sum(1 for r in run.replicas if r.phase == "ready")
+
+    def _serve(self, name: str, run: WorkloadRun, t: float, dt: float) -> None:
+        spec = self.specs[name]
+        if spec.serving is None:
+            for r in run.replicas:
+                if r.phase == "ready":
+                    r.server.busy_s += dt * spec.busy_utilization
+            return
+        if run.queue and run.desired == 0:
+            self._reroute(name, run)
+        ready = [r.server for r in run.replicas if r.phase == "ready"]
+        if not ready and not any(r.server.in_flight for r in run.replicas):
+            return
+        windows = (run.scrape, run.series)
+        if ready and run.queue:
+            admit(
+                run.queue,
+                ready,
+                spec.serving,
+                kv_capacity=spec.kv_capacity_tokens,
+                context_length=spec.context_length,
+                t=t,
+                windows=windows,
+            )
+        speed = self.link_speed(name, t)
+        for r in run.replicas:
+            if r.phase in ("ready", "terminating") and r.server.in_flight:
+                before = run.series.tokens
+                step(r.server, spec.serving, t=t, dt=dt, speed=speed, windows=windows)
+                run.tokens_total += run.series.tokens - before
+
+    def _reroute(self, name: str, run: WorkloadRun) -> None:
+        """A workload scaled to zero hands its queue to a serving sibling in its pool."""
+        spec = self.specs[name]
+        siblings = [m for m in self.pool_members.get(spec.pool, ()) if m != name]
+        target = next((m for m in siblings if self.ready_count(self.state.workloads[m])), None)
+        if target is not None:
+            self.state.workloads[target].queue.extend(run.queue)
+            run.queue.clear()
+            self.dirty_workloads.update((name, target))
+
+    # -- links ----------------------------------------------------------------------------------
+
+    def _tp_link(self, spec: WorkloadSpec) -> TpLink | None:
+        if spec.nodes_per_replica < 2 or not self.profile.links:
+            return None
+        link = self.profile.links[0]
+        return TpLink(
+            link.name, tuple((p.name, p.healthy_gbps) for p in link.paths), link.gid_index
+        )
+
+    def path_reading(
+        self, link: str, path: str, healthy: float, gid: int, t: float
+    ) -> tuple[float, int]:
+        """What a path negotiates now and the GID index it uses."""
+        spec = next(
+            p for lk in self.profile.links if lk.name == link for p in lk.paths if p.name == path
+        )
+        frac = self.faults.path_fraction(link, path, t)
+        gbps = spec.nominal_gbps * frac if frac < 1.0 else healthy
+        changed = self.faults.gid_index(link, path, t)
+        return gbps, gid if changed is None else changed
+
+    def link_speed(self, workload: str, t: float) -> float:
+        """Throughput factor of a tensor-parallel workload given its link's health now."""
+        tp = self.tp_links.get(workload)
+        if tp is None:
+            return 1.0
+        healthy = usable = 0.0
+        for path, healthy_gbps in tp.paths:
+            gbps, gid = self.path_reading(tp.link, path, healthy_gbps, tp.gid_index, t)
+            healthy += healthy_gbps
+            usable += gbps if gid == tp.gid_index else 0.0
+        fraction = min(1.0, usable / healthy) if healthy else 1.0
+        if fraction <= 0:
+            fraction = SOCKET_FALLBACK
+        return 1.0 / ((1 - TP_COMM_SHARE) + TP_COMM_SHARE / fraction)
+
+    # -- scrapes --------------------------------------------------------------------------------
+
+    def _buckets(self, names: list[str]) -> list[list[str]]:
+        buckets: list[list[str]] = [[] for _ in range(self.n_buckets)]
+        for name in names:
+            buckets[zlib.crc32(name.encode()) % self.n_buckets].append(name)
+        return buckets
+
+    def _scrape_due(self) -> None:
+        k = self.state.ticks % self.n_buckets
+        for name in self.node_buckets[k]:
+            metrics.scrape_node(self, name)
+        for name in self.workload_buckets[k]:
+            metrics.scrape_workload(self, name)
+        if k == 0:
+            metrics.scrape_links(self)
+
+    def scrape_all(self) -> None:
+        for node in self.profile.nodes:
+            metrics.scrape_node(self, node.name)
+        for name in self.specs:
+            metrics.scrape_workload(self, name)
+        metrics.scrape_links(self)
+
+    # -- helpers for the control surface --------------------------------------------------------
+
+    def replicas_on(self, node: str) -> list[Replica]:
+        return [r for run in self.state.workloads.values() for r in run.replicas if node in r.nodes]
+
+    def node_run(self, name: str) -> NodeRun:
+        return self.state.nodes[name]

@@ -1,0 +1,144 @@
+"""Faults the simulator can inject, from the seeds' list of things that really went wrong.
+
+Each fault is a pydantic spec with a `kind` tag, active from `at_s` (seconds since the scenario's
+start) for `duration_s` (None: until the end). `FaultBook` answers, for a moment, what is broken:
+the simulator asks it instead of keeping flags of its own, so a fault's effect is a pure function
+of time and replays identically.
+
+- `node_loss`: the node stops answering (NotReady); its replicas stop serving, its metrics go
+  stale and then missing.
+- `link_degraded`: one path of a link negotiates a fraction of its nominal speed (the seeds' 11 %
+  after a pending reboot, 13-15 Gb/s per path after hot-plug).
+- `gid_changed`: the RoCE GID index of a path is not the one configured (it changes after a reboot
+  and NCCL does not warn); RDMA over that path fails.
+- `probe_failing`: a workload's endpoint answers probes with errors.
+- `api_errors`: the cluster API fails transiently (tools.errors.BackendUnavailable) for the next
+  `count` calls of the named operations.
+- `mps_double_count`: the device plugin on a node does not advertise its MPS replicas, so the
+  scheduler counts each client of a shared card as a whole card (used 2 / capacity 1) and refuses
+  every further pod on the node.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ApiOperation = Literal[
+    "observe", "scale", "place", "cordon", "uncordon", "drain", "probe", "link_status"
+]
+
+
+class _Fault(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at_s: float = Field(default=0.0, ge=0, description="When it starts, seconds from the start.")
+    duration_s: float | None = Field(default=None, gt=0, description="None: until the end.")
+
+    def active(self, t: float) -> bool:
+        if t < self.at_s:
+            return False
+        return self.duration_s is None or t < self.at_s + self.duration_s
+
+
+class NodeLoss(_Fault):
+    kind: Literal["node_loss"] = "node_loss"
+    node: str
+
+
+class LinkDegraded(_Fault):
+    kind: Literal["link_degraded"] = "link_degraded"
+    link: str
+    path: str
+    fraction: float = Field(gt=0, le=1, description="Negotiated speed as a fraction of nominal.")
+
+
+class GidChanged(_Fault):
+    kind: Literal["gid_changed"] = "gid_changed"
+    link: str
+    path: str | None = Field(default=None, description="None: every path of the link.")
+    gid_index: int = Field(ge=0, le=255)
+
+
+class ProbeFailing(_Fault):
+    kind: Literal["probe_failing"] = "probe_failing"
+    workload: str
+
+
+class ApiErrors(_Fault):
+    kind: Literal["api_errors"] = "api_errors"
+    count: int = Field(default=1, ge=1, description="How many calls fail.")
+    operations: tuple[ApiOperation, ...] = ("scale", "place", "cordon", "uncordon", "drain")
+
+
+class MpsDoubleCount(_Fault):
+    kind: Literal["mps_double_count"] = "mps_double_count"
+    node: str = "ws-1"
+
+
+Fault = Annotated[
+    NodeLoss | LinkDegraded | GidChanged | ProbeFailing | ApiErrors | MpsDoubleCount,
+    Field(discriminator="kind"),
+]
+
+
+class FaultBook:
+    """The faults of one run, and what they break at a given moment."""
+
+    def __init__(self, faults: tuple[Fault, ...] = ()) -> None:
+        self.faults: list[Fault] = list(faults)
+
+    def add(self, fault: Fault) -> None:
+        self.faults.append(fault)
+
+    def node_lost(self, node: str, t: float) -> bool:
+        return any(isinstance(f, NodeLoss) and f.node == node and f.active(t) for f in self.faults)
+
+    def lost_nodes(self, t: float) -> set[str]:
+        return {f.node for f in self.faults if isinstance(f, NodeLoss) and f.active(t)}
+
+    def path_fraction(self, link: str, path: str, t: float) -> float:
+        """Negotiated speed as a fraction of the healthy one (1.0 when nothing is wrong)."""
+        fractions = [
+            f.fraction
+            for f in self.faults
+            if isinstance(f, LinkDegraded) and f.link == link and f.path == path and f.active(t)
+        ]
+        return min(fractions, default=1.0)
+
+    def gid_index(self, link: str, path: str, t: float) -> int | None:
+        """The GID index a fault set for the path, or None if no fault touches it."""
+        for f in reversed(self.faults):
+            covers = isinstance(f, GidChanged) and f.link == link and f.path in (None, path)
+            if covers and f.active(t):
+                assert isinstance(f, GidChanged)
+                return f.gid_index
+        return None
+
+    def probe_fails(self, workload: str, t: float) -> bool:
+        return any(
+            isinstance(f, ProbeFailing) and f.workload == workload and f.active(t)
+            for f in self.faults
+        )
+
+    def mps_double_count(self, node: str, t: float) -> bool:
+        return any(
+            isinstance(f, MpsDoubleCount) and f.node == node and f.active(t) for f in self.faults
+        )
+
+    def api_error_budget(self, operation: str, t: float) -> int | None:
+        """Index of an active api_errors fault covering `operation`, or None."""
+        for i, f in enumerate(self.faults):
+            if isinstance(f, ApiErrors) and operation in f.operations and f.active(t):
+                return i
+        return None
+
+    def changes_at(self) -> list[float]:
+        """Moments at which some fault starts or ends (the simulator re-reads them there)."""
+        points: set[float] = set()
+        for f in self.faults:
+            points.add(f.at_s)
+            if f.duration_s is not None:
+                points.add(f.at_s + f.duration_s)
+        return sorted(points)

@@ -1,0 +1,136 @@
+"""Scrapes and series: what the simulated exporters report, and when.
+
+A node's exporter (DCGM-like) reports per card utilization (busy share since the last scrape),
+memory used and power (idle ~11 % of the limit, PARTS.md); a workload's gateway reports queue
+depth, queue wait (the oldest waiting request's age, or the mean wait of those admitted since
+the last scrape), tokens per second and time to first token; a link's exporter reports each
+path's negotiated speed and GID index. A lost node reports nothing, so its last readings age.
+Workloads without a request queue (render, batch) export no queue metrics: they are missing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tools.sim.state import CardSample, Replica, SeriesRow, WorkloadRun
+
+if TYPE_CHECKING:
+    from tools.sim.engine import Engine
+
+IDLE_POWER_SHARE = 0.11
+PROCESS_HOST_BYTES = 4 * 1024**3
+"""Host memory one replica's process holds on a node with discrete cards."""
+
+
+def _replica(run: WorkloadRun, client: str) -> Replica | None:
+    index = int(client.rsplit("/", 1)[1])
+    return next((r for r in run.replicas if r.index == index), None)
+
+
+def scrape_node(engine: Engine, name: str) -> None:
+    st = engine.state
+    node = st.nodes[name]
+    if node.lost:
+        return
+    t = st.t
+    spec = engine.placer.nodes[name]
+    elapsed = max(t - node.last_scrape_s, 1e-9)
+    busy_now: dict[str, float] = {}
+    host_used = spec.os_memory_bytes
+    for uuid in engine.placer.node_cards[name]:
+        card = engine.placer.card_spec[uuid]
+        util = 0.0
+        for client in engine.placer.clients[uuid]:
+            workload = client.rsplit("/", 1)[0]
+            r = _replica(st.workloads[workload], client)
+            if r is None:
+                continue
+            busy_now[client] = r.server.busy_s
+            util += (r.server.busy_s - node.last_busy.get(client, r.server.busy_s)) / elapsed
+        util = round(min(1.0, max(0.0, util)), 2)
+        used = engine.placer.card_used(uuid)
+        host_used += (
+            used if spec.unified_memory else PROCESS_HOST_BYTES * len(engine.placer.clients[uuid])
+        )
+        idle = card.power_limit_w * IDLE_POWER_SHARE
+        power = round(idle + (card.power_limit_w - idle) * util)
+        node.cards[uuid] = CardSample(t, util, used, power)
+    node.memory_sample = (t, host_used)
+    node.last_busy = busy_now
+    node.last_scrape_s = t
+    engine.dirty_nodes.add(name)
+
+
+def scrape_workload(engine: Engine, name: str) -> None:
+    spec = engine.specs[name]
+    if spec.serving is None:
+        return
+    st = engine.state
+    run = st.workloads[name]
+    t = st.t
+    w = run.scrape
+    elapsed = max(t - run.last_scrape_s, 1e-9)
+    if run.queue:
+        wait: float | None = t - run.queue[0].arrival_s
+    else:
+        wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
+    ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
+    tok_s = w.tokens / elapsed
+    run.sample = (t, float(len(run.queue)), _r(wait), round(tok_s, 2), _r(ttft))
+    run.last_scrape_s = t
+    w.reset()
+    engine.dirty_workloads.add(name)
+
+
+def scrape_links(engine: Engine) -> None:
+    st = engine.state
+    for link in engine.profile.links:
+        if any(st.nodes[n].lost for n in link.nodes):
+            continue
+        for path in link.paths:
+            gbps, gid = engine.path_reading(
+                link.name, path.name, path.healthy_gbps, link.gid_index, st.t
+            )
+            st.link_samples[f"{link.name}/{path.name}"] = (st.t, round(gbps, 2), gid)
+    engine.dirty_links = True
+
+
+def record_series(engine: Engine) -> None:
+    st = engine.state
+    t = st.t
+    for name, run in st.workloads.items():
+        spec = engine.specs[name]
+        w = run.series
+        elapsed = max(t - run.last_series_s, 1e-9)
+        ready = [r for r in run.replicas if r.phase == "ready"]
+        busy = {r.client: r.server.busy_s for r in run.replicas}
+        delta = sum(b - run.last_busy.get(c, b) for c, b in busy.items())
+        util = min(1.0, delta / elapsed / max(1, len(ready))) if ready else 0.0
+        if run.queue:
+            wait: float | None = t - run.queue[0].arrival_s
+        else:
+            wait = w.wait_sum / w.wait_n if w.wait_n else (0.0 if spec.serving else None)
+        st.series.append(
+            SeriesRow(
+                t=t,
+                workload=name,
+                queue_depth=len(run.queue),
+                queue_wait_s=_r(wait),
+                ttft_s=_r(w.ttft_sum / w.ttft_n if w.ttft_n else None),
+                utilization=round(util, 3),
+                tokens_per_s=round(w.tokens / elapsed, 2),
+                tokens_total=round(run.tokens_total, 1),
+                stream_tok_s=_r(w.stream_sum / w.stream_n if w.stream_n else None),
+                ready_replicas=len(ready),
+                completed=w.completed,
+                rejected=w.rejected,
+                aborted=w.aborted,
+            )
+        )
+        run.last_busy = busy
+        run.last_series_s = t
+        w.reset()
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)

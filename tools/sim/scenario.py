@@ -1,0 +1,174 @@
+"""Scenario files: which cluster, which seed, which demand, which faults (docs/scenarios.md).
+
+A scenario is YAML validated by pydantic. A file with an unknown key, a wrong type, an
+impossible value or a name that is not in the profile is refused before anything runs, with one
+`FILE:LINE:COL: field: message` line per problem (line numbers from ruamel.yaml).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from tools.errors import InvalidInput
+from tools.sim.demand import DemandSpec, DiurnalDemand, TraceDemand
+from tools.sim.faults import Fault, GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss, ProbeFailing
+from tools.sim.profiles import Profile, fleet, homelab
+
+Loc = tuple[str | int, ...]
+
+
+class HomelabProfile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["homelab"] = "homelab"
+
+
+class FleetProfile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["fleet"] = "fleet"
+    nodes: int = Field(ge=1, le=20_000)
+    gpus_per_node: int = Field(default=8, ge=1, le=16)
+
+
+ProfileChoice = Annotated[HomelabProfile | FleetProfile, Field(discriminator="kind")]
+
+
+class Scenario(BaseModel):
+    """One simulated situation: a profile, a seed, demand and faults."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "homelab"
+    description: str = ""
+    profile: ProfileChoice = HomelabProfile()
+    seed: int = 0
+    speed: float = Field(default=0.0, ge=0, description="0: as fast as possible; 1: real time.")
+    start: datetime = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+    duration_s: float = Field(default=3600.0, gt=0, description="How long an eval runs it.")
+    mode: Literal["split", "cluster"] | None = Field(
+        default="cluster", description="The GX10 pair's mode at the start (homelab); None: off."
+    )
+    replicas: dict[str, int] = Field(default={}, description="Initial replicas, by workload.")
+    demand: tuple[DemandSpec, ...] = ()
+    faults: tuple[Fault, ...] = ()
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _profile_shorthand(cls, value: Any) -> Any:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("start")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+    def build_profile(self) -> Profile:
+        if isinstance(self.profile, FleetProfile):
+            return fleet(self.profile.nodes, self.profile.gpus_per_node, self.seed)
+        return homelab()
+
+    def problems(self) -> Iterator[tuple[Loc, str]]:
+        """Values that are well-typed but impossible for this profile (names it lacks, …)."""
+        prof = self.build_profile()
+        workloads = {w.name for w in prof.workloads}
+        pools = {p.name for p in prof.pools}
+        nodes = {n.name for n in prof.nodes}
+        paths = {lk.name: {p.name for p in lk.paths} for lk in prof.links}
+        if self.mode is not None and isinstance(self.profile, FleetProfile):
+            yield ("mode",), "a fleet profile has no modes: leave `mode` out or set it to null"
+        for name, count in self.replicas.items():
+            if name not in workloads:
+                yield ("replicas", name), f"no workload named {name!r} in {prof.name}"
+            elif count < 0:
+                yield ("replicas", name), f"replicas must be >= 0, got {count}"
+        for i, d in enumerate(self.demand):
+            if d.target not in workloads | pools:
+                yield ("demand", i, "target"), f"{d.target!r} is neither a workload nor a pool"
+            if isinstance(d, DiurnalDemand) and d.min_rate_per_min > d.max_rate_per_min:
+                yield (
+                    ("demand", i, "min_rate_per_min"),
+                    f"min_rate_per_min ({d.min_rate_per_min:g}) is above max_rate_per_min "
+                    f"({d.max_rate_per_min:g})",
+                )
+            if isinstance(d, TraceDemand) and not d.path.is_file():
+                yield ("demand", i, "path"), f"no trace file at {d.path}"
+        for i, f in enumerate(self.faults):
+            if isinstance(f, NodeLoss | MpsDoubleCount) and f.node not in nodes:
+                yield ("faults", i, "node"), f"no node named {f.node!r}"
+            if isinstance(f, ProbeFailing) and f.workload not in workloads:
+                yield ("faults", i, "workload"), f"no workload named {f.workload!r}"
+            if isinstance(f, LinkDegraded | GidChanged):
+                if f.link not in paths:
+                    yield ("faults", i, "link"), f"no link named {f.link!r}"
+                elif f.path is not None and f.path not in paths[f.link]:
+                    known = ", ".join(sorted(paths[f.link]))
+                    yield ("faults", i, "path"), f"{f.link} has no path {f.path!r} ({known})"
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and check a scenario file; raises InvalidInput listing every problem."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the scenario: {exc.strerror}") from exc
+    try:
+        doc = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise InvalidInput(f"{where}: not valid YAML: {exc.problem}") from exc
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"{path}:1:1: a scenario is a mapping of keys (name, profile, …)")
+    data = _plain(doc)
+    _resolve_traces(data, path.parent)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        lines = [_line(path, doc, tuple(e["loc"]), e["msg"]) for e in exc.errors()]
+        raise InvalidInput("\n".join(lines)) from None
+    problems = [_line(path, doc, loc, msg) for loc, msg in scenario.problems()]
+    if problems:
+        raise InvalidInput("\n".join(problems))
+    return scenario
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _resolve_traces(data: dict[str, Any], base: Path) -> None:
+    """Trace paths are relative to the scenario file."""
+    for d in data.get("demand") or ():
+        if isinstance(d, dict) and d.get("kind") == "trace" and isinstance(d.get("path"), str):
+            p = Path(d["path"]).expanduser()
+            d["path"] = str(p if p.is_absolute() else (base / p).resolve())
+
+
+def _line(path: Path, doc: Any, loc: Loc, msg: str) -> str:
+    """`FILE:LINE:COL: field: message`, the position of the deepest part of `loc` in the file."""
+    node = doc
+    line, col = 0, 0
+    field: list[str] = []
+    for part in loc:
+        if isinstance(part, int) and isinstance(node, CommentedSeq) and part < len(node):
+            line, col = node.lc.item(part)
+            node = node[part]
+            field.append(f"[{part}]")
+        elif isinstance(part, str) and isinstance(node, CommentedMap) and part in node:
+            line, col = node.lc.key(part)
+            node = node[part]
+            field.append(("." if field else "") + part)
+        # Otherwise a union tag pydantic put in the location: not a key in the file.
+    name = "".join(field) or "(top level)"
+    return f"{path}:{line + 1}:{col + 1}: {name}: {msg}"

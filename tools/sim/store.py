@@ -1,0 +1,64 @@
+"""Persisting a simulated cluster in the data dir, so successive commands see the same one.
+
+One JSON file, `sim.json`: the scenario (profile, seed, demand, faults as written), the faults
+injected since, the demand generators' positions and RNG states, and the whole simulator state.
+Stdlib dataclasses serialised through pydantic's TypeAdapter: no hand-written mapping to drift.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from tools.errors import InvalidInput
+from tools.sim.faults import Fault
+from tools.sim.scenario import Scenario
+from tools.sim.state import GeneratorState, SimState
+
+FILENAME = "sim.json"
+FORMAT = 1
+
+
+class Saved(BaseModel):
+    """What `sim.json` holds."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    format: int = FORMAT
+    scenario: Scenario
+    injected: tuple[Fault, ...] = ()
+    generators: list[GeneratorState]
+    state: SimState
+
+
+_ADAPTER: TypeAdapter[Saved] = TypeAdapter(Saved)
+
+
+def path_in(data_dir: Path) -> Path:
+    return data_dir / FILENAME
+
+
+def save(data_dir: Path, saved: Saved) -> Path:
+    """Write atomically (a temporary file renamed over the old one)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    target = path_in(data_dir)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_bytes(_ADAPTER.dump_json(saved))
+    os.replace(tmp, target)
+    return target
+
+
+def load(data_dir: Path) -> Saved | None:
+    """The saved cluster, or None if there is none; InvalidInput if the file is unreadable."""
+    target = path_in(data_dir)
+    if not target.exists():
+        return None
+    try:
+        return _ADAPTER.validate_json(target.read_bytes())
+    except ValidationError as exc:
+        raise InvalidInput(
+            f"{target}: not a simulated cluster this version can read ({exc.error_count()} "
+            "problems); remove the file to start a fresh one"
+        ) from exc
