@@ -1,0 +1,37 @@
+"""Whether a pool is busy right now, read from fresh metrics only.
+
+A pool is busy when one of its workloads has a queue deeper than `activity.busy_queue_depth` or
+one of the cards its replicas use is above `activity.busy_utilization_percent`. It is idle only
+when some fresh reading says so and none says otherwise; with no fresh reading at all the answer
+is None (unknown), which never counts as idle.
+"""
+
+from __future__ import annotations
+
+from policies.model import Policy
+from tools.model import ClusterState
+
+
+def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
+    """True busy, False idle, None when no fresh metric tells."""
+    limits = policy.activity
+    seen = False
+    for workload in state.pool_workloads(pool):
+        depth = workload.queue_depth
+        if depth.usable and depth.value is not None:
+            seen = True
+            if depth.value > limits.busy_queue_depth:
+                return True
+        for replica in workload.placement:
+            uuids = set(replica.gpus)
+            for node_name in replica.nodes:
+                node = state.node(node_name)
+                if node is None:
+                    continue
+                for gpu in node.gpus:
+                    if gpu.uuid not in uuids or not gpu.utilization.usable:
+                        continue
+                    seen = True
+                    if (gpu.utilization.value or 0.0) > limits.busy_utilization_percent:
+                        return True
+    return False if seen else None

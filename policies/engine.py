@@ -1,0 +1,268 @@
+"""The policy engine: `judge(plan, state, policy, history)` — the only door to acting.
+
+Pure and fast: no I/O, no clock (`now` defaults to the observation's time), no backend. Every
+action of a plan gets a `Verdict` — allow, deny or needs_approval — with the rule ids that
+decided it and one human sentence; a denied scale says what would have passed instead. Actions
+are judged in plan order against the state the earlier actions leave (a ledger), so the plan's
+combined effect is judged too: two scale-downs that cross a minimum together, a drain and a
+scale that leave a serving pool without a ready replica, more cards changed than the blast
+radius. Actions waiting for approval count as if approved, so approving them cannot break a
+limit the allowed ones respect; the allowed ones must also hold without them.
+
+Rule ids are listed in RULE_IDS; approval.<name> and window.<name> come from the policy.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from policies.effects import action_key
+from policies.history import History
+from policies.judgement import Decision, Finding, Judgement, Verdict
+from policies.model import Policy, Window
+from policies.rules import (
+    approvals,
+    budgets,
+    cooldowns,
+    modes,
+    placement,
+    pools,
+    protection,
+    slo,
+    targets,
+    windows,
+)
+from policies.rules.ledger import Context, Denial, Ledger, effect_of, plan_ledgers
+from tools.actions import Action, NoOp, Plan, ScaleWorkload
+from tools.model import ClusterState
+
+__all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
+
+NOOP = "noop.always_allowed"
+WITHIN = "policy.within_limits"
+COMBINED = "plan.combined_effect"
+_LIMIT_RULES = {
+    pools.MAX_CARDS,
+    pools.MIN_CARDS,
+    pools.TOTAL_CARDS,
+    pools.MIN_READY,
+    pools.IDLE_BEFORE_ZERO,
+    protection.NEVER_BELOW_CURRENT,
+}
+_BUDGET_RULES = {budgets.ACTIONS_PER_HOUR, budgets.BLAST_RADIUS}
+RULE_IDS: tuple[str, ...] = (
+    NOOP,
+    WITHIN,
+    targets.ACTION_INVALID,
+    targets.TARGET_UNKNOWN,
+    targets.POOL_UNMANAGED,
+    pools.MAX_CARDS,
+    pools.MIN_CARDS,
+    pools.TOTAL_CARDS,
+    pools.MIN_READY,
+    pools.IDLE_BEFORE_ZERO,
+    protection.NEVER_BELOW_CURRENT,
+    protection.NEVER_DRAINED,
+    cooldowns.DUPLICATE,
+    cooldowns.BY_TARGET,
+    "cooldown.<action type>",
+    budgets.ACTIONS_PER_HOUR,
+    budgets.BLAST_RADIUS,
+    placement.UNSCHEDULABLE,
+    placement.SELECTOR,
+    placement.GPU_MODEL,
+    slo.QUEUE_WAIT,
+    modes.ALREADY_ACTIVE,
+    modes.MIN_DWELL,
+    modes.LINK_FRACTION,
+    modes.GID_INDEX,
+    COMBINED,
+    "window.<name>",
+    "approval.<name>",
+)
+
+
+def judge(
+    plan: Plan,
+    state: ClusterState,
+    policy: Policy,
+    history: History,
+    now: datetime | None = None,
+) -> Judgement:
+    """Judge every action of `plan` against `state` under `policy`, given what was done before.
+
+    `now` defaults to `state.observed_at`. The result lists one verdict per action, in order,
+    and the plan-level findings.
+    """
+    ctx = Context(state=state, policy=policy, history=history, now=now or state.observed_at)
+    books = _Books(ctx)
+    verdicts = [books.judge(index, action) for index, action in enumerate(plan.actions)]
+    return Judgement.model_construct(
+        now=ctx.now, verdicts=tuple(verdicts), findings=_merged(books.findings)
+    )
+
+
+class _Books:
+    """The running account of one plan: the observed state (base), the state after the allowed
+    actions (committed) and after those plus the ones waiting for approval (pending)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.base = Ledger.of(ctx.state)
+        self.committed = self.base.fork()
+        self.pending = self.committed  # its own ledger from the first action sent for approval
+        self.findings: list[Finding] = []
+
+    def judge(self, index: int, action: Action) -> Verdict:
+        verdict = self._verdict(index, action, suggest=True)
+        if verdict.decision == "deny" or isinstance(action, NoOp):
+            return verdict
+        key = action_key(action)
+        if verdict.decision == "needs_approval" and self.pending is self.committed:
+            self.pending = self.committed.fork()
+        if verdict.decision == "allow":
+            self.committed.commit(index, key, effect_of(action, self.ctx, self.committed))
+        if self.pending is not self.committed:
+            self.pending.commit(index, key, effect_of(action, self.ctx, self.pending))
+        return verdict
+
+    def _verdict(self, index: int, action: Action, *, suggest: bool) -> Verdict:
+        if isinstance(action, NoOp):
+            return _verdict(index, action, "allow", (NOOP,), f"Allowed: {_describe(action)}.")
+        denials = targets.check(action, self.ctx)
+        if not denials:
+            denials = self._denials(index, action, record=suggest)
+        if denials:
+            return self._denied(index, action, denials, suggest=suggest)
+        rules = approvals.required(action, self.ctx)
+        if rules:
+            groups = tuple(dict.fromkeys(g for r in rules for g in r.approvers))
+            why = ", ".join(_rule_text(r.name, r.window) for r in rules)
+            message = f"Needs approval by {' or '.join(groups)} under {why}: {_describe(action)}."
+            rule_ids = tuple(r.rule_id for r in rules)
+            return _verdict(index, action, "needs_approval", rule_ids, message, approvers=groups)
+        return _verdict(index, action, "allow", (WITHIN,), f"Allowed: {_describe(action)}.")
+
+    def _denied(
+        self, index: int, action: Action, denials: list[Denial], *, suggest: bool
+    ) -> Verdict:
+        rule_ids = tuple(dict.fromkeys(d.rule_id for d in denials))
+        message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
+        instead = None
+        if suggest and isinstance(action, ScaleWorkload) and targets.ACTION_INVALID not in rule_ids:
+            instead = self._instead(index, action, denials)
+        if instead is not None:
+            message += f". Would allow: {instead.describe()}"
+        return _verdict(index, action, "deny", rule_ids, message + ".", instead)
+
+    def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
+        ctx, pending = self.ctx, self.pending
+        found: list[Finding] = []
+        denials = cooldowns.check(action, ctx, pending)
+        if denials and denials[0].rule_id == cooldowns.DUPLICATE:
+            earlier = pending.keys[action_key(action)]
+            found.append(_finding(denials[0], (earlier, index)))
+        denials += windows.check(action, ctx) + modes.check(action, ctx)
+        for ledger in plan_ledgers(self.committed, pending):
+            effect = effect_of(action, ctx, ledger)
+            denials += pools.check(action, effect, ctx, ledger)
+            denials += protection.check(action, effect, ctx, ledger)
+            denials += placement.check(action, ctx, ledger)
+            denials += slo.check(action, ctx, ledger)
+        budget = budgets.check(action, effect_of(action, ctx, pending), ctx, pending)
+        found += [_finding(d, (index,)) for d in budget]
+        denials += budget
+        combined = self._combined(index, action, denials)
+        if combined is not None:
+            denials.append(combined)
+            touched = sorted({i for ids in pending.pool_actions.values() for i in ids})
+            found.append(_finding(combined, (*touched, index)))
+        if record:
+            self.findings += found
+        return denials
+
+    def _combined(self, index: int, action: Action, denials: list[Denial]) -> Denial | None:
+        """A limit crossed only together with earlier actions of the plan, as one denial."""
+        del index
+        if not self.pending.actions or not any(d.rule_id in _LIMIT_RULES for d in denials):
+            return None
+        base, ctx = self.base, self.ctx
+        effect = effect_of(action, ctx, base)
+        alone = {d.rule_id for d in pools.check(action, effect, ctx, base)}
+        alone |= {d.rule_id for d in protection.check(action, effect, ctx, base)}
+        crossed = [d for d in denials if d.rule_id in _LIMIT_RULES and d.rule_id not in alone]
+        if not crossed:
+            return None
+        touched = sorted({i for ids in self.pending.pool_actions.values() for i in ids})
+        earlier = ", ".join(f"#{i}" for i in touched)
+        return Denial(COMBINED, f"only together with action(s) {earlier}: {crossed[0].message}")
+
+    def _instead(
+        self, index: int, action: ScaleWorkload, denials: list[Denial]
+    ) -> ScaleWorkload | None:
+        """The nearest replica count every bound allows, if that count would itself pass."""
+        if any(d.lower is None and d.upper is None and d.rule_id != COMBINED for d in denials):
+            return None
+        lower = max([0, *(d.lower for d in denials if d.lower is not None)])
+        upper = min((d.upper for d in denials if d.upper is not None), default=None)
+        if upper is not None and lower > upper:
+            return None
+        replicas = max(lower, action.replicas if upper is None else min(action.replicas, upper))
+        workload = self.ctx.state.workload(action.workload)
+        if workload is None or replicas == self.committed.desired_of(workload):
+            return None
+        candidate = ScaleWorkload(workload=action.workload, replicas=replicas, reason=action.reason)
+        verdict = self._verdict(index, candidate, suggest=False)
+        return candidate if verdict.decision != "deny" else None
+
+
+def _merged(findings: list[Finding]) -> tuple[Finding, ...]:
+    """One finding per budget rule (listing every action it stopped); others as they are."""
+    out: list[Finding] = []
+    by_rule: dict[str, int] = {}
+    for finding in findings:
+        at = by_rule.get(finding.rule_id)
+        if finding.rule_id not in _BUDGET_RULES or at is None:
+            by_rule[finding.rule_id] = len(out)
+            out.append(finding)
+            continue
+        first = out[at]
+        actions = (*first.actions, *finding.actions)
+        message = first.message.split(" (and ")[0] + f" (and {len(actions) - 1} more stopped)"
+        out[at] = Finding(rule_id=first.rule_id, message=message, actions=actions)
+    return tuple(out)
+
+
+def _rule_text(name: str, window: Window | None) -> str:
+    return f"{name} ({window.describe()})" if window else name
+
+
+def _finding(denial: Denial, actions: tuple[int, ...]) -> Finding:
+    return Finding(rule_id=denial.rule_id, message=denial.message, actions=actions)
+
+
+def _verdict(  # noqa: PLR0917 - one call shape, internal
+    index: int,
+    action: Action,
+    decision: Decision,
+    rule_ids: tuple[str, ...],
+    message: str,
+    instead: Action | None = None,
+    approvers: tuple[str, ...] = (),
+) -> Verdict:
+    return Verdict.model_construct(
+        index=index,
+        action=action,
+        decision=decision,
+        rule_ids=rule_ids,
+        message=message,
+        allowed_instead=instead,
+        approvers=approvers,
+    )
+
+
+def _describe(action: Action) -> str:
+    try:
+        return action.describe()
+    except Exception:  # a hostile object may not even describe itself
+        return type(action).__name__

@@ -1,0 +1,75 @@
+"""Cooldowns: the least time between two actions on the same thing.
+
+`cooldowns.by_action[type]` spaces actions of that type on one key (see policies.effects);
+`cooldowns.by_target[name]` spaces any two actions on that target. Executed actions stamped
+later than `now` (a clock that went back) count as just done. Within one plan, a second action
+on a key already changed by the plan is denied as plan.duplicate_target.
+
+Rule ids: cooldown.<action type> (e.g. cooldown.scale_workload), cooldown.target,
+plan.duplicate_target.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from policies.durations import format_duration
+from policies.effects import action_key
+from policies.history import Executed
+from policies.rules.ledger import Context, Denial, Ledger
+from tools.actions import Action
+
+DUPLICATE = "plan.duplicate_target"
+BY_TARGET = "cooldown.target"
+
+
+def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
+    key = action_key(action)
+    if not key:
+        return []
+    denials = []
+    earlier = ledger.keys.get(key)
+    if earlier is not None:
+        denials.append(
+            Denial(
+                DUPLICATE,
+                f"{_thing(key)} is already changed by action #{earlier} of this plan "
+                "(one change per thing per plan)",
+            )
+        )
+    cooldowns = ctx.policy.cooldowns
+    by_type = next((d for t, d in cooldowns.by_action.items() if t == action.type), None)
+    if by_type:
+        last = ctx.history.last_on(key, action.type)
+        what = f"{action.type} on {action.target}"
+        denial = _cooling(f"cooldown.{action.type}", what, last, by_type, ctx)
+        if denial:
+            denials.append(denial)
+    by_target = cooldowns.by_target.get(action.target)
+    if by_target:
+        last = ctx.history.last_on(key)
+        denial = _cooling(BY_TARGET, f"any action on {action.target}", last, by_target, ctx)
+        if denial:
+            denials.append(denial)
+    return denials
+
+
+def _cooling(
+    rule_id: str, what: str, last: Executed | None, cooldown: timedelta, ctx: Context
+) -> Denial | None:
+    if last is None:
+        return None
+    done = min(last.at, ctx.now)
+    if ctx.now - done >= cooldown:
+        return None
+    again = ctx.policy.local(done + cooldown)
+    return Denial(
+        rule_id,
+        f"{what} is cooling down: last at {ctx.policy.local(last.at):%H:%M}, cooldown "
+        f"{format_duration(cooldown)}; allowed again from {again:%H:%M}",
+    )
+
+
+def _thing(key: str) -> str:
+    kind, _, name = key.partition(":")
+    return f"{kind} {name}" if name else "the serving mode"

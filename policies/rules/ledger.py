@@ -1,0 +1,245 @@
+"""The running account of a plan: what each action changes and the totals it leaves.
+
+`Context` is what every rule reads (state, policy, history, the time). `Ledger` is the state as
+changed by the plan so far, kept as overrides and pool totals so that judging stays fast on a
+thousand-node state. `effect_of` says what one action would change against a ledger; the same
+semantics, written independently against whole states, live in policies.apply.
+
+Semantics (conservative): a scale-down keeps min(ready, replicas) ready; a drain makes every
+replica placed on the node unready; a placed or scaled-up replica is not ready yet; a rotation
+is judged by the state it commits to (the target mode's workloads at >= 1 ready replica, the
+other modes of the node group at zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+from policies.history import History
+from policies.model import Policy
+from tools.actions import (
+    Action,
+    CordonNode,
+    DrainNode,
+    PlaceReplica,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+)
+from tools.model import ClusterState, Workload
+
+
+@dataclass(frozen=True)
+class Denial:
+    """One rule saying no. `lower`/`upper` bound the replica count a scale could have had."""
+
+    rule_id: str
+    message: str
+    lower: int | None = None
+    upper: int | None = None
+
+
+@dataclass
+class Context:
+    """What one judgement reads. Pure data: no clock, no I/O."""
+
+    state: ClusterState
+    policy: Policy
+    history: History
+    now: datetime
+
+    @cached_property
+    def local(self) -> datetime:
+        return self.policy.local(self.now)
+
+    @cached_property
+    def on_node(self) -> dict[str, list[tuple[Workload, int, int]]]:
+        """node -> (workload, ready replicas there, replicas there)."""
+        out: dict[str, list[tuple[Workload, int, int]]] = {}
+        for workload in self.state.workloads:
+            counts: dict[str, list[int]] = {}
+            for replica in workload.placement:
+                for node in set(replica.nodes):
+                    tally = counts.setdefault(node, [0, 0])
+                    tally[0] += 1 if replica.ready else 0
+                    tally[1] += 1
+            for node, (ready, total) in counts.items():
+                out.setdefault(node, []).append((workload, ready, total))
+        return out
+
+
+@dataclass(frozen=True)
+class Change:
+    workload: Workload
+    desired: int
+    ready: int
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one action changes: workloads' desired and ready replicas, node schedulability."""
+
+    changes: tuple[Change, ...] = ()
+    cordon: str | None = None
+    uncordon: str | None = None
+    cards_changed: int = 0
+
+
+@dataclass
+class Ledger:
+    """The state as the plan so far leaves it (overrides over the observed state)."""
+
+    state: ClusterState
+    desired: dict[str, int] = field(default_factory=dict)
+    ready: dict[str, int] = field(default_factory=dict)
+    pool_cards: dict[str, int] = field(default_factory=dict)
+    pool_ready: dict[str, int] = field(default_factory=dict)
+    total_cards: int = 0
+    cordoned: set[str] = field(default_factory=set)
+    uncordoned: set[str] = field(default_factory=set)
+    keys: dict[str, int] = field(default_factory=dict)
+    """Action key -> the plan position that changed it."""
+    pool_actions: dict[str, list[int]] = field(default_factory=dict)
+    actions: int = 0
+    cards_changed: int = 0
+
+    @classmethod
+    def of(cls, state: ClusterState) -> Ledger:
+        ledger = cls(state=state)
+        for w in state.workloads:
+            ledger.pool_cards[w.pool] = ledger.pool_cards.get(w.pool, 0) + w.cards
+            ledger.pool_ready[w.pool] = ledger.pool_ready.get(w.pool, 0) + w.ready_replicas
+            ledger.total_cards += w.cards
+        return ledger
+
+    def fork(self) -> Ledger:
+        return Ledger(
+            state=self.state,
+            desired=dict(self.desired),
+            ready=dict(self.ready),
+            pool_cards=dict(self.pool_cards),
+            pool_ready=dict(self.pool_ready),
+            total_cards=self.total_cards,
+            cordoned=set(self.cordoned),
+            uncordoned=set(self.uncordoned),
+            keys=dict(self.keys),
+            pool_actions={k: list(v) for k, v in self.pool_actions.items()},
+            actions=self.actions,
+            cards_changed=self.cards_changed,
+        )
+
+    def desired_of(self, w: Workload) -> int:
+        return self.desired.get(w.name, w.desired_replicas)
+
+    def ready_of(self, w: Workload) -> int:
+        return self.ready.get(w.name, w.ready_replicas)
+
+    def schedulable(self, node: str) -> bool:
+        observed = self.state.node(node)
+        if observed is None or node in self.cordoned:
+            return False
+        if node in self.uncordoned:
+            return observed.ready
+        return observed.schedulable
+
+    def commit(self, index: int, key: str, effect: Effect) -> None:
+        """Count one action of the plan (allowed, or waiting for approval) into the totals."""
+        for change in effect.changes:
+            w = change.workload
+            cards = (change.desired - self.desired_of(w)) * w.cards_per_replica
+            self.pool_cards[w.pool] = self.pool_cards.get(w.pool, 0) + cards
+            self.total_cards += cards
+            ready = change.ready - self.ready_of(w)
+            self.pool_ready[w.pool] = self.pool_ready.get(w.pool, 0) + ready
+            self.desired[w.name] = change.desired
+            self.ready[w.name] = change.ready
+            self.pool_actions.setdefault(w.pool, []).append(index)
+        if effect.cordon:
+            self.cordoned.add(effect.cordon)
+            self.uncordoned.discard(effect.cordon)
+        if effect.uncordon:
+            self.uncordoned.add(effect.uncordon)
+            self.cordoned.discard(effect.uncordon)
+        if key:
+            self.keys[key] = index
+            self.actions += 1
+        self.cards_changed += effect.cards_changed
+
+
+def mode_group_workloads(state: ClusterState, target: str) -> tuple[list[str], list[str]]:
+    """(workloads the target mode runs, workloads of the other modes sharing its nodes)."""
+    mode = state.mode(target)
+    if mode is None:
+        return [], []
+    group = set(mode.nodes)
+    up = list(dict.fromkeys(mode.workloads))
+    down = [
+        name
+        for other in state.modes
+        if other.name != target and group & set(other.nodes)
+        for name in other.workloads
+        if name not in up
+    ]
+    return up, list(dict.fromkeys(down))
+
+
+def effect_of(action: Action, ctx: Context, ledger: Ledger) -> Effect:
+    """What `action` would change on top of `ledger` (targets are known to exist)."""
+    state = ctx.state
+    if isinstance(action, ScaleWorkload):
+        w = _workload(state, action.workload)
+        old = ledger.desired_of(w)
+        change = Change(w, action.replicas, min(ledger.ready_of(w), action.replicas))
+        return Effect((change,), cards_changed=abs(action.replicas - old) * w.cards_per_replica)
+    if isinstance(action, PlaceReplica):
+        w = _workload(state, action.workload)
+        change = Change(w, ledger.desired_of(w) + 1, ledger.ready_of(w))
+        return Effect((change,), cards_changed=w.cards_per_replica)
+    if isinstance(action, DrainNode):
+        changes = []
+        cards = 0
+        for w, ready_there, total_there in ctx.on_node.get(action.node, []):
+            cards += total_there * w.cards_per_replica
+            ready = max(0, ledger.ready_of(w) - ready_there)
+            changes.append(Change(w, ledger.desired_of(w), ready))
+        return Effect(tuple(changes), cordon=action.node, cards_changed=cards)
+    if isinstance(action, CordonNode):
+        return Effect(cordon=action.node)
+    if isinstance(action, UncordonNode):
+        return Effect(uncordon=action.node)
+    if isinstance(action, RotateMode):
+        up, down = mode_group_workloads(state, action.target_mode)
+        changes = []
+        taken = freed = 0
+        for name in up:
+            w = _workload(state, name)
+            desired = max(1, ledger.desired_of(w))
+            taken += (desired - ledger.desired_of(w)) * w.cards_per_replica
+            changes.append(Change(w, desired, desired))
+        for name in down:
+            found = state.workload(name)
+            if found is None:
+                continue  # a mode's workload that is not deployed has nothing to stop
+            w = found
+            freed += ledger.desired_of(w) * w.cards_per_replica
+            changes.append(Change(w, 0, 0))
+        return Effect(tuple(changes), cards_changed=max(taken, freed))
+    return Effect()
+
+
+def _workload(state: ClusterState, name: str) -> Workload:
+    w = state.workload(name)
+    assert w is not None, f"workload {name} was checked to exist"
+    return w
+
+
+def plan_ledgers(*ledgers: Ledger) -> Iterator[Ledger]:
+    """Each distinct ledger once (the committed and the pending ones may be the same object)."""
+    seen: set[int] = set()
+    for ledger in ledgers:
+        if id(ledger) not in seen:
+            seen.add(id(ledger))
+            yield ledger

@@ -1,0 +1,55 @@
+"""Where a new replica may go: a schedulable node, matching the pool's node selector, on card
+models the pool allows. Node cordons and drains earlier in the plan count.
+
+Rule ids: place.node_unschedulable, place.node_selector, pool.gpu_model.
+"""
+
+from __future__ import annotations
+
+from policies.rules.ledger import Context, Denial, Ledger
+from tools.actions import Action, PlaceReplica
+
+UNSCHEDULABLE = "place.node_unschedulable"
+SELECTOR = "place.node_selector"
+GPU_MODEL = "pool.gpu_model"
+
+
+def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
+    if not isinstance(action, PlaceReplica):
+        return []
+    node = ctx.state.node(action.node)
+    workload = ctx.state.workload(action.workload)
+    assert node is not None and workload is not None
+    denials = []
+    if not ledger.schedulable(node.name):
+        denials.append(
+            Denial(
+                UNSCHEDULABLE,
+                f"{node.name} is not schedulable (cordoned, not ready, or tainted NoSchedule)",
+            )
+        )
+    pool = ctx.state.pool(workload.pool)
+    if pool is not None:
+        wrong = {k: v for k, v in pool.node_selector.items() if node.labels.get(k) != v}
+        if wrong:
+            key, value = next(iter(wrong.items()))
+            denials.append(
+                Denial(
+                    SELECTOR, f"{node.name} lacks label {key}={value} that pool {pool.name} selects"
+                )
+            )
+    allowed = ctx.policy.pools[workload.pool].gpu_models
+    if allowed:
+        cards = [g for g in node.gpus if not action.gpus or g.uuid in action.gpus]
+        if not any(g.model in allowed for g in cards) or (
+            action.gpus and any(g.model not in allowed for g in cards)
+        ):
+            models = sorted({g.model for g in cards}) or ["no cards"]
+            denials.append(
+                Denial(
+                    GPU_MODEL,
+                    f"pool {workload.pool} may use {', '.join(allowed)}; {node.name} offers "
+                    f"{', '.join(models)}",
+                )
+            )
+    return denials

@@ -1,0 +1,91 @@
+"""Is the action well-formed and does what it names exist? Unknown targets are denied.
+
+A planner can be wrong or hostile and a model can be built without validation
+(`model_construct`), so nothing about an action is taken on trust: counts must be whole and
+non-negative, names must exist in the observed state, and workloads must belong to a pool the
+policy manages.
+"""
+
+from __future__ import annotations
+
+from policies.rules.ledger import Context, Denial, mode_group_workloads
+from tools.actions import (
+    Action,
+    CordonNode,
+    DrainNode,
+    NoOp,
+    PlaceReplica,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+)
+
+ACTION_INVALID = "action.invalid"
+TARGET_UNKNOWN = "target.unknown"
+POOL_UNMANAGED = "pool.unmanaged"
+
+
+def check(action: Action, ctx: Context) -> list[Denial]:
+    """Denials that make every other rule moot: the action cannot even be understood."""
+    state = ctx.state
+    if isinstance(action, ScaleWorkload):
+        replicas = action.replicas
+        if type(replicas) is not int or replicas < 0:
+            message = f"replicas must be a whole number >= 0, not {replicas!r}"
+            return [Denial(ACTION_INVALID, message)]
+        return _workload(action.workload, ctx)
+    if isinstance(action, PlaceReplica):
+        found = _workload(action.workload, ctx)
+        if found:
+            return found
+        node = state.node(action.node) if isinstance(action.node, str) else None
+        if node is None:
+            return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
+        on_node = {g.uuid for g in node.gpus}
+        missing = [g for g in action.gpus if g not in on_node]
+        if missing:
+            return [Denial(TARGET_UNKNOWN, f"node {node.name} has no card {missing[0]!r}")]
+        return []
+    if isinstance(action, CordonNode | UncordonNode | DrainNode):
+        if not isinstance(action.node, str) or state.node(action.node) is None:
+            return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
+        if isinstance(action, DrainNode) and not 0 < action.deadline_s <= 3600:
+            message = f"drain deadline {action.deadline_s!r} s is not in (0, 3600]"
+            return [Denial(ACTION_INVALID, message)]
+        return []
+    if isinstance(action, RotateMode):
+        mode = state.mode(action.target_mode) if isinstance(action.target_mode, str) else None
+        if mode is None:
+            known = ", ".join(m.name for m in state.modes) or "none"
+            return [
+                Denial(TARGET_UNKNOWN, f"there is no mode {action.target_mode!r} (modes: {known})")
+            ]
+        up, down = mode_group_workloads(state, mode.name)
+        for name in up + down:
+            workload = state.workload(name)
+            if workload is None and name in up:
+                return [
+                    Denial(TARGET_UNKNOWN, f"mode {mode.name} runs {name!r}, which is not deployed")
+                ]
+            if workload is not None and workload.pool not in ctx.policy.pools:
+                return [_unmanaged(workload.name, workload.pool)]
+        return []
+    if isinstance(action, NoOp):
+        return []
+    return [Denial(ACTION_INVALID, f"{type(action).__name__} is not an action Steward knows")]
+
+
+def _workload(name: object, ctx: Context) -> list[Denial]:
+    workload = ctx.state.workload(name) if isinstance(name, str) else None
+    if workload is None:
+        return [Denial(TARGET_UNKNOWN, f"there is no workload {name!r} in the cluster")]
+    if workload.pool not in ctx.policy.pools:
+        return [_unmanaged(workload.name, workload.pool)]
+    return []
+
+
+def _unmanaged(workload: str, pool: str) -> Denial:
+    return Denial(
+        POOL_UNMANAGED,
+        f"{workload} is in pool {pool!r}, which the policy does not list under pools",
+    )
