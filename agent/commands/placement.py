@@ -1,9 +1,307 @@
-"""`steward` top-level commands of this area; `register` adds them to the root app."""
+"""`steward fit`, `steward place` and `steward bench place`: what fits where, and why.
+
+- `steward fit --list` prints the model catalogue; `steward fit --model NAME --context N
+  [--mode split|cluster]` says whether it fits on the node pair's host profile, the memory broken
+  down, and the largest context that fits (exit 1 when it does not fit).
+- `steward place WORKLOAD` ranks the nodes of the cluster in --data-dir (the embedded simulated
+  cluster by default, or the one a --scenario file describes) for one more replica, with the
+  reasons, the rejected nodes and why, and any accounting anomaly.
+- `steward bench place` times ranking 100 replicas on a 1,000-node fleet.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
 import typer
+from rich.table import Table
+
+from agent.commands import bench
+from agent.commands.common import (
+    EXIT_CHECK_FAILED,
+    DataDirOpt,
+    JsonOpt,
+    console,
+    data_dir,
+    emit_json,
+    fail,
+)
+from tools.backends.sim import SimCluster
+from tools.errors import InvalidInput
+from tools.model import ClusterState, Gpu, Metric, Node, Pool, Sharing, Taint, Workload
+from tools.placement import (
+    Catalog,
+    FitReport,
+    Placement,
+    PlacementHints,
+    explain_placement,
+    fit,
+    load_catalog,
+    node_capacity,
+    pick_nodes,
+)
+from tools.sim.scenario import load_scenario
+
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        help="Extra model catalogue YAML (repeatable); also $STEWARD_MODELS.",
+        dir_okay=False,
+    ),
+]
+
+
+def _catalog(paths: list[Path] | None) -> Catalog:
+    try:
+        return load_catalog(*(paths or []))
+    except InvalidInput as exc:
+        fail(str(exc))
+
+
+def _print_fit(report: FitReport) -> None:
+    need = report.need_per_node
+    verdict = "[green]fits[/green]" if report.fits else "[red]does not fit[/red]"
+    console.print(
+        f"{report.model} at {report.context:,} tokens x {report.concurrency}, mode "
+        f"{report.mode} ({report.nodes} node(s), TP={report.tensor_parallel}) on "
+        f"{report.host}: {verdict}"
+    )
+    table = Table("per node", "GiB", box=None)
+    rows = [
+        ("weights", need.weights_bytes),
+        ("KV cache", need.kv_cache_bytes),
+        ("linear-attention state", need.linear_state_bytes),
+        ("runtime", need.runtime_bytes),
+        ("CUDA graphs", need.cuda_graphs_bytes),
+        ("activations", need.activations_bytes),
+        ("total needed", need.total_bytes),
+        ("available", report.budget_per_node.available_bytes),
+        ("headroom", report.headroom_bytes),
+    ]
+    for label, value in rows:
+        table.add_row(label, f"{value / 1024**3:.1f}")
+    console.print(table)
+    console.print(f"budget: {report.budget_per_node.source}")
+    console.print(
+        f"largest context that fits: {report.largest_context:,} (model maximum "
+        f"{report.model_max_context:,}; memory holds {report.max_tokens_in_memory:,} tokens)"
+    )
+    for line in (*report.reasons, *report.notes):
+        console.print(f"- {line}", highlight=False)
+
+
+def fit_command(
+    *,
+    list_models: Annotated[bool, typer.Option("--list", help="Print the catalogue.")] = False,
+    model: Annotated[str | None, typer.Option("--model", help="A catalogue model.")] = None,
+    context: Annotated[int | None, typer.Option("--context", min=1, help="Tokens.")] = None,
+    mode: Annotated[
+        Literal["split", "cluster"],
+        typer.Option("--mode", help="split: one node; cluster: TP=2 over two nodes."),
+    ] = "split",
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    host: Annotated[str | None, typer.Option("--host", help="Host profile (gx10).")] = None,
+    catalog_paths: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Whether a model fits at a context length, and the largest context that does."""
+    catalog = _catalog(catalog_paths)
+    if list_models:
+        models = [spec.model_dump(mode="json") for spec in catalog.models.values()]
+        if json_out:
+            emit_json(models)
+            return
+        table = Table("model", "params (B)", "active", "bpw", "weights GiB", "max context")
+        for spec in catalog.models.values():
+            table.add_row(
+                spec.name,
+                f"{spec.params_total_b:g}",
+                f"{spec.params_active_b:g}" if spec.params_active_b else "-",
+                f"{spec.bits_per_weight:g}",
+                f"{spec.weight_bytes / 1024**3:.1f}",
+                f"{spec.max_context:,}",
+            )
+        console.print(table)
+        return
+    if model is None or context is None:
+        fail("give --list, or --model NAME and --context N")
+    try:
+        report = fit(model, context, mode, concurrency=concurrency, host=host, catalog=catalog)
+    except InvalidInput as exc:
+        fail(str(exc))
+    if json_out:
+        emit_json(report)
+    else:
+        _print_fit(report)
+    if not report.fits:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _print_placement(placement: Placement) -> None:
+    console.print(f"{placement.workload}: {placement.demand.memory_basis}", highlight=False)
+    if not placement.candidates:
+        console.print("[red]no node fits one more replica[/red]")
+    for cand in placement.candidates:
+        console.print(f"[bold]#{cand.rank} {' + '.join(cand.nodes)}[/bold]")
+        for reason in cand.reasons:
+            console.print(f"    {reason}", highlight=False)
+    for rej in placement.rejected:
+        console.print(f"[dim]rejected {' + '.join(rej.nodes)}[/dim]")
+        for reason in rej.reasons:
+            console.print(f"    {reason}", highlight=False)
+    for anomaly in placement.anomalies:
+        console.print(f"[yellow]anomaly {anomaly.kind}[/yellow]: {anomaly.summary}")
+        console.print(f"    {anomaly.explanation}", highlight=False)
+        console.print(f"    fix: {anomaly.fix}", highlight=False)
+
+
+def place_command(
+    *,
+    workload: Annotated[str, typer.Argument(help="The workload to place one more replica of.")],
+    strategy: Annotated[
+        Literal["spread", "pack"], typer.Option("--strategy", help="spread or pack.")
+    ] = "spread",
+    prefer_gpu: Annotated[
+        list[str] | None, typer.Option("--prefer-gpu", help="Preferred card model (repeatable).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    scenario: Annotated[
+        Path | None,
+        typer.Option("--scenario", help="Scenario YAML of the simulated cluster.", dir_okay=False),
+    ] = None,
+    catalog_paths: CatalogOpt = None,
+    data: DataDirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Rank the nodes for one more replica of WORKLOAD, with reasons and rejections."""
+    catalog = _catalog(catalog_paths)
+    try:
+        chosen = load_scenario(scenario) if scenario is not None else None
+        state = SimCluster.open(data_dir(data), chosen).observe()
+    except InvalidInput as exc:
+        fail(str(exc))
+    target = state.workload(workload)
+    if target is None:
+        known = ", ".join(sorted(w.name for w in state.workloads))
+        fail(f"workload {workload!r} is not in the cluster; known: {known}")
+    hints = PlacementHints(
+        strategy=strategy, prefer_gpu_models=tuple(prefer_gpu or ()), concurrency=concurrency
+    )
+    try:
+        placement = explain_placement(target, state, hints, catalog=catalog)
+    except InvalidInput as exc:
+        fail(str(exc))
+    if json_out:
+        emit_json(placement)
+    else:
+        _print_placement(placement)
+    if not placement.candidates:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def fleet_state(nodes: int, gpus_per_node: int) -> ClusterState:
+    """A fleet of `nodes` x `gpus_per_node` H200s, a quarter of the cards busy, for the bench.
+
+    Every fourth node is cordoned or tainted or carries a PreferNoSchedule taint or MPS-shared
+    cards in turn, so the ranking exercises every path; memory is measured on every card.
+    """
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    total = 141 * 10**9
+    node_list: list[Node] = []
+    for i in range(nodes):
+        name = f"node-{i:04d}"
+        shared = i % 16 == 3
+        gpus = []
+        for j in range(gpus_per_node):
+            busy = (i + j) % 4 == 0
+            gpus.append(
+                Gpu(
+                    uuid=f"GPU-{i:04d}-{j:02d}",
+                    index=j,
+                    model="H200" if i % 3 else "H100",
+                    node=name,
+                    memory_total_bytes=Metric.fresh(total, at),
+                    memory_used_bytes=Metric.fresh(90 * 10**9 if busy else 0, at),
+                    sharing=Sharing(mode="mps", replicas=2) if shared else Sharing(),
+                    clients=(f"llm-mid/{i * gpus_per_node + j}",) if busy else (),
+                )
+            )
+        taints = {
+            5: (Taint(key="maintenance"),),
+            9: (Taint(key="spot", effect="PreferNoSchedule"),),
+        }.get(i % 16, ())
+        node_list.append(
+            Node(
+                name=name,
+                labels={"steward.dev/pool": "llm"},
+                cordoned=i % 16 == 7,
+                ready=i % 16 != 11,
+                taints=taints,
+                memory_total_bytes=2048 * 1024**3,
+                memory_used_bytes=Metric.fresh(64 * 1024**3, at),
+                gpus=tuple(gpus),
+            )
+        )
+    workloads = (
+        Workload(
+            name="llm-small", kind="inference", pool="llm", desired_replicas=0,
+            ready_replicas=0, model="qwen3-32b", context_length=32_768,
+        ),
+        Workload(
+            name="llm-mid", kind="inference", pool="llm", desired_replicas=0, ready_replicas=0,
+        ),
+    )  # fmt: skip
+    pool = Pool(
+        name="llm", workloads=("llm-small", "llm-mid"), node_selector={"steward.dev/pool": "llm"}
+    )
+    return ClusterState(
+        observed_at=at, source="bench", nodes=tuple(node_list), workloads=workloads, pools=(pool,)
+    )
+
+
+@bench.app.command("place")
+def bench_place(
+    *,
+    nodes: Annotated[int, typer.Option("--nodes", min=1)] = 1000,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1)] = 8,
+    replicas: Annotated[int, typer.Option("--replicas", min=1)] = 100,
+    runs: Annotated[int, typer.Option("--runs", min=1)] = 30,
+    json_out: JsonOpt = False,
+) -> None:
+    """Time ranking candidates for REPLICAS replicas on a fleet (target: median_ms <= 50)."""
+    state = fleet_state(nodes, gpus_per_node)
+    workload = state.workloads[0]
+    catalog = load_catalog()
+    node_capacity(state, catalog)
+    placed: list[int] = []
+
+    def once() -> None:
+        placed.append(len(pick_nodes(workload, state, replicas, catalog=catalog)))
+
+    figures = bench.measure(f"place {replicas} replicas on {nodes}x{gpus_per_node}", once, runs)
+    result = {
+        **figures.model_dump(),
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "replicas": replicas,
+        "replicas_placed": placed[-1],
+        "target_median_ms": 50.0,
+        "met": figures.median_ms <= 50.0,
+    }
+    if json_out:
+        emit_json(result)
+        return
+    console.print(
+        f"{figures.name}: median {figures.median_ms:.2f} ms, p99 {figures.p99_ms:.2f} ms "
+        f"over {runs} runs; {placed[-1]} placed; target median <= 50 ms: "
+        f"{'met' if result['met'] else 'MISSED'}"
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
+    app.command("fit")(fit_command)
+    app.command("place")(place_command)

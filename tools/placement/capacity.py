@@ -1,0 +1,295 @@
+"""Capacity accounting that understands how cards are shared.
+
+A card is counted as what it physically is and who really uses it: an exclusive card is one slot;
+a card shared through MPS or time-slicing offers as many slots as the device plugin is configured
+to advertise (`Sharing.replicas`), each MPS client limited in memory and compute; a MIG card
+offers one slot per slice, each with the slice's memory. The scheduler's own count
+(`SchedulerView`) is never used as capacity: it can be wrong (the seeds' MPS card counted twice,
+used 2 / capacity 1), and then it is an anomaly to report (tools/placement/anomalies.py), not a
+reason to call a node full.
+
+Memory comes from measurements when they are fresh. On a unified-memory node (GB10) the card has
+no memory of its own and NVML's memory figures are often missing: the node's host memory is the
+budget, less what the host measures in use, or less the catalogue's OS reserve and the estimated
+size of the replicas placed there when nothing is measured — and the capacity says which.
+
+`node_capacity(state)` is computed once per state object and cached, so that ranking hundreds of
+replicas on a large fleet does not redo it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from functools import cached_property
+
+from pydantic import Field
+
+from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload
+from tools.placement.catalog import GIB, Catalog, default_catalog
+from tools.placement.memoryfit import gib, memory_need
+
+_MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
+_CACHE_SIZE = 8
+
+
+class CardCapacity(Frozen):
+    """One physical card: its slots, its real clients and its memory."""
+
+    uuid: str
+    index: int
+    model: str
+    sharing: SharingMode
+    slots: int = Field(ge=1)
+    """Schedulable devices the card offers (advertised replicas; at least its clients)."""
+    clients: tuple[str, ...]
+    unified_memory: bool = False
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_source: str = ""
+    client_memory_limit_bytes: int | None = None
+    """Memory one client may use: the MPS per-client limit or the MIG slice's memory."""
+    client_compute_percent: int | None = None
+    """MPS active thread percentage each client is capped at."""
+
+    @cached_property
+    def free_slots(self) -> int:
+        return max(0, self.slots - len(self.clients))
+
+    @cached_property
+    def memory_free_bytes(self) -> int | None:
+        if self.memory_total_bytes is None:
+            return None
+        return max(0, self.memory_total_bytes - (self.memory_used_bytes or 0))
+
+
+class NodeCapacity(Frozen):
+    """What one node offers, physically counted, with the reasons it may not be used."""
+
+    name: str
+    schedulable: bool
+    unschedulable: tuple[str, ...] = ()
+    """Why nothing may be placed here whatever the workload tolerates: cordoned, not ready."""
+    hard_taints: tuple[tuple[str, str], ...] = ()
+    """NoSchedule/NoExecute taints as (key, description): only a toleration lets a pod in."""
+    soft_taints: tuple[str, ...] = ()
+    """PreferNoSchedule taints: allowed, ranked lower."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    unified_memory: bool = False
+    cards: tuple[CardCapacity, ...] = ()
+    memory_total_bytes: int = Field(ge=0)
+    memory_used_bytes: int = Field(ge=0)
+    memory_source: str
+    replicas: dict[str, int] = Field(default_factory=dict)
+    """Replicas of each workload placed on the node."""
+    notes: tuple[str, ...] = ()
+
+    @cached_property
+    def free_slots(self) -> int:
+        return sum(c.free_slots for c in self.cards)
+
+    @property
+    def free_cards(self) -> int:
+        """Whole cards nobody uses."""
+        return sum(1 for c in self.cards if not c.clients)
+
+    @cached_property
+    def memory_free_bytes(self) -> int:
+        return max(0, self.memory_total_bytes - self.memory_used_bytes)
+
+
+def _usable_bytes(gpu: Gpu, field: str) -> int | None:
+    metric = getattr(gpu, field)
+    if metric.usable and metric.value is not None:
+        return int(metric.value)
+    return None
+
+
+def replica_card_bytes(workload: Workload, catalog: Catalog) -> int | None:
+    """Memory one replica of `workload` takes on each of its cards, from the catalogue."""
+    if workload.model is None or workload.model not in catalog.models:
+        return None
+    spec = catalog.models[workload.model]
+    context = min(workload.context_length or spec.max_context, spec.max_context)
+    need = memory_need(spec, catalog, context, tensor_parallel=max(1, workload.cards_per_replica))
+    return need.total_bytes
+
+
+def _client_index(state: ClusterState) -> dict[str, set[str]]:
+    """Card UUID -> real clients, from the cards' own lists and the replicas' placements."""
+    clients: dict[str, set[str]] = {}
+    for node in state.nodes:
+        for gpu in node.gpus:
+            clients[gpu.uuid] = set(gpu.clients)
+    for workload in state.workloads:
+        for replica in workload.placement:
+            for uuid in replica.gpus:
+                clients.setdefault(uuid, set()).add(f"{workload.name}/{replica.index}")
+    return clients
+
+
+def _node_replicas(state: ClusterState, clients: dict[str, set[str]]) -> dict[str, dict[str, int]]:
+    seen: dict[str, set[str]] = {}
+    for workload in state.workloads:
+        for replica in workload.placement:
+            for host in replica.nodes:
+                seen.setdefault(host, set()).add(f"{workload.name}/{replica.index}")
+    for node in state.nodes:
+        for gpu in node.gpus:
+            seen.setdefault(node.name, set()).update(clients.get(gpu.uuid, ()))
+    out: dict[str, dict[str, int]] = {}
+    for node_name, ids in seen.items():
+        counts: dict[str, int] = {}
+        for ident in ids:
+            name = ident.rsplit("/", 1)[0]
+            counts[name] = counts.get(name, 0) + 1
+        out[node_name] = counts
+    return out
+
+
+def _card(
+    gpu: Gpu, node: Node, clients: tuple[str, ...], state: ClusterState, catalog: Catalog
+) -> tuple[CardCapacity, list[str]]:
+    notes: list[str] = []
+    sharing = gpu.sharing
+    slots = sharing.replicas if sharing.mode != "exclusive" else 1
+    if sharing.mode in ("mps", "time-slicing"):
+        slots = max(slots, len(clients))
+    limit = sharing.mps_memory_limit_bytes if sharing.mode == "mps" else None
+    if sharing.mode == "mig" and sharing.mig_profile:
+        match = _MIG_MEMORY.search(sharing.mig_profile)
+        limit = int(match.group(2)) * 10**9 if match else None
+    total = _usable_bytes(gpu, "memory_total_bytes")
+    used = _usable_bytes(gpu, "memory_used_bytes")
+    source = "nvml"
+    if node.unified_memory:
+        total, used, source = None, None, "host (unified memory)"
+        if not gpu.memory_total_bytes.usable:
+            notes.append(
+                f"{gpu.model} {gpu.uuid}: NVML memory figures missing (unified memory): "
+                "using the node's host memory instead"
+            )
+    else:
+        if total is None:
+            spec = catalog.gpus.get(gpu.model)
+            total = round(spec.memory_gib * GIB) if spec else None
+            source = "catalogue" if spec else "unknown"
+            notes.append(
+                f"{gpu.model} {gpu.uuid}: memory.total missing; "
+                + (f"{gib(total)} from the catalogue" if total else "card memory unknown")
+            )
+        if used is None:
+            used = 0
+            for client in clients:
+                workload = state.workload(client.rsplit("/", 1)[0])
+                size = replica_card_bytes(workload, catalog) if workload else None
+                size = size if size is not None else limit
+                if size is None:
+                    notes.append(f"{gpu.uuid}: memory of client {client} unknown")
+                used += size or 0
+            source += ", used estimated from clients"
+    card = CardCapacity(
+        uuid=gpu.uuid,
+        index=gpu.index,
+        model=gpu.model,
+        sharing=sharing.mode,
+        slots=max(1, slots),
+        clients=clients,
+        unified_memory=node.unified_memory,
+        memory_total_bytes=total,
+        memory_used_bytes=used,
+        memory_source=source,
+        client_memory_limit_bytes=limit,
+        client_compute_percent=sharing.mps_active_thread_percentage,
+    )
+    return card, notes
+
+
+def _host_memory(
+    node: Node, cards: tuple[CardCapacity, ...], state: ClusterState, catalog: Catalog
+) -> tuple[int, str, list[str]]:
+    metric = node.memory_used_bytes
+    if metric.usable and metric.value is not None:
+        return int(metric.value), "host memory in use (measured)", []
+    if not node.unified_memory:
+        return 0, "host memory in use not measured", []
+    used = catalog.unified_os_reserve_bytes
+    notes = [f"host memory in use {metric.status}: {gib(used)} OS reserve assumed"]
+    for card in cards:
+        for client in card.clients:
+            workload = state.workload(client.rsplit("/", 1)[0])
+            size = replica_card_bytes(workload, catalog) if workload else None
+            if size is None:
+                notes.append(f"memory of client {client} unknown")
+            used += size or 0
+    return used, "OS reserve + estimated replicas (host memory not measured)", notes
+
+
+def _node(
+    node: Node,
+    state: ClusterState,
+    catalog: Catalog,
+    clients: dict[str, set[str]],
+    replicas: dict[str, int],
+) -> NodeCapacity:
+    blocked: list[str] = []
+    if node.cordoned:
+        blocked.append("cordoned")
+    if not node.ready:
+        blocked.append("not ready")
+    hard = tuple(
+        (t.key, f"tainted {t.key}={t.value}:{t.effect}")
+        for t in node.taints
+        if t.effect in ("NoSchedule", "NoExecute")
+    )
+    soft = tuple(f"{t.key}={t.value}" for t in node.taints if t.effect == "PreferNoSchedule")
+    notes: list[str] = []
+    cards: list[CardCapacity] = []
+    for gpu in sorted(node.gpus, key=lambda g: (g.index, g.uuid)):
+        card, card_notes = _card(
+            gpu, node, tuple(sorted(clients.get(gpu.uuid, ()))), state, catalog
+        )
+        cards.append(card)
+        notes.extend(card_notes)
+    used, source, host_notes = _host_memory(node, tuple(cards), state, catalog)
+    notes.extend(host_notes)
+    return NodeCapacity(
+        name=node.name,
+        schedulable=not blocked and not hard,
+        unschedulable=tuple(blocked),
+        hard_taints=hard,
+        soft_taints=soft,
+        labels=node.labels,
+        unified_memory=node.unified_memory,
+        cards=tuple(cards),
+        memory_total_bytes=node.memory_total_bytes,
+        memory_used_bytes=min(used, node.memory_total_bytes),
+        memory_source=source,
+        replicas=replicas,
+        notes=tuple(notes),
+    )
+
+
+_cache: OrderedDict[tuple[int, int], tuple[ClusterState, Catalog, dict[str, NodeCapacity]]] = (
+    OrderedDict()
+)
+
+
+def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[str, NodeCapacity]:
+    """Every node's capacity, by name; computed once per state (and catalogue) object."""
+    cat = catalog or default_catalog()
+    key = (id(state), id(cat))
+    hit = _cache.get(key)
+    if hit is not None and hit[0] is state and hit[1] is cat:
+        _cache.move_to_end(key)
+        return hit[2]
+    clients = _client_index(state)
+    replicas = _node_replicas(state, clients)
+    result = {
+        node.name: _node(node, state, cat, clients, replicas.get(node.name, {}))
+        for node in state.nodes
+    }
+    _cache[key] = (state, cat, result)
+    while len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return result

@@ -1,0 +1,328 @@
+"""Ranking nodes for a workload's replicas, each choice with its reasons.
+
+A replica goes to one node, or — for a tensor-parallel group (`nodes_per_replica=2`) — to a pair
+of nodes joined by a healthy `Link`. Every node (or pair) either fits, with the cards it would
+use and what it would have left, or is rejected with the reasons. The order is deterministic:
+no PreferNoSchedule taint first, then the preferred card model, then fewer whole cards taken for
+a workload that can share, then the strategy (spread: fewest replicas of the workload, most left;
+pack: least left), then the faster link, then the names.
+
+`pick_nodes` places many replicas greedily without over-committing anything: a heap of fits,
+each re-evaluated only when a replica lands on its node, over capacity computed once per state.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from tools.model import ClusterState, Frozen, Link, Workload
+from tools.placement.anomalies import Anomaly, sharing_anomalies
+from tools.placement.capacity import NodeCapacity, node_capacity
+from tools.placement.catalog import Catalog, default_catalog
+from tools.placement.demand import Demand, PlacementHints, demand_of
+from tools.placement.memoryfit import gib
+from tools.placement.nodefit import NodeFit, Overlay, evaluate
+
+Unit = tuple[str, ...]
+SortKey = tuple[int, int, int, int, int, int, float, Unit]
+
+
+class Candidate(Frozen):
+    """A node (or linked pair) that fits one replica, and why it ranks where it does."""
+
+    rank: int = Field(ge=1)
+    """Position in the ranking (pick_node) or the replica's order (pick_nodes), from 1."""
+    nodes: tuple[str, ...]
+    gpus: tuple[str, ...] = ()
+    link: str | None = None
+    memory_free_after_bytes: int | None = None
+    """Least memory left on any of the nodes after the fit (None where memory is unknown)."""
+    free_slots_after: int
+    reasons: tuple[str, ...]
+
+    @property
+    def node(self) -> str:
+        return self.nodes[0]
+
+
+class Rejection(Frozen):
+    """A node (or pair) that cannot take a replica, and why."""
+
+    nodes: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+class Placement(Frozen):
+    """The full answer for a workload: ranked candidates, rejections, the demand, anomalies."""
+
+    workload: str
+    demand: Demand
+    candidates: tuple[Candidate, ...]
+    rejected: tuple[Rejection, ...]
+    anomalies: tuple[Anomaly, ...] = ()
+
+
+def _link_problems(link: Link, hints: PlacementHints) -> tuple[list[str], float, str]:
+    problems: list[str] = []
+    shown: list[str] = []
+    total = 0.0
+    for path in link.paths:
+        fraction = path.fraction_of_nominal()
+        speed = path.negotiated_gbps.value
+        if fraction is None or speed is None:
+            shown.append(f"{path.name} not measured")
+        else:
+            total += speed
+            shown.append(f"{path.name} {speed:.1f}/{path.nominal_gbps:.0f} Gb/s")
+            if fraction < hints.min_link_fraction:
+                problems.append(
+                    f"link {link.name} path {path.name} at {fraction:.0%} of nominal "
+                    f"({speed:.1f}/{path.nominal_gbps:.0f} Gb/s): reboot both nodes or reseat "
+                    "the cable before a tensor-parallel group uses it"
+                )
+        gid = path.gid_index
+        expected = link.configured_gid_index
+        wrong_gid = gid.usable and gid.value is not None and expected is not None
+        if wrong_gid and int(gid.value or 0) != expected:
+            problems.append(
+                f"link {link.name} path {path.name} uses GID index {int(gid.value or 0)}, "
+                f"NCCL_IB_GID_INDEX expects {expected} (it changes after a reboot and "
+                "NCCL does not warn): update the serving config"
+            )
+    return problems, total, f"linked by {link.name}: " + ", ".join(shown)
+
+
+class _Ranking:
+    """One ranking's fixed inputs and its running overlay."""
+
+    def __init__(
+        self, workload: Workload, state: ClusterState, hints: PlacementHints, catalog: Catalog
+    ) -> None:
+        self.state = state
+        self.hints = hints
+        self.caps = node_capacity(state, catalog)
+        self.demand = demand_of(workload, state, hints, catalog)
+        self.overlay = Overlay()
+        self.anomalies = sharing_anomalies(state, catalog)
+        self.links: dict[Unit, tuple[Link, float, str]] = {}
+        self.rejected: list[Rejection] = []
+        self.units = self._units()
+
+    def _units(self) -> list[Unit]:
+        names = sorted(self.caps)
+        if self.demand.nodes_per_replica == 1:
+            return [(name,) for name in names]
+        if self.demand.nodes_per_replica > 2:
+            reason = (
+                f"nodes_per_replica {self.demand.nodes_per_replica}: only linked pairs are "
+                "known as tensor-parallel groups"
+            )
+            self.rejected.append(Rejection(nodes=tuple(names), reasons=(reason,)))
+            return []
+        linked: set[str] = set()
+        units: list[Unit] = []
+        for link in sorted(self.state.links, key=lambda lk: lk.name):
+            pair = tuple(sorted(link.nodes))
+            if any(name not in self.caps for name in pair):
+                continue
+            linked.update(pair)
+            problems, total, shown = _link_problems(link, self.hints)
+            if problems:
+                self.rejected.append(Rejection(nodes=pair, reasons=tuple(problems)))
+                continue
+            self.links[pair] = (link, total, shown)
+            units.append(pair)
+        for name in names:
+            if name not in linked:
+                reason = "not linked to another node: a tensor-parallel replica needs a pair"
+                self.rejected.append(Rejection(nodes=(name,), reasons=(reason,)))
+        return units
+
+    def fit(self, unit: Unit) -> list[NodeFit] | list[str]:
+        fits: list[NodeFit] = []
+        for name in unit:
+            result = evaluate(self.caps[name], self.demand, self.hints, self.overlay)
+            if isinstance(result, list):
+                return [f"{name}: {reason}" for reason in result] if len(unit) > 1 else result
+            fits.append(result)
+        return fits
+
+    def key(self, unit: Unit, fits: Sequence[NodeFit]) -> SortKey:
+        soft = int(any(f.soft_taints for f in fits))
+        preference = max(f.preference for f in fits)
+        whole = sum(f.whole_cards for f in fits) if self.demand.accepts_shared else 0
+        slots = sum(f.slots_after for f in fits)
+        memory = min((f.memory_after or 0) for f in fits)
+        here = sum(f.replicas_here for f in fits)
+        link = self.links[unit][1] if unit in self.links else 0.0
+        if self.hints.strategy == "spread":
+            return (soft, preference, whole, here, -slots, -memory, -link, unit)
+        return (soft, preference, whole, slots, memory, -here, -link, unit)
+
+    def candidate(self, rank: int, unit: Unit, fits: Sequence[NodeFit]) -> Candidate:
+        reasons: list[str] = []
+        for f in fits:
+            reasons.extend(self._reasons(f))
+        link = self.links.get(unit)
+        if link is not None:
+            reasons.append(link[2])
+        memories = [f.memory_after for f in fits]
+        return Candidate(
+            rank=rank,
+            nodes=unit,
+            gpus=tuple(card.uuid for f in fits for card in f.cards),
+            link=link[0].name if link else None,
+            memory_free_after_bytes=None if None in memories else min(m or 0 for m in memories),
+            free_slots_after=sum(f.slots_after for f in fits),
+            reasons=tuple(reasons),
+        )
+
+    def _reasons(self, f: NodeFit) -> list[str]:
+        cap: NodeCapacity = self.caps[f.node]
+        out: list[str] = []
+        for card in f.cards:
+            what = f"{f.node}: {card.uuid} ({card.model}, {card.sharing})"
+            if card.sharing in ("mps", "time-slicing"):
+                limits = []
+                if card.client_memory_limit_bytes is not None:
+                    limits.append(f"client memory limit {gib(card.client_memory_limit_bytes)}")
+                if card.client_compute_percent is not None:
+                    limits.append(f"{card.client_compute_percent}% compute")
+                extra = f" ({', '.join(limits)})" if limits else ""
+                out.append(f"{what}: joins as a shared client{extra}")
+            else:
+                whole = "whole card" if not card.clients else "a free slot"
+                out.append(f"{what}: {whole}")
+        if not f.cards:
+            out.append(f"{f.node}: no card needed")
+        if f.memory_after is not None and f.memory_total is not None:
+            where = "unified memory" if f.host_checked else "card memory"
+            out.append(
+                f"{f.node}: {gib(f.memory_after)} of {gib(f.memory_total)} {where} free after "
+                f"the fit ({cap.memory_source if f.host_checked else 'cards'})"
+            )
+        out.append(f"{f.node}: {f.slots_after} card slot(s) free after")
+        if self.hints.prefer_gpu_models:
+            if f.preference < len(self.hints.prefer_gpu_models):
+                model = self.hints.prefer_gpu_models[f.preference]
+                out.append(f"{f.node}: preferred GPU model {model} (#{f.preference + 1})")
+            else:
+                out.append(f"{f.node}: no preferred GPU model")
+        out.append(
+            f"{f.node}: {self.hints.strategy}: {f.replicas_here} replica(s) of "
+            f"{self.demand.workload} already here"
+        )
+        out += [f"{f.node}: PreferNoSchedule taint {t}: ranked lower" for t in f.soft_taints]
+        out += [
+            f"{f.node}: {a.kind}: the scheduler may refuse pods here until fixed ({a.fix})"
+            for a in self.anomalies
+            if a.node == f.node and a.kind in ("mps_double_count", "scheduler_overcount")
+        ]
+        out += [f"{f.node}: {note}" for note in cap.notes]
+        return out
+
+    def initial(self) -> list[tuple[SortKey, Unit, list[NodeFit]]]:
+        fitting: list[tuple[SortKey, Unit, list[NodeFit]]] = []
+        for unit in self.units:
+            result = self.fit(unit)
+            if result and isinstance(result[0], NodeFit):
+                fits = [r for r in result if isinstance(r, NodeFit)]
+                fitting.append((self.key(unit, fits), unit, fits))
+            else:
+                self.rejected.append(Rejection(nodes=unit, reasons=tuple(map(str, result))))
+        return fitting
+
+    def placement(self, candidates: list[Candidate]) -> Placement:
+        rejected = sorted(self.rejected, key=lambda r: r.nodes)
+        return Placement(
+            workload=self.demand.workload,
+            demand=self.demand,
+            candidates=tuple(candidates),
+            rejected=tuple(rejected),
+            anomalies=tuple(self.anomalies),
+        )
+
+
+def explain_placement(
+    workload: Workload,
+    state: ClusterState,
+    hints: PlacementHints | None = None,
+    *,
+    replicas: int | None = None,
+    catalog: Catalog | None = None,
+) -> Placement:
+    """Rank every node for one replica (`replicas=None`), or place `replicas` one by one.
+
+    With `replicas`, candidate i is where replica i goes, each choice seeing the cards and
+    memory the earlier ones took; fewer come back when capacity runs out.
+    """
+    ranking = _Ranking(workload, state, hints or PlacementHints(), catalog or default_catalog())
+    fitting = ranking.initial()
+    if replicas is None:
+        fitting.sort(key=lambda item: item[0])
+        chosen = [ranking.candidate(i + 1, unit, fits) for i, (_, unit, fits) in enumerate(fitting)]
+        return ranking.placement(chosen)
+    version: dict[Unit, int] = {unit: 0 for _, unit, _ in fitting}
+    heap = [(key, 0, unit, fits) for key, unit, fits in fitting]
+    heapq.heapify(heap)
+    by_node: dict[str, list[Unit]] = {}
+    for unit in ranking.units:
+        for name in unit:
+            by_node.setdefault(name, []).append(unit)
+    placed: list[Candidate] = []
+    while heap and len(placed) < replicas:
+        _, seen, unit, fits = heapq.heappop(heap)
+        if seen != version.get(unit):
+            continue
+        placed.append(ranking.candidate(len(placed) + 1, unit, fits))
+        for f in fits:
+            ranking.overlay.take(f, ranking.demand)
+        for touched in {u for name in unit for u in by_node[name]}:
+            version[touched] = version.get(touched, 0) + 1
+            result = ranking.fit(touched)
+            if result and isinstance(result[0], NodeFit):
+                again = [r for r in result if isinstance(r, NodeFit)]
+                heapq.heappush(
+                    heap, (ranking.key(touched, again), version[touched], touched, again)
+                )
+    return ranking.placement(placed)
+
+
+def pick_node(
+    workload: Workload,
+    state: ClusterState,
+    hints: PlacementHints | None = None,
+    *,
+    catalog: Catalog | None = None,
+) -> list[Candidate]:
+    """Every node (or linked pair) that fits one more replica, best first, with reasons.
+
+    Empty when nothing fits; `explain_placement` says why each node was rejected.
+    """
+    return list(explain_placement(workload, state, hints, catalog=catalog).candidates)
+
+
+def pick_nodes(
+    workload: Workload,
+    state: ClusterState,
+    replicas: int,
+    hints: PlacementHints | None = None,
+    *,
+    catalog: Catalog | None = None,
+) -> list[Candidate]:
+    """Where each of `replicas` new replicas goes, in order, never over-committing a node."""
+    placement = explain_placement(workload, state, hints, replicas=replicas, catalog=catalog)
+    return list(placement.candidates)
+
+
+__all__ = [
+    "Candidate",
+    "Placement",
+    "Rejection",
+    "explain_placement",
+    "pick_node",
+    "pick_nodes",
+]
