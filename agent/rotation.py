@@ -1,0 +1,145 @@
+"""Mode rotation inside the agent: the saga of tools/modes, under the policy, in the decision log.
+
+tools/modes knows no policy and no audit log; this module joins them. It turns the policy's
+rotation preconditions (link fraction, expected GID index, minimum dwell) into the saga's
+settings, mirrors every journal entry into the decision log as a `mode_step` record, and gives
+the loop its `Rotator` — the function the act step calls for a `RotateMode` — and the CLI the
+same saga. Against the simulator, waiting advances the simulated clock and every move is saved
+to the data dir, so that a process killed mid-rotation leaves the cluster as a real one would be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.audit import Approval as AuditApproval
+from agent.audit import AuditLog, ModeStep
+from policies.model import Policy
+from tools.actions import RotateMode
+from tools.backends.base import ActionResult, Cluster
+from tools.backends.sim import SimCluster
+from tools.modes import (
+    AdviceSettings,
+    Approval,
+    Clock,
+    Journal,
+    JournalEntry,
+    PreflightLimits,
+    Rotation,
+    RotationOutcome,
+    RotationPlan,
+    RotationSettings,
+    StepObserver,
+    VirtualClock,
+    WallClock,
+    placement_fit,
+)
+
+Rotator = Callable[[RotateMode, str], ActionResult]
+
+
+def rotation_settings(policy: Policy) -> RotationSettings:
+    """The saga's preflight thresholds from the policy's `rotation` section.
+
+    A policy that sets no link fraction (0) keeps the tools' default floor: a rotation never
+    starts on a link nobody set a floor for.
+    """
+    rules = policy.rotation
+    limits = PreflightLimits(expected_gid_index=rules.expected_gid_index)
+    if rules.min_link_fraction > 0:
+        limits = limits.model_copy(update={"link_min_fraction": rules.min_link_fraction})
+    return RotationSettings(limits=limits)
+
+
+def advice_settings(policy: Policy) -> AdviceSettings:
+    """The 'when rotating pays' rule's hysteresis from the policy (its minimum dwell)."""
+    return AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
+
+
+def clock_for(cluster: Cluster) -> Clock:
+    """The simulator's clock for the simulator (waiting advances it), else real time."""
+    return VirtualClock(cluster) if isinstance(cluster, SimCluster) else WallClock()
+
+
+def persist_for(cluster: Cluster, data_dir: Path) -> Callable[[], None]:
+    """Save the simulated cluster after every move; a real cluster keeps its own state."""
+    if isinstance(cluster, SimCluster):
+        return lambda: _save(cluster, data_dir)
+    return lambda: None
+
+
+def _save(cluster: SimCluster, data_dir: Path) -> None:
+    cluster.save(data_dir)
+
+
+def audit_mirror(audit: AuditLog) -> StepObserver:
+    """Write each journal entry into the decision log as a `mode_step` record."""
+
+    def mirror(entry: JournalEntry, plan: RotationPlan) -> None:
+        status = entry.status or entry.result or entry.kind
+        detail = {"seq": entry.seq, "message": entry.message, **entry.detail}
+        audit.append(
+            ModeStep(
+                rotation_id=entry.txn,
+                step=entry.step or entry.kind,
+                status=status,
+                target_mode=plan.to_mode,
+                decision_id=plan.decision_id,
+                detail=detail,
+            )
+        )
+
+    return mirror
+
+
+def open_rotation(
+    cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog | None = None
+) -> Rotation:
+    """The saga over `cluster`, journalled in `data_dir`, mirrored into `audit` if given."""
+    return Rotation(
+        cluster,
+        Journal.open(data_dir),
+        clock=clock_for(cluster),
+        fit=placement_fit,
+        settings=rotation_settings(policy),
+        persist=persist_for(cluster, data_dir),
+        on_step=audit_mirror(audit) if audit is not None else None,
+    )
+
+
+def approvals_of(audit: AuditLog, decision_id: str) -> tuple[Approval, ...]:
+    """The human approvals the decision log holds for a decision (for the saga to record)."""
+    found = []
+    for record in audit.decision(decision_id):
+        payload = record.payload
+        if isinstance(payload, AuditApproval) and payload.approved:
+            found.append(
+                Approval(principal=payload.principal, at=payload.decided_at, via=payload.channel)
+            )
+    return tuple(found)
+
+
+def result_of(outcome: RotationOutcome) -> ActionResult:
+    """A rotation's outcome as the loop's action result: ok only when the target serves."""
+    took = f"{outcome.duration_s:.0f} s, switch window {outcome.window_s:.0f} s"
+    degraded = " (degraded)" if outcome.degraded else ""
+    return ActionResult(
+        ok=outcome.result == "committed",
+        dry_run=False,
+        changed=outcome.result != "refused",
+        message=f"rotation {outcome.txn} {outcome.result}{degraded}: {outcome.message} ({took})",
+    )
+
+
+def loop_rotator(cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog) -> Rotator:
+    """What the loop's act step calls for a RotateMode: one saga per decision, idempotent."""
+
+    def rotate(action: RotateMode, decision_id: str) -> ActionResult:
+        rotation = open_rotation(cluster, data_dir, policy, audit)
+        outcome = rotation.rotate(
+            action.target_mode, approvals_of(audit, decision_id), decision_id=decision_id
+        )
+        return result_of(outcome)
+
+    return rotate
