@@ -32,8 +32,8 @@ from policies.rules import (
     targets,
     windows,
 )
-from policies.rules.ledger import Context, Denial, Ledger, effect_of, plan_ledgers
-from tools.actions import Action, NoOp, Plan, ScaleWorkload
+from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
+from tools.actions import Action, DrainNode, NoOp, Plan, ScaleWorkload
 from tools.model import ClusterState
 
 __all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
@@ -94,7 +94,14 @@ def judge(
     `now` defaults to `state.observed_at`. The result lists one verdict per action, in order,
     and the plan-level findings.
     """
-    ctx = Context(state=state, policy=policy, history=history, now=now or state.observed_at)
+    drained = frozenset(a.node for a in plan.actions if isinstance(a, DrainNode))
+    ctx = Context(
+        state=state,
+        policy=policy,
+        history=history,
+        now=now or state.observed_at,
+        nodes_of_interest=drained,
+    )
     books = _Books(ctx)
     verdicts = [books.judge(index, action) for index, action in enumerate(plan.actions)]
     return Judgement.model_construct(
@@ -112,8 +119,11 @@ class _Books:
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
         self.findings: list[Finding] = []
+        self._effects: dict[int, Effect] = {}
+        """The last judged action's effect on each ledger (by id), reused to commit it."""
 
     def judge(self, index: int, action: Action) -> Verdict:
+        self._effects = {}
         verdict = self._verdict(index, action, suggest=True)
         if verdict.decision == "deny" or isinstance(action, NoOp):
             return verdict
@@ -121,10 +131,15 @@ class _Books:
         if verdict.decision == "needs_approval" and self.pending is self.committed:
             self.pending = self.committed.fork()
         if verdict.decision == "allow":
-            self.committed.commit(index, key, effect_of(action, self.ctx, self.committed))
+            self.committed.commit(index, key, self._effect(action, self.committed))
         if self.pending is not self.committed:
-            self.pending.commit(index, key, effect_of(action, self.ctx, self.pending))
+            waiting = verdict.decision == "needs_approval"
+            self.pending.commit(index, key, self._effect(action, self.pending), diverge=waiting)
         return verdict
+
+    def _effect(self, action: Action, ledger: Ledger) -> Effect:
+        effect = self._effects.get(id(ledger))
+        return effect if effect is not None else effect_of(action, self.ctx, ledger)
 
     def _verdict(self, index: int, action: Action, *, suggest: bool) -> Verdict:
         if isinstance(action, NoOp):
@@ -163,13 +178,23 @@ class _Books:
             earlier = pending.keys[action_key(action)]
             found.append(_finding(denials[0], (earlier, index)))
         denials += windows.check(action, ctx) + modes.check(action, ctx)
-        for ledger in plan_ledgers(self.committed, pending):
-            effect = effect_of(action, ctx, ledger)
+        self._effects = {}
+        ledgers = [self.committed]
+        effect = effect_of(action, ctx, self.committed)
+        self._effects[id(self.committed)] = effect
+        if pending is not self.committed:
+            if pending.diverges_for(action, effect, self.committed):
+                ledgers.append(pending)
+                self._effects[id(pending)] = effect_of(action, ctx, pending)
+            else:  # the approvals in waiting touch nothing this action reads: same answer
+                self._effects[id(pending)] = effect
+        for ledger in ledgers:
+            effect = self._effects[id(ledger)]
             denials += pools.check(action, effect, ctx, ledger)
             denials += protection.check(action, effect, ctx, ledger)
             denials += placement.check(action, ctx, ledger)
             denials += slo.check(action, ctx, ledger)
-        budget = budgets.check(action, effect_of(action, ctx, pending), ctx, pending)
+        budget = budgets.check(action, self._effects[id(pending)], ctx, pending)
         found += [_finding(d, (index,)) for d in budget]
         denials += budget
         combined = self._combined(index, action, denials)
@@ -218,19 +243,27 @@ class _Books:
 
 def _merged(findings: list[Finding]) -> tuple[Finding, ...]:
     """One finding per budget rule (listing every action it stopped); others as they are."""
-    out: list[Finding] = []
-    by_rule: dict[str, int] = {}
+    out: list[Finding | list[Finding]] = []
+    groups: dict[str, list[Finding]] = {}
     for finding in findings:
-        at = by_rule.get(finding.rule_id)
-        if finding.rule_id not in _BUDGET_RULES or at is None:
-            by_rule[finding.rule_id] = len(out)
+        if finding.rule_id not in _BUDGET_RULES:
             out.append(finding)
+        elif finding.rule_id in groups:
+            groups[finding.rule_id].append(finding)
+        else:
+            out.append(groups.setdefault(finding.rule_id, [finding]))
+    merged: list[Finding] = []
+    for item in out:
+        if isinstance(item, Finding):
+            merged.append(item)
             continue
-        first = out[at]
-        actions = (*first.actions, *finding.actions)
-        message = first.message.split(" (and ")[0] + f" (and {len(actions) - 1} more stopped)"
-        out[at] = Finding(rule_id=first.rule_id, message=message, actions=actions)
-    return tuple(out)
+        first = item[0]
+        message = first.message
+        if len(item) > 1:
+            message += f" (and {len(item) - 1} more stopped)"
+        actions = tuple(i for f in item for i in f.actions)
+        merged.append(Finding(rule_id=first.rule_id, message=message, actions=actions))
+    return tuple(merged)
 
 
 def _rule_text(name: str, window: Window | None) -> str:

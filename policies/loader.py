@@ -25,6 +25,7 @@ from policies.model import Policy
 Loc = tuple[str | int, ...]
 
 DEFAULT_POLICY = Path(__file__).with_name("default.yaml")
+EXAMPLES_DIR = Path(__file__).with_name("examples")
 
 
 def load_policy(path: Path | str) -> Policy:

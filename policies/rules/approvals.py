@@ -13,8 +13,5 @@ from tools.actions import Action
 
 def required(action: Action, ctx: Context) -> list[ApprovalRule]:
     """The approval rules in force for `action` at ctx.now."""
-    return [
-        rule
-        for rule in ctx.policy.approval_rules_for(action, ctx.state)
-        if rule.window is None or rule.window.contains(ctx.local)
-    ]
+    rules = ctx.active_approvals.get(action.type, ())
+    return [rule for rule in rules if rule.matches(action, ctx.state)]

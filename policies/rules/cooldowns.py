@@ -37,31 +37,33 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
                 "(one change per thing per plan)",
             )
         )
-    cooldowns = ctx.policy.cooldowns
-    by_type = next((d for t, d in cooldowns.by_action.items() if t == action.type), None)
+    by_type = ctx.cooldown_by_type.get(action.type)
     if by_type:
         last = ctx.history.last_on(key, action.type)
-        what = f"{action.type} on {action.target}"
-        denial = _cooling(f"cooldown.{action.type}", what, last, by_type, ctx)
+        denial = _cooling(f"cooldown.{action.type}", action, last, by_type, ctx)
         if denial:
             denials.append(denial)
-    by_target = cooldowns.by_target.get(action.target)
+    by_target = ctx.policy.cooldowns.by_target.get(action.target)
     if by_target:
-        last = ctx.history.last_on(key)
-        denial = _cooling(BY_TARGET, f"any action on {action.target}", last, by_target, ctx)
+        denial = _cooling(BY_TARGET, action, ctx.history.last_on(key), by_target, ctx)
         if denial:
             denials.append(denial)
     return denials
 
 
 def _cooling(
-    rule_id: str, what: str, last: Executed | None, cooldown: timedelta, ctx: Context
+    rule_id: str, action: Action, last: Executed | None, cooldown: timedelta, ctx: Context
 ) -> Denial | None:
     if last is None:
         return None
     done = min(last.at, ctx.now)
     if ctx.now - done >= cooldown:
         return None
+    what = (
+        f"any action on {action.target}"
+        if rule_id == BY_TARGET
+        else (f"{action.type} on {action.target}")
+    )
     again = ctx.policy.local(done + cooldown)
     return Denial(
         rule_id,

@@ -13,13 +13,13 @@ other modes of the node group at zero).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
+from typing import NamedTuple
 
 from policies.history import History
-from policies.model import Policy
+from policies.model import ApprovalRule, Policy, QuietWindow
 from tools.actions import (
     Action,
     CordonNode,
@@ -32,8 +32,7 @@ from tools.actions import (
 from tools.model import ClusterState, Workload
 
 
-@dataclass(frozen=True)
-class Denial:
+class Denial(NamedTuple):
     """One rule saying no. `lower`/`upper` bound the replica count a scale could have had."""
 
     rule_id: str
@@ -44,12 +43,16 @@ class Denial:
 
 @dataclass
 class Context:
-    """What one judgement reads. Pure data: no clock, no I/O."""
+    """What one judgement reads. Pure data: no clock, no I/O.
+
+    `nodes_of_interest` are the nodes the plan drains: only their replicas are indexed.
+    """
 
     state: ClusterState
     policy: Policy
     history: History
     now: datetime
+    nodes_of_interest: frozenset[str] = frozenset()
 
     @cached_property
     def local(self) -> datetime:
@@ -57,12 +60,22 @@ class Context:
 
     @cached_property
     def on_node(self) -> dict[str, list[tuple[Workload, int, int]]]:
-        """node -> (workload, ready replicas there, replicas there)."""
+        """node of interest -> (workload, ready replicas there, replicas there)."""
+        wanted = self.nodes_of_interest
         out: dict[str, list[tuple[Workload, int, int]]] = {}
+        if not wanted:
+            return out
         for workload in self.state.workloads:
             counts: dict[str, list[int]] = {}
             for replica in workload.placement:
-                for node in set(replica.nodes):
+                nodes = replica.nodes
+                # Most replicas sit on one node: test it without building a set.
+                hits = (
+                    (nodes if nodes[0] in wanted else ())
+                    if len(nodes) == 1
+                    else tuple(dict.fromkeys(n for n in nodes if n in wanted))
+                )
+                for node in hits:
                     tally = counts.setdefault(node, [0, 0])
                     tally[0] += 1 if replica.ready else 0
                     tally[1] += 1
@@ -70,15 +83,44 @@ class Context:
                 out.setdefault(node, []).append((workload, ready, total))
         return out
 
+    @cached_property
+    def active_windows(self) -> list[QuietWindow]:
+        """The quiet windows that contain `now`."""
+        return [w for w in self.policy.windows if w.contains(self.local)]
 
-@dataclass(frozen=True)
-class Change:
+    @cached_property
+    def active_approvals(self) -> dict[str, list[ApprovalRule]]:
+        """Action type -> the approval rules in force at `now` for it (their window contains
+        `now`, or they have none)."""
+        out: dict[str, list[ApprovalRule]] = {}
+        for rule in self.policy.approvals:
+            if rule.window is None or rule.window.contains(self.local):
+                for action_type in rule.actions:
+                    out.setdefault(action_type, []).append(rule)
+        return out
+
+    @cached_property
+    def cooldown_by_type(self) -> dict[str, timedelta]:
+        return {str(t): d for t, d in self.policy.cooldowns.by_action.items()}
+
+    @cached_property
+    def worst_queue_wait(self) -> dict[str, float]:
+        """pool -> the highest fresh queue wait among its workloads (pools with one only)."""
+        out: dict[str, float] = {}
+        for w in self.state.workloads:
+            wait = w.queue_wait_s
+            if wait.usable and wait.value is not None:
+                out[w.pool] = max(wait.value, out.get(w.pool, wait.value))
+        return out
+
+
+class Change(NamedTuple):
     workload: Workload
     desired: int
     ready: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Effect:
     """What one action changes: workloads' desired and ready replicas, node schedulability."""
 
@@ -105,6 +147,9 @@ class Ledger:
     pool_actions: dict[str, list[int]] = field(default_factory=dict)
     actions: int = 0
     cards_changed: int = 0
+    diverged_pools: set[str] = field(default_factory=set)
+    diverged_nodes: set[str] = field(default_factory=set)
+    """What actions waiting for approval changed here and not in the committed ledger."""
 
     @classmethod
     def of(cls, state: ClusterState) -> Ledger:
@@ -129,6 +174,8 @@ class Ledger:
             pool_actions={k: list(v) for k, v in self.pool_actions.items()},
             actions=self.actions,
             cards_changed=self.cards_changed,
+            diverged_pools=set(self.diverged_pools),
+            diverged_nodes=set(self.diverged_nodes),
         )
 
     def desired_of(self, w: Workload) -> int:
@@ -145,8 +192,29 @@ class Ledger:
             return observed.ready
         return observed.schedulable
 
-    def commit(self, index: int, key: str, effect: Effect) -> None:
-        """Count one action of the plan (allowed, or waiting for approval) into the totals."""
+    def diverges_for(self, action: Action, effect: Effect, committed: Ledger) -> bool:
+        """Whether this (pending) ledger may judge `action` differently from `committed`:
+        it touches a pool or node an action waiting for approval changed, or adds cards while
+        the totals differ."""
+        if not self.diverged_pools and not self.diverged_nodes:
+            return False
+        if any(c.workload.pool in self.diverged_pools for c in effect.changes):
+            return True
+        node = getattr(action, "node", None)
+        if node is not None and node in self.diverged_nodes:
+            return True
+        return self.total_cards != committed.total_cards and any(
+            c.desired > committed.desired_of(c.workload) for c in effect.changes
+        )
+
+    def commit(self, index: int, key: str, effect: Effect, diverge: bool = False) -> None:
+        """Count one action of the plan (allowed, or waiting for approval) into the totals.
+
+        `diverge`: the action waits for approval and counts in this ledger only.
+        """
+        if diverge:
+            self.diverged_pools.update(c.workload.pool for c in effect.changes)
+            self.diverged_nodes.update(n for n in (effect.cordon, effect.uncordon) if n)
         for change in effect.changes:
             w = change.workload
             cards = (change.desired - self.desired_of(w)) * w.cards_per_replica
@@ -234,12 +302,3 @@ def _workload(state: ClusterState, name: str) -> Workload:
     w = state.workload(name)
     assert w is not None, f"workload {name} was checked to exist"
     return w
-
-
-def plan_ledgers(*ledgers: Ledger) -> Iterator[Ledger]:
-    """Each distinct ledger once (the committed and the pending ones may be the same object)."""
-    seen: set[int] = set()
-    for ledger in ledgers:
-        if id(ledger) not in seen:
-            seen.add(id(ledger))
-            yield ledger

@@ -26,6 +26,8 @@ IDLE_BEFORE_ZERO = "pool.idle_before_zero"
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     """Denials for pool limits and the total budget after `effect` on `ledger`."""
+    if not effect.changes:
+        return []
     deltas: dict[str, list[int]] = {}
     for change in effect.changes:
         w = change.workload

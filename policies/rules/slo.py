@@ -21,12 +21,7 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
     current = ledger.desired_of(workload)
     if target is None or action.replicas >= current:
         return []
-    waits = [
-        w.queue_wait_s.value
-        for w in ctx.state.pool_workloads(workload.pool)
-        if w.queue_wait_s.usable and w.queue_wait_s.value is not None
-    ]
-    worst = max(waits, default=None)
+    worst = ctx.worst_queue_wait.get(workload.pool)
     if worst is None or worst <= target.queue_wait_s:
         return []
     return [

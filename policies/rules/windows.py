@@ -14,9 +14,7 @@ from tools.actions import Action
 
 def check(action: Action, ctx: Context) -> list[Denial]:
     denials = []
-    for window in ctx.policy.windows:
-        if not window.contains(ctx.local):
-            continue
+    for window in ctx.active_windows:
         if window.allow == "nothing":
             denials.append(
                 Denial(window.rule_id, f"{window.name} ({window.describe()}): no changes now")
