@@ -39,8 +39,10 @@ class RotationSettings(_Model):
     """
 
     limits: PreflightLimits = PreflightLimits()
-    drain_deadline_s: float = Field(default=60.0, ge=0)
-    """How long in-flight requests may finish before the outgoing replicas go (aborting them)."""
+    drain_deadline_s: float = Field(default=30.0, ge=0)
+    """How long in-flight requests may finish before the outgoing replicas are scaled down.
+    The backend's own termination grace (Kubernetes' terminationGracePeriodSeconds; 120 s in
+    the simulator) then bounds what is left, so a switch frees memory within the two."""
     gone_deadline_s: float = Field(default=180.0, gt=0)
     """How long an outgoing replica may take to free its memory."""
     ready_deadline_s: float = Field(default=900.0, gt=0)
@@ -125,6 +127,8 @@ class RotationOutcome(_Model):
     """How one transaction ended, as `steward mode rotate --json` prints it."""
 
     txn: str
+    decision_id: str | None = None
+    """The agent's decision this rotation carried out, if any."""
     from_mode: str | None
     to_mode: str
     result: Result
@@ -141,6 +145,8 @@ class RotationOutcome(_Model):
     """Start of the declared switch window: traffic to the outgoing mode stopped."""
     window_closed_at: datetime | None = None
     aborted_requests: int = 0
+    """Requests still in flight at the drain deadline: cut off when their replicas go (the
+    backend's termination grace may let some of them finish)."""
     resumed: bool = False
     """True when this process finished a transaction a crashed one had started."""
     preflight: PreflightReport | None = None
@@ -188,6 +194,7 @@ def outcome_of(found: Transaction, resumed: bool = False) -> RotationOutcome:
     )
     return RotationOutcome(
         txn=found.txn,
+        decision_id=plan.decision_id,
         from_mode=plan.from_mode,
         to_mode=plan.to_mode,
         result=end.result,

@@ -91,7 +91,7 @@ class Rotation:
 
     def check(self, target: str) -> PreflightReport:
         """Preflight alone, on a fresh observation (the dry run); changes nothing."""
-        return self._preflight_report(self.moves.observe(), target)
+        return self._preflight_report(self.moves.observe_fresh(), target)
 
     def rotate(
         self, target: str, approvals: tuple[Approval, ...] = (), decision_id: str | None = None
@@ -187,7 +187,7 @@ class Rotation:
     # -- forward steps -------------------------------------------------------------------------
 
     def _preflight(self, txn: _Txn) -> _Step:
-        report = self._preflight_report(self.moves.observe(), txn.plan.to_mode)
+        report = self._preflight_report(self.moves.observe_fresh(), txn.plan.to_mode)
         crash_point("rotate:preflight")
         message = "; ".join(c.message for c in report.failures()) or "all checks passed"
         return _Step(ok=report.ok, message=message, detail=report.as_detail())

@@ -54,6 +54,15 @@ class Moves:
     def observe(self) -> ClusterState:
         return self.call(self.cluster.observe)
 
+    def observe_fresh(self) -> ClusterState:
+        """An observation whose links are read now (`link_status`), not from the last scrape:
+        preflight judges the link as it is when the rotation starts."""
+        state = self.observe()
+        links = tuple(
+            self.call(partial(self.cluster.link_status, link.name)) for link in state.links
+        )
+        return state.model_copy(update={"links": links})
+
     def set_accepting(self, workloads: Iterable[str], accepting: bool) -> None:
         """Open or close the gateway to each workload; raises ActionFailed if refused."""
         for name in workloads:
