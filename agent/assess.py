@@ -1,0 +1,364 @@
+"""Assess: pure functions that turn one observation and the loop's memory into `Signals`.
+
+Signals are facts a planner can act on: queue wait against the SLO, demand trend, how long each
+workload has been idle or calm, cards held by idle workloads, a shared card counted twice, link
+paths below nominal or on the wrong GID, stale metrics, and whether demand has favoured the other
+serving mode for long enough. `findings` lists what needs a decision; when it is empty the tick
+ends after assess and no planner — no LLM — is called. Notices (anomalies, links, stale metrics)
+are reported but decide nothing by themselves: no action of the planner can fix a cable.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.state import (
+    MEMORY_SAMPLES,
+    LinkSignal,
+    Memory,
+    Signals,
+    WorkloadMemory,
+    WorkloadSignals,
+)
+from policies.history import History
+from policies.model import Policy
+from tools.model import ClusterState, Metric, Workload
+from tools.placement import sharing_anomalies
+
+QUEUELESS_KINDS = frozenset({"render", "batch"})
+"""Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""
+
+
+class AssessSettings(BaseModel):
+    """Thresholds of assess; the loop fills the per-pool ones from the policy."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slo_wait_s: dict[str, float] = {}
+    """Target queue wait per pool."""
+    default_slo_wait_s: float = 30.0
+    min_cards: dict[str, int] = {}
+    """Per pool: the policy's minimum, so a scale-down the pool cannot take is not a finding."""
+    idle_to_zero_s: dict[str, float] = {}
+    """Per pool: idle time before scale-to-zero (absent: the pool never goes to zero)."""
+    hot_ratio: float = 1.0
+    """Queue wait at or above this fraction of the SLO asks for more replicas."""
+    hot_depth_per_replica: float = 8.0
+    calm_ratio: float = 0.25
+    """Queue wait below this fraction of the SLO (and a short queue) counts as calm."""
+    calm_depth_per_replica: float = 1.0
+    calm_s: float = 300.0
+    """How long a queue stays calm before a replica is given back (the hysteresis)."""
+    metric_max_age_s: float = 90.0
+    link_min_fraction: float = 0.4
+    """A link path below this share of nominal is degraded (healthy GX10 rails negotiate 49 %)."""
+    saturation: float = 0.85
+    """Serving this share of a mode's aggregate peak counts as saturated."""
+    mode_dwell_s: float = 600.0
+    mode_grace_s: float = 120.0
+    """Demand that stops favouring a mode for less than this keeps its dwell running."""
+    """How long demand must favour the other mode before a rotation is proposed."""
+
+
+def assess(
+    state: ClusterState, memory: Memory, settings: AssessSettings, policy: Policy
+) -> tuple[Signals, Memory]:
+    """The signals of this observation, and the memory to carry to the next tick.
+
+    Idleness is the policy's own notion (policies.activity, folded by History.observed), so the
+    planner proposes a scale-to-zero exactly when the guard will count the pool as idle.
+    """
+    now = state.observed_at
+    pools = History(last_busy=memory.last_busy, watching_since=memory.watching_since).observed(
+        state, policy
+    )
+    workload_signals: list[WorkloadSignals] = []
+    remembered: dict[str, WorkloadMemory] = {}
+    stale: list[str] = []
+    for workload in state.workloads:
+        since = pools.idle_since(workload.pool) if workload.pool in policy.pools else None
+        idle_for = None if since is None else (now - since).total_seconds()
+        signal, mem = _workload(
+            workload, now, memory.workloads.get(workload.name), settings, idle_for or None
+        )
+        workload_signals.append(signal)
+        remembered[workload.name] = mem
+        if signal.stale:
+            stale.append(f"{workload.name}/queue")
+    favoured, since, why = _favoured_mode(state, workload_signals, memory, settings)
+    seen_at = now if favoured else None
+    if favoured is None and _within(memory.mode_seen_at, now, settings.mode_grace_s):
+        # A single quiet reading does not reset the dwell: demand is noisy tick to tick.
+        favoured, since, seen_at = (
+            memory.mode_favoured,
+            memory.mode_favoured_since,
+            (memory.mode_seen_at),
+        )
+        why = memory.mode_because
+    signals = Signals(
+        observed_at=now,
+        digest=state.digest(),
+        workloads=tuple(workload_signals),
+        idle_cards=_idle_cards(state, workload_signals),
+        shared_card_anomalies=tuple(f"{a.node}: {a.summary}" for a in sharing_anomalies(state)),
+        degraded_links=_degraded_links(state, settings),
+        stale_metrics=tuple(stale),
+        active_mode=state.active_mode.name if state.active_mode else None,
+        favoured_mode=favoured if _dwelt(since, now, settings.mode_dwell_s) else None,
+        favoured_because=why,
+        findings=(),
+    )
+    signals = signals.model_copy(update={"findings": findings(state, signals, settings)})
+    new_memory = Memory(
+        workloads=remembered,
+        last_busy=pools.last_busy,
+        watching_since=pools.watching_since,
+        mode_favoured=favoured,
+        mode_favoured_since=since,
+        mode_seen_at=seen_at,
+        mode_because=why,
+    )
+    return signals, new_memory
+
+
+def findings(state: ClusterState, signals: Signals, settings: AssessSettings) -> tuple[str, ...]:
+    """What needs a decision, one sentence each; empty means the tick ends here."""
+    found: list[str] = []
+    for w in signals.workloads:
+        if w.stale:
+            continue
+        if w.queue_depth is None:
+            # A workload without a request queue (render, batch): only its idleness decides.
+            if _idle_long(w, settings):
+                found.append(f"{w.workload}: idle for {w.idle_for_s:.0f} s")
+            continue
+        if w.desired_replicas == 0 and w.queue_depth > 0:
+            found.append(f"{w.workload}: {w.queue_depth:g} queued with no replica")
+        elif w.desired_replicas > 0 and is_hot(w, settings):
+            found.append(
+                f"{w.workload}: queue {w.queue_depth:g}, wait {w.queue_wait_s or 0:.1f} s "
+                f"against an SLO of {w.slo_wait_s:g} s"
+            )
+        elif _idle_long(w, settings):
+            found.append(f"{w.workload}: idle for {w.idle_for_s:.0f} s")
+        elif _calm_long(w, state, settings):
+            found.append(f"{w.workload}: queue calm for {w.calm_for_s:.0f} s")
+    if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
+        found.append(
+            f"demand has favoured mode {signals.favoured_mode} for "
+            f"{settings.mode_dwell_s:g} s or more: {signals.favoured_because}"
+        )
+    return tuple(found)
+
+
+def is_hot(w: WorkloadSignals, settings: AssessSettings) -> bool:
+    """Demand above what the current replicas serve within the SLO."""
+    if w.queue_depth is None:
+        return False
+    ratio = w.wait_ratio
+    per_replica = w.queue_depth / max(w.ready_replicas, 1)
+    return (ratio is not None and ratio >= settings.hot_ratio) or (
+        per_replica >= settings.hot_depth_per_replica
+    )
+
+
+def _idle_long(w: WorkloadSignals, settings: AssessSettings) -> bool:
+    idle_after = settings.idle_to_zero_s.get(w.pool)
+    return (
+        idle_after is not None
+        and w.desired_replicas > 0
+        and settings.min_cards.get(w.pool, 0) == 0
+        and w.idle_for_s is not None
+        and w.idle_for_s >= idle_after
+    )
+
+
+def _calm_long(w: WorkloadSignals, state: ClusterState, settings: AssessSettings) -> bool:
+    if w.desired_replicas <= 1 or w.calm_for_s is None or w.calm_for_s < settings.calm_s:
+        return False
+    workload = state.workload(w.workload)
+    per_replica = workload.cards_per_replica if workload else 1
+    return state.pool_cards(w.pool) - per_replica >= settings.min_cards.get(w.pool, 0)
+
+
+def _workload(
+    workload: Workload,
+    now: datetime,
+    mem: WorkloadMemory | None,
+    settings: AssessSettings,
+    idle_for_s: float | None,
+) -> tuple[WorkloadSignals, WorkloadMemory]:
+    depth = _value(workload.queue_depth, now, settings)
+    wait = _value(workload.queue_wait_s, now, settings)
+    served = _value(workload.tokens_per_s, now, settings)
+    mem = mem or WorkloadMemory()
+    slo = settings.slo_wait_s.get(workload.pool, settings.default_slo_wait_s)
+    if depth is None:
+        # No queue reading. A render or batch workload has no request queue: its demand is its
+        # cards' activity, read through the pool's idleness. Anything else is held as it is.
+        queueless = workload.kind in QUEUELESS_KINDS and workload.queue_depth.status == "missing"
+        signal = WorkloadSignals(
+            workload=workload.name,
+            pool=workload.pool,
+            kind=workload.kind,
+            desired_replicas=workload.desired_replicas,
+            ready_replicas=workload.ready_replicas,
+            slo_wait_s=slo,
+            idle_for_s=idle_for_s if queueless else None,
+            stale=not queueless,
+        )
+        return signal, mem
+    per_replica = depth / max(workload.ready_replicas, 1)
+    calm = (wait or 0.0) < settings.calm_ratio * slo and per_replica < (
+        settings.calm_depth_per_replica
+    )
+    calm_since = (mem.calm_since or now) if calm else None
+    samples = (*mem.samples, (now, depth))[-MEMORY_SAMPLES:]
+    signal = WorkloadSignals(
+        workload=workload.name,
+        pool=workload.pool,
+        kind=workload.kind,
+        desired_replicas=workload.desired_replicas,
+        ready_replicas=workload.ready_replicas,
+        queue_depth=depth,
+        queue_wait_s=wait,
+        tokens_per_s=served,
+        slo_wait_s=slo,
+        demand_trend=trend_per_min(samples),
+        idle_for_s=idle_for_s,
+        calm_for_s=None if calm_since is None else (now - calm_since).total_seconds(),
+    )
+    return signal, WorkloadMemory(calm_since=calm_since, samples=samples)
+
+
+def _value(metric: Metric, now: datetime, settings: AssessSettings) -> float | None:
+    aged = metric.aged(now, settings.metric_max_age_s)
+    return aged.value if aged.usable else None
+
+
+def trend_per_min(samples: tuple[tuple[datetime, float], ...]) -> float | None:
+    """Least-squares slope of queue depth over time, per minute (None with fewer than 3)."""
+    if len(samples) < 3:
+        return None
+    t0 = samples[0][0]
+    xs = [(t - t0).total_seconds() / 60.0 for t, _ in samples]
+    ys = [d for _, d in samples]
+    mean_x = sum(xs) / len(xs)
+    mean_y = sum(ys) / len(ys)
+    var = sum((x - mean_x) ** 2 for x in xs)
+    if var == 0:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var
+
+
+def _idle_cards(state: ClusterState, signals: list[WorkloadSignals]) -> int:
+    by_name = {s.workload: s for s in signals}
+    idle = 0
+    for workload in state.workloads:
+        signal = by_name[workload.name]
+        if signal.idle_for_s is not None and signal.idle_for_s > 0:
+            idle += workload.cards
+    return idle
+
+
+def _degraded_links(state: ClusterState, settings: AssessSettings) -> tuple[LinkSignal, ...]:
+    found: list[LinkSignal] = []
+    for link in state.links:
+        for path in link.paths:
+            fraction = path.fraction_of_nominal()
+            gid = path.gid_index.value if path.gid_index.usable else None
+            problems: list[str] = []
+            if fraction is not None and fraction < settings.link_min_fraction:
+                problems.append(f"at {fraction:.0%} of its nominal {path.nominal_gbps:g} Gb/s")
+            if fraction is None:
+                problems.append("negotiated speed unknown")
+            expected = link.configured_gid_index
+            if gid is not None and expected is not None and int(gid) != expected:
+                problems.append(f"GID index {int(gid)} where {expected} is configured")
+            if problems:
+                found.append(
+                    LinkSignal(
+                        link=link.name,
+                        path=path.name,
+                        fraction_of_nominal=fraction,
+                        gid_index=gid,
+                        expected_gid_index=expected,
+                        problem="; ".join(problems),
+                    )
+                )
+    return tuple(found)
+
+
+def _favoured_mode(
+    state: ClusterState,
+    signals: list[WorkloadSignals],
+    memory: Memory,
+    settings: AssessSettings,
+) -> tuple[str | None, datetime | None, str]:
+    """The mode demand favours now (if not the active one), since when, and why.
+
+    Three readings, in order: requests queued for a model only another mode serves; the active
+    mode saturated (near its aggregate peak) or over its queue SLO while another mode has more
+    aggregate throughput (cluster -> split);
+    the active mode serving no more than one stream at a time while another mode has a faster
+    single stream (split -> cluster). A mode whose metrics are not all fresh favours nothing.
+    """
+    if state.active_mode is None:
+        return None, None, ""
+    active = state.mode(state.active_mode.name)
+    if active is None:
+        return None, None, ""
+    by_name = {s.workload: s for s in signals}
+    mine = [by_name[w] for w in active.workloads if w in by_name]
+    if not mine or any(s.stale or s.queue_depth is None for s in mine):
+        return None, None, ""
+    others = [m for m in state.modes if m.name != active.name]
+    found: tuple[str, str] | None = None
+    for mode in others:
+        queued = sum(
+            by_name[w].queue_depth or 0.0
+            for w in mode.workloads
+            if w in by_name and not by_name[w].stale
+        )
+        if queued > 0:
+            found = (mode.name, f"{queued:g} request(s) queued for models only {mode.name} serves")
+            break
+    served = sum(s.tokens_per_s or 0.0 for s in mine)
+    saturated = served >= settings.saturation * active.aggregate_peak_tok_s > 0
+    if found is None and (saturated or any(is_hot(s, settings) for s in mine)):
+        wider = max(others, key=lambda m: m.aggregate_peak_tok_s, default=None)
+        if wider is not None and wider.aggregate_peak_tok_s > active.aggregate_peak_tok_s:
+            found = (
+                wider.name,
+                f"{active.name} is at {served:.1f} of its {active.aggregate_peak_tok_s:g} tok/s "
+                f"peak or over its queue SLO; {wider.name} serves "
+                f"{wider.aggregate_peak_tok_s:g} tok/s in aggregate",
+            )
+    if found is None:
+        queued = sum(s.queue_depth or 0.0 for s in mine)
+        faster = max(others, key=lambda m: m.single_stream_tok_s, default=None)
+        if (
+            faster is not None
+            and faster.single_stream_tok_s > active.single_stream_tok_s
+            and queued == 0
+            and 0 < served <= active.single_stream_tok_s
+        ):
+            found = (
+                faster.name,
+                f"{active.name} serves one stream at a time ({served:.1f} tok/s); "
+                f"{faster.name} streams at {faster.single_stream_tok_s:g} tok/s",
+            )
+    if found is None:
+        return None, None, ""
+    since = memory.mode_favoured_since if memory.mode_favoured == found[0] else None
+    return found[0], since or state.observed_at, found[1]
+
+
+def _within(at: datetime | None, now: datetime, seconds: float) -> bool:
+    return at is not None and (now - at).total_seconds() <= seconds
+
+
+def _dwelt(since: datetime | None, now: datetime, dwell_s: float) -> bool:
+    return since is not None and (now - since).total_seconds() >= dwell_s

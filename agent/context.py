@@ -1,0 +1,84 @@
+"""The loop's context: the parts a decision is made with, handed to every graph node.
+
+The graph state (agent.state.Decision) is what is checkpointed; the context is what is not: the
+backend, the policy, the planners, the decision log, the approval inbox, the last snapshot. A
+snapshot is cached per decision only for the life of this process: after a restart a node that
+needs it observes again, which is what a resumed decision should do anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from agent.audit import AuditLog
+from agent.inbox import Inbox
+from agent.planners.base import Planner
+from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.state import Memory
+from agent.telemetry import Telemetry
+from policies.history import Executed, History
+from policies.model import Policy
+from tools.actions import RotateMode
+from tools.backends.base import ActionResult, Cluster
+from tools.model import ClusterState
+
+Rotator = Callable[[RotateMode, str], ActionResult]
+"""Carries out a mode rotation for a decision id (tools/modes.py, issue 8, once it lands)."""
+
+CRASH_ENV = "STEWARD_TEST_CRASH_AT"
+"""Test hook: the graph node (or `act.mid`, after the first action) at which the process kills
+itself with SIGKILL, to prove that a restart resumes or reconciles."""
+
+HISTORY_WINDOW = timedelta(hours=24)
+
+
+@dataclass
+class LoopContext:
+    cluster: Cluster
+    policy: Policy
+    audit: AuditLog
+    inbox: Inbox
+    settings: RulesSettings
+    planner: Planner
+    fallback: RulesPlanner
+    telemetry: Telemetry = field(default_factory=Telemetry)
+    rotate: Rotator | None = None
+    """None until the rotation transaction lands: act then refuses RotateMode, saying so."""
+    crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
+    _snapshots: dict[str, ClusterState] = field(default_factory=dict)
+
+    def observe(self, decision_id: str) -> ClusterState:
+        """A fresh observation, remembered as this decision's snapshot."""
+        state = self.cluster.observe()
+        self._snapshots.clear()
+        self._snapshots[decision_id] = state
+        return state
+
+    def snapshot(self, decision_id: str) -> ClusterState:
+        """This decision's snapshot, or a fresh one after a restart."""
+        state = self._snapshots.get(decision_id)
+        return state if state is not None else self.observe(decision_id)
+
+    def forget(self, decision_id: str) -> None:
+        self._snapshots.pop(decision_id, None)
+
+    def history(self, state: ClusterState, memory: Memory) -> History:
+        """Executed actions of the recent past and when each pool was last busy."""
+        since = state.observed_at - HISTORY_WINDOW
+        executed = tuple(
+            Executed(at=e.at, action=e.action) for e in self.audit.executed_actions(since) if e.ok
+        )
+        return History(
+            executed=executed,
+            last_busy=dict(memory.last_busy),
+            watching_since=memory.watching_since,
+        )
+
+    def maybe_crash(self, point: str) -> None:
+        """The kill -9 test hook: die here, without cleanup, if asked to."""
+        if self.crash_at == point:
+            os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,51 @@
+"""The built-in day: what `steward run` simulates when nothing is configured.
+
+A homelab day compressed into two hours of simulated time, so that a newcomer sees the agent
+decide within seconds: the workstation's TTS hums along; nobody renders, so an inference burst
+borrows the render box's cards (`burst-llm` back from zero); then renders queue and the cards go
+back to the render pool (pool priorities); later the split-mode models are asked for while the
+pair runs in cluster mode, and a rotation is proposed (it needs a human during working hours).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from tools.sim.demand import BurstDemand, PoissonDemand
+from tools.sim.scenario import Scenario
+
+DAY = Scenario(
+    name="homelab-day",
+    description="A homelab day compressed into two hours (agent/day.py)",
+    seed=7,
+    start=datetime(2026, 3, 2, 7, 0, tzinfo=UTC),
+    duration_s=7200.0,
+    mode="cluster",
+    replicas={"render": 0, "burst-llm": 0, "tts": 1, "worker": 1},
+    demand=(
+        PoissonDemand(target="tts", rate_per_min=6, input_tokens=200, output_tokens=300),
+        PoissonDemand(target="beast", rate_per_min=0.5, input_tokens=4000, output_tokens=400),
+        BurstDemand(
+            target="burst-llm",
+            rate_per_min=40,
+            at_s=60,
+            duration_s=1500,
+            input_tokens=1500,
+            output_tokens=500,
+        ),
+        BurstDemand(target="render", rate_per_min=2, at_s=1800, duration_s=600),
+        BurstDemand(
+            target="resident-b",
+            rate_per_min=12,
+            at_s=2700,
+            duration_s=2400,
+            input_tokens=3000,
+            output_tokens=600,
+        ),
+    ),
+)
+"""The default scenario of `steward run` (see the module docstring)."""
+
+
+def default_day() -> Scenario:
+    return DAY

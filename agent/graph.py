@@ -1,0 +1,101 @@
+"""build_graph(): the decision flow of DESIGN.md as one LangGraph StateGraph.
+
+    observe -> assess -> plan -> guard -> [approve] -> act -> verify -> record
+                  \\         \\
+                   END        END   (nothing to decide / nothing proposed)
+
+Each decision is one graph thread whose id is the decision id. A SQLite checkpointer saves the
+state after every step (durability="sync"), so a process killed anywhere resumes the thread
+where it stopped; act is idempotent per decision id (see agent/nodes.py). The routing functions
+are named, so the flow reads here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from agent import nodes
+from agent.context import LoopContext
+from agent.state import SERIALIZED_TYPES, Decision
+from tools.actions import ACTION_TYPES
+
+CHECKPOINT_DB = "checkpoints.db"
+
+Graph = CompiledStateGraph[Decision, None, Decision, Decision]
+
+
+def after_assess(d: Decision) -> str:
+    """Plan only when assess found something to decide; otherwise the tick ends here."""
+    return "plan" if d.signals is not None and d.signals.needs_decision else END
+
+
+def after_plan(d: Decision) -> str:
+    """An empty plan has nothing to judge; a fallback is still written to the log."""
+    if d.plan is not None and d.plan.actions:
+        return "guard"
+    return "record" if d.fallback_reason else END
+
+
+def after_guard(d: Decision) -> str:
+    """A human answers first when any action needs approval."""
+    return "approve" if d.waiting else "act"
+
+
+def build_graph(ctx: LoopContext, checkpointer: SqliteSaver | None) -> Graph:
+    """The compiled graph, its nodes bound to `ctx`, checkpointed by `checkpointer`."""
+    graph = StateGraph(Decision)
+    steps: dict[str, Callable[[Decision, LoopContext], dict[str, Any]]] = {
+        "observe": nodes.observe,
+        "assess": nodes.assess,
+        "plan": nodes.plan,
+        "guard": nodes.guard,
+        "approve": nodes.approve,
+        "act": nodes.act,
+        "verify": nodes.verify,
+        "record": nodes.record,
+    }
+    for name, step in steps.items():
+        graph.add_node(name, _bound(step, ctx))
+    graph.add_edge(START, "observe")
+    graph.add_edge("observe", "assess")
+    graph.add_conditional_edges("assess", after_assess, ["plan", END])
+    graph.add_conditional_edges("plan", after_plan, ["guard", "record", END])
+    graph.add_conditional_edges("guard", after_guard, ["approve", "act"])
+    graph.add_edge("approve", "act")
+    graph.add_edge("act", "verify")
+    graph.add_edge("verify", "record")
+    graph.add_edge("record", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+class _Node(Protocol):
+    def __call__(self, state: Decision) -> dict[str, Any]: ...
+
+
+def _bound(step: Callable[[Decision, LoopContext], dict[str, Any]], ctx: LoopContext) -> _Node:
+    def node(state: Decision) -> dict[str, Any]:
+        return step(state, ctx)
+
+    node.__name__ = step.__name__
+    return node
+
+
+def open_checkpointer(data_dir: Path) -> SqliteSaver:
+    """The SQLite checkpointer of a data dir.
+
+    WAL with synchronous=NORMAL: a committed step survives the process being killed (kill -9),
+    which is the failure the checkpoints are for; the decision log itself syncs every record.
+    """
+    conn = sqlite3.connect(data_dir / CHECKPOINT_DB, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    allowed = [(t.__module__, t.__name__) for t in (*SERIALIZED_TYPES, *ACTION_TYPES)]
+    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))

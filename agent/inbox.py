@@ -1,0 +1,172 @@
+"""The approval inbox: decisions waiting for a human, and the answers people gave.
+
+A decision with an action that needs approval stops at the graph's `interrupt()`. The approve
+node puts it here (idempotently: a resumed node runs again from its first line); `steward
+pending` lists it; `steward approve` / `steward deny` write the answer here; the running daemon
+(or the next `steward run`) picks the answer up and resumes the decision's graph thread. The CLI
+never resumes a decision itself: the daemon stays the one writer of the cluster and of the log.
+
+SQLite in WAL mode at DATA_DIR/inbox.db, so the CLI and the daemon may use it at the same time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from tools.actions import Action, dump_action, parse_actions
+from tools.errors import InvalidInput
+
+DB_NAME = "inbox.db"
+Status = Literal["waiting", "approved", "denied", "resumed"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending (
+    decision_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    actions TEXT NOT NULL,
+    indexes TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    status TEXT NOT NULL,
+    answered_by TEXT,
+    reason TEXT NOT NULL DEFAULT '',
+    answered_at TEXT
+);
+"""
+
+
+class PendingDecision(BaseModel):
+    """One decision waiting for (or answered by) a human."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    created_at: datetime
+    actions: tuple[Action, ...]
+    """The actions that wait for approval."""
+    indexes: tuple[int, ...]
+    """Their positions in the decision's plan (the decision log's proposal indexes)."""
+    messages: tuple[str, ...]
+    """The policy's sentence for each: which rule asks for approval and why."""
+    status: Status
+    answered_by: str | None = None
+    reason: str = ""
+    answered_at: datetime | None = None
+
+
+class Inbox:
+    """The approval inbox of one data dir."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, data_dir: Path) -> Inbox:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / DB_NAME
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.executescript(_SCHEMA)
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def ensure_waiting(
+        self,
+        decision_id: str,
+        actions: Sequence[Action],
+        indexes: Sequence[int],
+        messages: Sequence[str],
+        at: datetime,
+    ) -> None:
+        """Put a decision in the inbox unless it is there already (safe to repeat)."""
+        self._conn.execute(
+            "INSERT OR IGNORE INTO pending (decision_id, created_at, actions, indexes, messages, "
+            "status) VALUES (?, ?, ?, ?, ?, 'waiting')",
+            (
+                decision_id,
+                at.isoformat(),
+                json.dumps([dump_action(a) for a in actions]),
+                json.dumps(list(indexes)),
+                json.dumps(list(messages)),
+            ),
+        )
+
+    def get(self, decision_id: str) -> PendingDecision | None:
+        row = self._conn.execute(f"{_SELECT} WHERE decision_id = ?", (decision_id,)).fetchone()
+        return _pending(row) if row else None
+
+    def listed(self, *statuses: Status) -> list[PendingDecision]:
+        """Entries with one of `statuses`, oldest first."""
+        marks = ", ".join("?" * len(statuses))
+        rows = self._conn.execute(
+            f"{_SELECT} WHERE status IN ({marks}) ORDER BY created_at, decision_id", statuses
+        ).fetchall()
+        return [_pending(r) for r in rows]
+
+    def answer(
+        self, decision_id: str, *, approved: bool, by: str, reason: str, at: datetime
+    ) -> PendingDecision:
+        """Record a human's answer; only a waiting decision can be answered, and only once."""
+        status: Status = "approved" if approved else "denied"
+        cursor = self._conn.execute(
+            "UPDATE pending SET status = ?, answered_by = ?, reason = ?, answered_at = ? "
+            "WHERE decision_id = ? AND status = 'waiting'",
+            (status, by, reason, at.isoformat(), decision_id),
+        )
+        found = self.get(decision_id)
+        if found is None:
+            known = ", ".join(p.decision_id for p in self.listed("waiting")) or "none"
+            raise InvalidInput(
+                f"no decision {decision_id} waits for approval in {self.path} (waiting: "
+                f"{known}); list them with `steward pending`"
+            )
+        if cursor.rowcount == 0:
+            raise InvalidInput(
+                f"decision {decision_id} was already {found.status}"
+                + (f" by {found.answered_by}" if found.answered_by else "")
+                + "; an answer cannot be changed"
+            )
+        return found
+
+    def mark_resumed(self, decision_id: str) -> None:
+        self._conn.execute(
+            "UPDATE pending SET status = 'resumed' WHERE decision_id = ?", (decision_id,)
+        )
+
+    def open_keys(self) -> set[tuple[str, str]]:
+        """(type, target) of every action still waiting or answered but not yet resumed."""
+        return {
+            (a.type, a.target)
+            for p in self.listed("waiting", "approved", "denied")
+            for a in p.actions
+        }
+
+
+_SELECT = (
+    "SELECT decision_id, created_at, actions, indexes, messages, status, answered_by, reason, "
+    "answered_at FROM pending"
+)
+
+
+def _pending(row: tuple[str, ...]) -> PendingDecision:
+    return PendingDecision(
+        decision_id=row[0],
+        created_at=datetime.fromisoformat(row[1]),
+        actions=tuple(parse_actions(json.loads(row[2]))),
+        indexes=tuple(json.loads(row[3])),
+        messages=tuple(json.loads(row[4])),
+        status=row[5],
+        answered_by=row[6],
+        reason=row[7] or "",
+        answered_at=datetime.fromisoformat(row[8]) if row[8] else None,
+    )

@@ -1,0 +1,73 @@
+"""`steward bench loop`: what one tick of the loop costs.
+
+Three figures, each from real ticks of a `Runtime` in a throw-away data dir (checkpoints, the
+decision log with fsync, the simulated cluster saved after every tick):
+- `tick` — one tick with the rules planner on a simulated fleet of `nodes` nodes x 8 cards with
+  steady demand (target: p99_ms <= 100 at 1,000 nodes);
+- `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
+- `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agent.commands.bench import measure, peak_rss_mb
+from agent.runtime import Runtime
+from policies.loader import DEFAULT_POLICY, load_policy
+from policies.model import Policy
+from tools.backends.sim import SimCluster
+from tools.sim.demand import PoissonDemand
+from tools.sim.profiles import fleet
+from tools.sim.scenario import FleetProfile, Scenario
+
+FLEET_POLICY = DEFAULT_POLICY.parent / "examples" / "fleet.yaml"
+INTERVAL_S = 15.0
+
+
+def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
+        fleet_tick = _ticks(Path(tmp) / "fleet", _fleet(nodes), _fleet_policy(), runs, "tick")
+        idle_tick = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")
+    return {
+        "name": "loop",
+        "nodes": nodes,
+        "gpus": nodes * 8,
+        "runs": runs,
+        "median_ms": fleet_tick.median_ms,
+        "p99_ms": fleet_tick.p99_ms,
+        "tick": fleet_tick.model_dump(),
+        "idle_homelab": idle_tick.model_dump(),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def _fleet(nodes: int) -> Scenario:
+    profile = fleet(nodes, 8, seed=0)
+    pools = sorted({w.pool for w in profile.workloads})
+    demand = tuple(
+        PoissonDemand(target=pool, rate_per_min=30.0, input_tokens=1000, output_tokens=200)
+        for pool in pools
+    )
+    return Scenario(
+        name=f"bench-fleet-{nodes}",
+        profile=FleetProfile(nodes=nodes, gpus_per_node=8),
+        mode=None,
+        demand=demand,
+    )
+
+
+def _fleet_policy() -> Policy | None:
+    return load_policy(FLEET_POLICY) if FLEET_POLICY.is_file() else None
+
+
+def _ticks(data_dir: Path, scenario: Scenario, policy: Policy | None, runs: int, name: str) -> Any:
+    sim = SimCluster.open(data_dir, scenario)
+    runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
+    try:
+        runtime.start()
+        return measure(name, lambda: runtime.tick(INTERVAL_S), runs)
+    finally:
+        runtime.close()

@@ -1,0 +1,260 @@
+"""The graph's nodes: observe, assess, plan, guard, approve, act, verify, record.
+
+Each node is a function of the decision state and the loop context that returns a partial
+update. Only `act` changes the cluster, and it is idempotent per decision id: before running
+anything it asks the decision log whether this decision already has an intent — if it does, the
+process died mid-act, so act re-observes and records what is there instead of running anything
+again. `approve` holds `interrupt()`; it runs again from its first line when resumed, so all it
+does before the interrupt is an idempotent insert into the inbox.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from langgraph.types import interrupt
+
+from agent.assess import assess as assess_signals
+from agent.audit import (
+    ActionOutcome,
+    Approval,
+    Check,
+    Fallback,
+    Intent,
+    Outcome,
+    proposals,
+)
+from agent.context import LoopContext
+from agent.effects import expected_effect
+from agent.execute import ROTATION_MISSING, applied, run_action
+from agent.planners.errors import PlannerFailed
+from agent.state import ActionVerdict, Decision, Memory
+from agent.state import Approval as Answer
+from policies.engine import judge
+from tools.actions import RotateMode
+
+Update = dict[str, Any]
+
+
+def observe(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("observe")
+    state = ctx.observe(d.decision_id)
+    return {"observed_at": state.observed_at, "digest": state.digest(), "stage": "assess"}
+
+
+def assess(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("assess")
+    state = ctx.snapshot(d.decision_id)
+    signals, memory = assess_signals(state, d.memory, ctx.settings.assess, ctx.policy)
+    return {"signals": signals, "memory": memory, "stage": "plan"}
+
+
+def plan(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("plan")
+    state = ctx.snapshot(d.decision_id)
+    assert d.signals is not None, "plan runs only after assess"
+    started = time.perf_counter()
+    reason: str | None = None
+    try:
+        proposed = ctx.planner.plan(state, d.signals)
+    except PlannerFailed as failed:
+        reason = failed.reason
+        ctx.telemetry.fallbacks.labels(planner=ctx.planner.name).inc()
+        proposed = ctx.fallback.plan(state, d.signals)
+    elapsed = time.perf_counter() - started
+    ctx.telemetry.planner_seconds.labels(planner=proposed.planner).observe(elapsed)
+    waiting = ctx.inbox.open_keys()
+    kept = tuple(a for a in proposed.actions if (a.type, a.target) not in waiting)
+    if len(kept) != len(proposed.actions):
+        proposed = proposed.model_copy(update={"actions": kept})
+    return {
+        "plan": proposed,
+        "fallback_reason": reason,
+        "planner_ms": round(elapsed * 1000, 3),
+        "stage": "guard",
+    }
+
+
+def guard(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("guard")
+    state = ctx.snapshot(d.decision_id)
+    assert d.plan is not None, "guard runs only after plan"
+    history = ctx.history(state, d.memory)
+    judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
+    verdicts = tuple(
+        ActionVerdict(
+            action=v.action,
+            decision=v.decision,
+            rule_ids=v.rule_ids,
+            message=v.message,
+            expected_effect=expected_effect(v.action, state),
+        )
+        for v in judgement.verdicts
+    )
+    for v in verdicts:
+        ctx.telemetry.decisions.labels(verdict=v.decision).inc()
+    findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
+    return {"verdicts": verdicts, "plan_findings": findings, "stage": "act"}
+
+
+def approve(d: Decision, ctx: LoopContext) -> Update:
+    waiting = [(i, v) for i, v in enumerate(d.verdicts) if v.decision == "needs_approval"]
+    assert d.observed_at is not None
+    ctx.inbox.ensure_waiting(
+        d.decision_id,
+        [v.action for _, v in waiting],
+        [i for i, _ in waiting],
+        [v.message for _, v in waiting],
+        d.observed_at,
+    )
+    ctx.maybe_crash("approve")
+    answer = Answer.model_validate(interrupt({"decision_id": d.decision_id}))
+    if answer.answer == "approved":
+        state = ctx.snapshot(d.decision_id)
+        refused = [
+            v.action.describe()
+            for _, v in waiting
+            if not ctx.policy.may_approve(answer.by, v.action, state)
+        ]
+        if refused:
+            answer = answer.model_copy(
+                update={
+                    "answer": "denied",
+                    "reason": f"{answer.by} may not approve: {'; '.join(refused)}",
+                }
+            )
+    return {"approval": answer, "stage": "act"}
+
+
+def act(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("act")
+    assert d.plan is not None and d.observed_at is not None and d.digest is not None
+    earlier = ctx.audit.decision(d.decision_id)
+    if any(r.kind == "intent" for r in earlier):
+        return _reconcile(d, ctx)
+    ctx.audit.write_intent(_intent(d))
+    approved = d.approval is not None and d.approval.answer == "approved"
+    for i, v in enumerate(d.verdicts):
+        if v.decision == "needs_approval" and d.approval is not None:
+            ctx.audit.write_approval(
+                Approval(
+                    decision_id=d.decision_id,
+                    action_index=i,
+                    approved=approved,
+                    principal=d.approval.by,
+                    channel="cli",
+                    decided_at=d.approval.at,
+                    note=d.approval.reason,
+                )
+            )
+    outcomes: list[ActionOutcome] = []
+    failed: str | None = None
+    for i, v in enumerate(d.verdicts):
+        why_not = _why_not(v, approved, failed)
+        if not why_not and isinstance(v.action, RotateMode) and ctx.rotate is None:
+            why_not = ROTATION_MISSING
+        if why_not:
+            outcomes.append(ActionOutcome.skipped(i, why_not))
+            continue
+        result = run_action(ctx, v.action, d.decision_id, d.dry_run)
+        ctx.telemetry.actions.labels(type=v.action.type, ok=str(result.ok).lower()).inc()
+        outcomes.append(ActionOutcome.from_result(i, result))
+        if not result.ok:
+            failed = f"an earlier action ({v.action.describe()}) failed: {result.message}"
+        ctx.maybe_crash("act.mid")
+    return {"outcomes": tuple(outcomes), "stage": "verify"}
+
+
+def _why_not(v: ActionVerdict, approved: bool, failed: str | None) -> str:
+    if v.decision == "deny":
+        return f"denied by {', '.join(v.rule_ids) or 'policy'}: {v.message}"
+    if v.decision == "needs_approval" and not approved:
+        return "approval was not given"
+    if failed:
+        return failed
+    return ""
+
+
+def _reconcile(d: Decision, ctx: LoopContext) -> Update:
+    """A crash interrupted act after its intent: record what is there, run nothing again."""
+    state = ctx.cluster.observe()
+    outcomes = []
+    for i, v in enumerate(d.verdicts):
+        seen, detail = applied(v.action, state)
+        outcomes.append(
+            ActionOutcome(
+                index=i,
+                executed=False,
+                ok=bool(seen),
+                message="interrupted by a restart before its outcome was recorded; not run "
+                f"again; observed now: {detail}",
+            )
+        )
+    return {"outcomes": tuple(outcomes), "reconciled": True, "stage": "verify"}
+
+
+def verify(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("verify")
+    state = ctx.cluster.observe()
+    checks: list[Check] = []
+    for outcome in d.outcomes:
+        if not outcome.executed or not outcome.ok:
+            continue
+        action = d.verdicts[outcome.index].action
+        ok, detail = applied(action, state)
+        checks.append(Check(name=action.describe(), ok=ok is not False, detail=detail))
+    ok = all(c.ok for c in checks)
+    return {"verification": tuple(checks), "verified": ok, "stage": "record"}
+
+
+def record(d: Decision, ctx: LoopContext) -> Update:
+    ctx.maybe_crash("record")
+    earlier = ctx.audit.decision(d.decision_id)
+    kinds = {r.kind for r in earlier}
+    if d.fallback_reason and "fallback" not in kinds:
+        ctx.audit.append(
+            Fallback(
+                decision_id=d.decision_id,
+                from_planner=ctx.planner.name,
+                model=getattr(ctx.planner, "model", None),
+                reason=d.fallback_reason,
+            )
+        )
+    if "intent" in kinds and not kinds & {"outcome", "interrupted"}:
+        error = "interrupted mid-act by a restart; reconciled" if d.reconciled else None
+        ctx.audit.write_outcome(
+            Outcome(
+                decision_id=d.decision_id,
+                results=d.outcomes,
+                verification=d.verification,
+                error=error,
+            )
+        )
+    ctx.forget(d.decision_id)
+    update: Update = {"recorded": True, "stage": "done"}
+    if any(isinstance(v.action, RotateMode) for v in d.verdicts):
+        update["memory"] = restart_mode_dwell(d.memory, d.observed_at)
+    return update
+
+
+def restart_mode_dwell(memory: Memory, at: datetime | None) -> Memory:
+    """After a rotation was decided on (run, refused or denied), demand must favour the other
+    mode for a whole dwell again before it is proposed again: no stream of approval requests."""
+    return memory.model_copy(update={"mode_favoured_since": at})
+
+
+def _intent(d: Decision) -> Intent:
+    assert d.plan is not None and d.observed_at is not None and d.digest is not None
+    return Intent(
+        decision_id=d.decision_id,
+        observed_at=d.observed_at,
+        observation_digest=d.digest,
+        signals=d.signals.model_dump(mode="json") if d.signals else {},
+        planner=d.plan.planner,
+        model=d.plan.model,
+        rationale=d.plan.rationale,
+        proposals=proposals(d.plan, d.verdicts),
+        findings=d.plan_findings,
+    )

@@ -1,0 +1,276 @@
+"""The rules planner: deterministic, the default, and the fallback of every other planner.
+
+What it does, in order of pool priority (highest first):
+- a workload with queued requests and no replica gets one (back from zero on the first request);
+- a workload whose queue wait reaches its SLO (or whose queue per replica is long) gets one more
+  replica, unless replicas are still starting (no piling up during a model load);
+- a workload idle for its pool's idle time goes to zero (when the pool's minimum allows);
+- a workload whose queue stayed calm for `calm_s` gives one replica back (the hysteresis: up at
+  the SLO, down only well below it and only after a while, so it never flaps);
+- a new replica goes where placement (`pick_node`) ranks first; when no node has room, replicas of
+  lower-priority pools on eligible nodes are scaled down first — this is how the render pool's
+  cards are lent to inference while nobody renders, and taken back when renders queue;
+- when demand has favoured the other serving mode for long enough, a `RotateMode` is proposed.
+Workloads whose demand metrics are stale or missing are held as they are: never scaled down on a
+reading nobody can trust. Workloads that belong to a serving mode change only by rotation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.assess import AssessSettings, is_hot
+from agent.state import Signals, WorkloadSignals
+from policies.model import Policy
+from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
+from tools.model import ClusterState, Workload
+from tools.placement import pick_node
+
+
+class PoolRules(BaseModel):
+    """What the planner needs to know of one pool (filled from the policy)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_cards: int = 0
+    max_cards: int | None = None
+    priority: int = 0
+
+
+class RulesSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    assess: AssessSettings = AssessSettings()
+    pools: dict[str, PoolRules] = {}
+
+    def pool(self, name: str) -> PoolRules:
+        return self.pools.get(name, PoolRules())
+
+    @classmethod
+    def from_policy(cls, policy: Policy, base: AssessSettings | None = None) -> RulesSettings:
+        """Pool limits, priorities, idle times and SLOs taken from the policy.
+
+        A pool without `idle_before_zero` is never proposed for scale-to-zero by this planner:
+        going to zero is a choice the policy has to make explicitly.
+        """
+        base = base or AssessSettings()
+        assess = base.model_copy(
+            update={
+                "slo_wait_s": {k: v.queue_wait_s for k, v in policy.slo.items()},
+                "min_cards": {k: p.min_cards for k, p in policy.pools.items()},
+                "link_min_fraction": policy.rotation.min_link_fraction or base.link_min_fraction,
+                "idle_to_zero_s": {
+                    k: p.idle_before_zero.total_seconds()
+                    for k, p in policy.pools.items()
+                    if p.idle_before_zero is not None and p.min_cards == 0
+                },
+            }
+        )
+        pools = {
+            k: PoolRules(min_cards=p.min_cards, max_cards=p.max_cards, priority=p.priority)
+            for k, p in policy.pools.items()
+        }
+        return cls(assess=assess, pools=pools)
+
+
+class RulesPlanner:
+    """Deterministic planning from signals; see the module docstring for the rules."""
+
+    name = "rules"
+
+    def __init__(self, settings: RulesSettings | None = None) -> None:
+        self.settings = settings or RulesSettings()
+
+    def plan(self, state: ClusterState, signals: object) -> Plan:
+        if not isinstance(signals, Signals):
+            raise TypeError(f"RulesPlanner.plan needs agent.state.Signals, not {type(signals)}")
+        actions: list[Action] = []
+        notes: list[str] = []
+        cards = _Cards(state)
+        in_modes = {w for mode in state.modes for w in mode.workloads}
+        ordered = sorted(
+            (s for s in signals.workloads if s.workload not in in_modes),
+            key=lambda s: (-self.settings.pool(s.pool).priority, s.workload),
+        )
+        for signal in ordered:
+            workload = state.workload(signal.workload)
+            if workload is None:
+                continue
+            if signal.stale:
+                notes.append(f"{signal.workload}: demand metrics stale or missing, held")
+                continue
+            actions.extend(self._one(workload, signal, state, cards, notes))
+        if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
+            actions.append(
+                RotateMode(
+                    target_mode=signals.favoured_mode,
+                    reason=f"demand has favoured {signals.favoured_mode} over "
+                    f"{signals.active_mode} for {self.settings.assess.mode_dwell_s:g} s or more: "
+                    f"{signals.favoured_because}",
+                )
+            )
+        rationale = "; ".join(notes) if notes else ""
+        if not actions and not rationale:
+            rationale = "nothing to change"
+        return Plan(actions=tuple(actions), rationale=rationale, planner=self.name)
+
+    def _one(
+        self,
+        workload: Workload,
+        signal: WorkloadSignals,
+        state: ClusterState,
+        cards: _Cards,
+        notes: list[str],
+    ) -> list[Action]:
+        settings = self.settings.assess
+        queued = signal.queue_depth is not None
+        depth = signal.queue_depth or 0.0
+        if queued and workload.desired_replicas == 0 and depth > 0:
+            why = f"{depth:g} request(s) queued and no replica: back from zero"
+            return self._grow(workload, state, cards, why, notes)
+        if queued and workload.desired_replicas > 0 and is_hot(signal, settings):
+            if workload.ready_replicas < workload.desired_replicas:
+                notes.append(f"{workload.name}: replicas still starting, waiting for them")
+                return []
+            why = (
+                f"queue {depth:g}, wait {signal.queue_wait_s or 0:.1f} s against an SLO of "
+                f"{signal.slo_wait_s:g} s"
+            )
+            return self._grow(workload, state, cards, why, notes)
+        pool = self.settings.pool(workload.pool)
+        idle_after = settings.idle_to_zero_s.get(workload.pool)
+        if (
+            workload.desired_replicas > 0
+            and idle_after is not None
+            and pool.min_cards == 0
+            and signal.idle_for_s is not None
+            and signal.idle_for_s >= idle_after
+        ):
+            cards.release(workload.pool, workload.cards)
+            return [
+                ScaleWorkload(
+                    workload=workload.name,
+                    replicas=0,
+                    reason=f"idle for {signal.idle_for_s:.0f} s (pool {workload.pool} goes to "
+                    f"zero after {idle_after:g} s)",
+                )
+            ]
+        if (
+            workload.desired_replicas > 1
+            and signal.calm_for_s is not None
+            and signal.calm_for_s >= settings.calm_s
+            and cards.pool(workload.pool) - workload.cards_per_replica >= pool.min_cards
+        ):
+            cards.release(workload.pool, workload.cards_per_replica)
+            return [
+                ScaleWorkload(
+                    workload=workload.name,
+                    replicas=workload.desired_replicas - 1,
+                    reason=f"queue calm for {signal.calm_for_s:.0f} s: one replica given back",
+                )
+            ]
+        return []
+
+    def _grow(
+        self, workload: Workload, state: ClusterState, cards: _Cards, why: str, notes: list[str]
+    ) -> list[Action]:
+        pool = self.settings.pool(workload.pool)
+        need = max(workload.cards_per_replica, 1)
+        if pool.max_cards is not None and cards.pool(workload.pool) + need > pool.max_cards:
+            notes.append(f"{workload.name}: pool {workload.pool} is at its maximum of cards")
+            return []
+        candidates = pick_node(workload, state)
+        if candidates:
+            best = candidates[0]
+            cards.take(workload.pool, need)
+            return [
+                PlaceReplica(
+                    workload=workload.name,
+                    node=best.node,
+                    gpus=best.gpus,
+                    reason=f"{why}; {best.node} ranks first: {'; '.join(best.reasons[:2])}",
+                )
+            ]
+        lent = self._reclaim(workload, state, cards, need)
+        if lent is None:
+            notes.append(f"{workload.name}: no node has room and nothing lower-priority to take")
+            return []
+        scale_downs, node = lent
+        cards.take(workload.pool, need)
+        return [
+            *scale_downs,
+            PlaceReplica(workload=workload.name, node=node, reason=f"{why}; cards taken back"),
+        ]
+
+    def _reclaim(
+        self, workload: Workload, state: ClusterState, cards: _Cards, need: int
+    ) -> tuple[list[Action], str] | None:
+        """Scale-downs of lower-priority workloads that free `need` cards on one eligible node."""
+        mine = self.settings.pool(workload.pool).priority
+        selector = _selector(state, workload.pool)
+        for node in state.nodes:
+            if not node.schedulable or not _matches(node.labels, selector):
+                continue
+            freed = 0
+            actions: list[Action] = []
+            for other in _lower_on(state, node.name, mine, self.settings):
+                on_node = sum(1 for r in other.placement if node.name in r.nodes)
+                take = min(on_node, -(-(need - freed) // max(other.cards_per_replica, 1)))
+                if take <= 0:
+                    continue
+                freed += take * other.cards_per_replica
+                cards.release(other.pool, take * other.cards_per_replica)
+                actions.append(
+                    ScaleWorkload(
+                        workload=other.name,
+                        replicas=other.desired_replicas - take,
+                        reason=f"pool {workload.pool} (priority {mine}) needs its cards on "
+                        f"{node.name} back",
+                    )
+                )
+                if freed >= need:
+                    return actions, node.name
+        return None
+
+
+class _Cards:
+    """Cards per pool as the plan so far leaves them (so one plan never over-commits a pool)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._pools: dict[str, int] = {}
+        for w in state.workloads:
+            self._pools[w.pool] = self._pools.get(w.pool, 0) + w.cards
+
+    def pool(self, name: str) -> int:
+        return self._pools.get(name, 0)
+
+    def take(self, pool: str, cards: int) -> None:
+        self._pools[pool] = self.pool(pool) + cards
+
+    def release(self, pool: str, cards: int) -> None:
+        self._pools[pool] = max(0, self.pool(pool) - cards)
+
+
+def _selector(state: ClusterState, pool: str) -> dict[str, str]:
+    found = state.pool(pool)
+    return dict(found.node_selector) if found else {}
+
+
+def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _lower_on(
+    state: ClusterState, node: str, priority: int, settings: RulesSettings
+) -> Iterable[Workload]:
+    """Workloads of lower-priority pools with a replica on `node`, lowest priority first."""
+    lower = [
+        w
+        for w in state.workloads
+        if settings.pool(w.pool).priority < priority
+        and w.desired_replicas > 0
+        and any(node in r.nodes for r in w.placement)
+    ]
+    return sorted(lower, key=lambda w: (settings.pool(w.pool).priority, w.name))

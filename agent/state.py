@@ -1,0 +1,183 @@
+"""The loop's state: what one decision carries from observe to record, and what ticks remember.
+
+`Decision` is the LangGraph state of one decision (one graph thread, keyed by its id). It is kept
+small on purpose: every step is checkpointed to SQLite, so the observation itself is not stored
+in it — only its digest and time; a node that needs the snapshot asks the loop's context, which
+re-observes after a restart. `Signals` is what assess makes of a snapshot. `Memory` is the little
+the loop remembers between ticks (when each workload last had demand, recent queue samples), so
+that "idle for ten minutes" and "the queue has been calm for five" are facts, not guesses.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.audit import ActionOutcome, Check
+from tools.actions import Action, Plan
+from tools.model import WorkloadKind
+
+VerdictDecision = Literal["allow", "deny", "needs_approval"]
+ApprovalAnswer = Literal["approved", "denied"]
+Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify", "record", "done"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WorkloadSignals(_Model):
+    """Demand and supply of one workload as assess reads them. None means not usable."""
+
+    workload: str
+    pool: str
+    kind: WorkloadKind
+    desired_replicas: int
+    ready_replicas: int
+    queue_depth: float | None = None
+    queue_wait_s: float | None = None
+    tokens_per_s: float | None = None
+    slo_wait_s: float | None = None
+    demand_trend: float | None = None
+    """Queue depth change per minute over the recent samples (positive: growing)."""
+    idle_for_s: float | None = None
+    """Seconds without queued demand (None: there is demand now, or it was never seen)."""
+    calm_for_s: float | None = None
+    """Seconds the queue wait has stayed below the scale-down watermark."""
+    stale: bool = False
+    """A demand metric is stale or missing: the planner holds this workload as it is."""
+
+    @property
+    def wait_ratio(self) -> float | None:
+        if self.queue_wait_s is None or not self.slo_wait_s:
+            return None
+        return self.queue_wait_s / self.slo_wait_s
+
+
+class LinkSignal(_Model):
+    link: str
+    path: str
+    fraction_of_nominal: float | None
+    gid_index: float | None
+    expected_gid_index: int | None
+    problem: str
+
+
+class Signals(_Model):
+    """Everything assess found in one observation; `findings` says what needs deciding."""
+
+    observed_at: datetime
+    digest: str
+    workloads: tuple[WorkloadSignals, ...] = ()
+    idle_cards: int = 0
+    shared_card_anomalies: tuple[str, ...] = ()
+    degraded_links: tuple[LinkSignal, ...] = ()
+    stale_metrics: tuple[str, ...] = ()
+    active_mode: str | None = None
+    favoured_mode: str | None = None
+    """The other mode, when demand has favoured it for long enough (see assess)."""
+    favoured_because: str = ""
+    findings: tuple[str, ...] = ()
+
+    @property
+    def needs_decision(self) -> bool:
+        return bool(self.findings)
+
+    def workload(self, name: str) -> WorkloadSignals | None:
+        return next((w for w in self.workloads if w.workload == name), None)
+
+
+class WorkloadMemory(_Model):
+    calm_since: datetime | None = None
+    """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
+    samples: tuple[tuple[datetime, float], ...] = ()
+    """Recent (time, queue depth) readings, oldest first, bounded."""
+
+
+class Memory(_Model):
+    """What the loop remembers between ticks; persisted in the data dir after each tick."""
+
+    workloads: dict[str, WorkloadMemory] = {}
+    last_busy: dict[str, datetime] = {}
+    """Per pool: the last observation that found it busy (or could not tell it was idle)."""
+    watching_since: datetime | None = None
+    """When the loop first observed; a pool never seen busy has been idle since then."""
+    mode_favoured_since: datetime | None = None
+    mode_favoured: str | None = None
+    mode_seen_at: datetime | None = None
+    """The last observation that found demand favouring `mode_favoured`."""
+    mode_because: str = ""
+
+
+class ActionVerdict(_Model):
+    """The guard's answer for one proposed action."""
+
+    action: Action
+    decision: VerdictDecision
+    rule_ids: tuple[str, ...] = ()
+    message: str = ""
+    expected_effect: str = ""
+
+
+class Approval(_Model):
+    answer: ApprovalAnswer
+    by: str
+    reason: str = ""
+    at: datetime
+
+
+class Decision(BaseModel):
+    """The graph state of one decision. Nodes return partial updates of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision_id: str
+    tick: int = 0
+    dry_run: bool = False
+    memory: Memory = Memory()
+    observed_at: datetime | None = None
+    digest: str | None = None
+    signals: Signals | None = None
+    plan: Plan | None = None
+    fallback_reason: str | None = None
+    """Why the chosen planner failed and the rules planner decided instead."""
+    planner_ms: float | None = None
+    verdicts: tuple[ActionVerdict, ...] = ()
+    plan_findings: tuple[str, ...] = ()
+    approval: Approval | None = None
+    outcomes: tuple[ActionOutcome, ...] = ()
+    verification: tuple[Check, ...] = ()
+    verified: bool | None = None
+    recorded: bool = False
+    stage: Stage = "observe"
+    reconciled: bool = False
+    """Act found this decision's intent already logged without an outcome (a crash mid-act)."""
+
+    @property
+    def allowed(self) -> list[ActionVerdict]:
+        return [v for v in self.verdicts if v.decision == "allow"]
+
+    @property
+    def waiting(self) -> list[ActionVerdict]:
+        return [v for v in self.verdicts if v.decision == "needs_approval"]
+
+
+SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
+    WorkloadSignals,
+    LinkSignal,
+    Signals,
+    WorkloadMemory,
+    Memory,
+    ActionVerdict,
+    Approval,
+    Decision,
+    Plan,
+    ActionOutcome,
+    Check,
+)
+"""Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
+
+MEMORY_SAMPLES = 20
+"""How many queue-depth samples per workload the memory keeps for the demand trend."""

@@ -1,0 +1,100 @@
+"""The daemon's own numbers: Prometheus metrics and the /healthz and /metrics endpoints.
+
+Each `Telemetry` has its own registry, so two loops in one process (the tests) never share
+counters. `serve(port)` starts a small threaded HTTP server on loopback: /metrics in the
+Prometheus text format, /healthz as JSON (503 once no tick has completed for three intervals).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import generate_latest
+
+
+class Telemetry:
+    """Counters and histograms of the loop."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.ticks = Counter("steward_ticks", "Ticks run.", registry=self.registry)
+        self.decisions = Counter(
+            "steward_decisions",
+            "Proposed actions by the guard's verdict.",
+            ["verdict"],
+            registry=self.registry,
+        )
+        self.actions = Counter(
+            "steward_actions",
+            "Actions carried out, by type and result.",
+            ["type", "ok"],
+            registry=self.registry,
+        )
+        self.fallbacks = Counter(
+            "steward_planner_fallbacks",
+            "Times the chosen planner failed and the rules planner decided.",
+            ["planner"],
+            registry=self.registry,
+        )
+        self.planner_seconds = Histogram(
+            "steward_planner_seconds",
+            "Time a planner took for one plan.",
+            ["planner"],
+            buckets=(0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 30, 60),
+            registry=self.registry,
+        )
+        self.tick_seconds = Histogram(
+            "steward_tick_seconds",
+            "Wall time of one tick.",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
+            registry=self.registry,
+        )
+        self.last_tick_monotonic: float | None = None
+        self.tick_count = 0
+        self.interval_s = 15.0
+
+    def tick_done(self, seconds: float) -> None:
+        self.ticks.inc()
+        self.tick_count += 1
+        self.tick_seconds.observe(seconds)
+        self.last_tick_monotonic = time.monotonic()
+
+    def healthy(self) -> tuple[bool, dict[str, object]]:
+        """Whether ticks keep coming, with the figures /healthz shows."""
+        last = self.last_tick_monotonic
+        age = None if last is None else time.monotonic() - last
+        ok = age is None or age <= 3 * max(self.interval_s, 1.0)
+        return ok, {"ok": ok, "last_tick_age_s": age, "ticks": self.tick_count}
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+        """Start /metrics and /healthz on `port` (0 picks a free one) in a daemon thread."""
+        telemetry = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/metrics":
+                    body = generate_latest(telemetry.registry)
+                    self._send(200, CONTENT_TYPE_LATEST, body)
+                elif self.path == "/healthz":
+                    ok, figures = telemetry.healthy()
+                    self._send(200 if ok else 503, "application/json", json.dumps(figures).encode())
+                else:
+                    self._send(404, "text/plain", b"not found: try /metrics or /healthz\n")
+
+            def _send(self, code: int, content_type: str, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        threading.Thread(target=server.serve_forever, name="steward-http", daemon=True).start()
+        return server
