@@ -108,6 +108,9 @@ def preflight(
             name="mode", ok=False, message=f"mode {target!r} does not exist (known: {known})"
         )
         return PreflightReport(target=target, checks=(check,))
+    if state.active_mode is not None and state.active_mode.name == target:
+        check = Check(name="mode", ok=False, message=f"mode {target} is already active")
+        return PreflightReport(target=target, checks=(check,))
     checks = [*_workload_checks(mode, state), *_node_checks(mode, state)]
     if mode_kind(mode, state) == "cluster":
         links = mode_links(mode, state)
