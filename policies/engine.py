@@ -165,9 +165,8 @@ class _Books:
         message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
         instead = None
         if suggest and isinstance(action, ScaleWorkload) and targets.ACTION_INVALID not in rule_ids:
-            instead = self._instead(index, action, denials)
-        if instead is not None:
-            message += f". Would allow: {instead.describe()}"
+            instead, note = self._instead(index, action, denials)
+            message += note
         return _verdict(index, action, "deny", rule_ids, message + ".", instead)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
@@ -224,21 +223,25 @@ class _Books:
 
     def _instead(
         self, index: int, action: ScaleWorkload, denials: list[Denial]
-    ) -> ScaleWorkload | None:
-        """The nearest replica count every bound allows, if that count would itself pass."""
+    ) -> tuple[ScaleWorkload | None, str]:
+        """The nearest replica count every bound allows, if that count would itself pass, and
+        a note for the message ('' when no bound says anything)."""
         if any(d.lower is None and d.upper is None and d.rule_id != COMBINED for d in denials):
-            return None
+            return None, ""
         lower = max([0, *(d.lower for d in denials if d.lower is not None)])
         upper = min((d.upper for d in denials if d.upper is not None), default=None)
-        if upper is not None and lower > upper:
-            return None
-        replicas = max(lower, action.replicas if upper is None else min(action.replicas, upper))
         workload = self.ctx.state.workload(action.workload)
-        if workload is None or replicas == self.committed.desired_of(workload):
-            return None
+        if workload is None or (upper is not None and lower > upper):
+            return None, ""
+        current = self.committed.desired_of(workload)
+        replicas = max(lower, action.replicas if upper is None else min(action.replicas, upper))
+        if replicas == current:
+            return None, f". Would allow: no change from the current {current} replica(s)"
         candidate = ScaleWorkload(workload=action.workload, replicas=replicas, reason=action.reason)
-        verdict = self._verdict(index, candidate, suggest=False)
-        return candidate if verdict.decision != "deny" else None
+        if self._verdict(index, candidate, suggest=False).decision == "deny":
+            return None, ""
+        bound = "at most" if replicas < action.replicas else "at least"
+        return candidate, f". Would allow: scale {action.workload} to {bound} {replicas}"
 
 
 def _merged(findings: list[Finding]) -> tuple[Finding, ...]:
