@@ -1,8 +1,19 @@
-"""The `Planner` protocol shared by the rules planner and the LLM planner."""
+"""The `Planner` protocol shared by the rules planner and the LLM planner, and what a decision cost.
+
+`PlannerReport` is how a planner that talks to a model says what one decision cost and how it
+went. A planner that keeps one sets `last_report` after every `plan()` call — when it returns and
+when it raises `PlannerFailed` — so the loop can log it and count it in /metrics:
+
+    plan = planner.plan(state, signals)          # or: except PlannerFailed
+    report = getattr(planner, "last_report", None)
+    if isinstance(report, PlannerReport): ...    # tokens, latency, model, endpoint, failure
+"""
 
 from __future__ import annotations
 
 from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.actions import Plan
 from tools.model import ClusterState
@@ -14,3 +25,34 @@ class Planner(Protocol):
     def plan(self, state: ClusterState, signals: object) -> Plan:
         """Propose actions for this observation; never executes anything."""
         ...
+
+
+class PlannerReport(BaseModel):
+    """One decision of a model-backed planner: its cost, its course and, if it failed, why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    planner: str
+    model: str | None = None
+    endpoint: str | None = None
+    """The base URL asked (never a key)."""
+    output_mode: str | None = None
+    """How the model answered: `tools`, `json_schema` or `json_object` (after any downgrade)."""
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0)
+    """Wall time of the whole decision, every request and retry included."""
+    requests: int = Field(default=0, ge=0)
+    """HTTP requests sent, retries included."""
+    lookups: tuple[str, ...] = ()
+    """Read-only tools the model called, in order."""
+    repairs: int = Field(default=0, ge=0)
+    """Answers sent back once with their validation error."""
+    failure: str | None = None
+    """Set when the planner raised PlannerFailed: the same reason, for the log."""
+
+
+class ReportingPlanner(Planner, Protocol):
+    """A planner that keeps a `PlannerReport` of its last decision."""
+
+    last_report: PlannerReport | None

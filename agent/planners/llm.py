@@ -1,0 +1,255 @@
+"""The LLM planner: a model reads the situation, looks closer, and proposes a typed plan.
+
+Any OpenAI-compatible endpoint will do (`LLMSettings`: STEWARD_LLM_BASE_URL, _MODEL, _API_KEY,
+_OUTPUT). One decision is a short conversation bounded in turns and in time: the system prompt
+and a bounded summary (prompts.py), then up to `max_steps` turns in which the model may call
+read-only look-ups and must end with `submit_plan` (llm_tools.py). The last turn forces
+submit_plan. Every call is validated by the pydantic models; an invalid one is sent back once
+with its validation error (the repair round); a second invalid answer, an exhausted deadline, or
+an endpoint that stays down raises `PlannerFailed`, and the loop lets the rules planner decide.
+
+The model is never on the critical path of safety: it proposes, the policy guard judges. It is
+asked only when assess found something to decide, and one decision at a time. After every
+`plan()` — returned or raised — `last_report` holds the decision's `PlannerReport`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.planners.base import PlannerReport
+from agent.planners.errors import PlannerFailed
+from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm_tools import (
+    SUBMIT,
+    TOOL_NAMES,
+    CallRejected,
+    Lookups,
+    SubmitPlan,
+    check_plan,
+    parse_call,
+    parse_envelope,
+)
+from agent.planners.prompts import SYSTEM_PROMPT, user_prompt
+from agent.state import Signals
+from policies.history import History
+from policies.model import Policy
+from tools.actions import Plan
+from tools.errors import InvalidInput
+from tools.model import ClusterState
+
+MAX_CALLS_PER_TURN = 4
+"""Tool calls handled from one answer; more are refused (a model looping on look-ups)."""
+
+
+class _Decision:
+    """The mutable course of one decision: messages, usage, look-ups, repairs."""
+
+    def __init__(self, state: ClusterState, signals: object, policy: Policy | None) -> None:
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": user_prompt(state, signals, policy)},
+        ]
+        self.usage = Usage()
+        self.lookups: list[str] = []
+        self.repairs = 0
+
+
+class LLMPlanner:
+    """Plans through an OpenAI-compatible model; raises PlannerFailed when it cannot."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        policy: Policy | None = None,
+        history: Callable[[], History] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings or LLMSettings()
+        self.policy = policy
+        self.history = history
+        self.clock = clock
+        self.endpoint = Endpoint(self.settings, sleep=sleep)
+        self.last_report: PlannerReport | None = None
+        self._in_flight = threading.Lock()
+
+    @property
+    def model(self) -> str | None:
+        """The model asked (None until the endpoint has named one)."""
+        return self.endpoint.model
+
+    def plan(self, state: ClusterState, signals: object) -> Plan:
+        if isinstance(signals, Signals) and not signals.needs_decision:
+            self.last_report = PlannerReport(planner=self.name, endpoint=self.endpoint.base_url)
+            return Plan(rationale="nothing to decide", planner=self.name)
+        if not self._in_flight.acquire(blocking=False):
+            raise PlannerFailed("another LLM decision is still in flight")
+        deadline = Deadline(self.settings.deadline_s, self.clock)
+        decision = _Decision(state, signals, self.policy)
+        failure: str | None = None
+        try:
+            return self._decide(state, decision, deadline)
+        except PlannerFailed as exc:
+            failure = exc.reason
+            raise
+        finally:
+            self._in_flight.release()
+            self.last_report = PlannerReport(
+                planner=self.name,
+                model=self.endpoint.model,
+                endpoint=self.endpoint.base_url,
+                output_mode=self.endpoint.mode,
+                prompt_tokens=decision.usage.prompt_tokens,
+                completion_tokens=decision.usage.completion_tokens,
+                latency_s=round(max(0.0, deadline.elapsed()), 4),
+                requests=decision.usage.requests,
+                lookups=tuple(decision.lookups),
+                repairs=decision.repairs,
+                failure=failure,
+            )
+
+    def _decide(self, state: ClusterState, decision: _Decision, deadline: Deadline) -> Plan:
+        lookups = Lookups(state, self.policy, self.history)
+        steps = self.settings.max_steps
+        step = 0
+        while step < steps:
+            last = step == steps - 1
+            force = SUBMIT if last or not self.endpoint.required_honoured else None
+            names = (SUBMIT,) if force else TOOL_NAMES
+            turn = self.endpoint.ask(
+                decision.messages, names, force=force, deadline=deadline, usage=decision.usage
+            )
+            step += 1
+            try:
+                calls = self._calls(turn, force)
+            except _NotHonoured:
+                # The server ignores tool_choice="required" (llama-cpp-python does): from now
+                # on every turn names submit_plan, and this turn does not count as a repair.
+                self.endpoint.required_honoured = False
+                continue
+            except CallRejected as exc:
+                self._repair(decision, turn, [], str(exc))
+                continue
+            plan = self._answer(state, decision, turn, calls, lookups)
+            if plan is not None:
+                return plan
+        raise PlannerFailed(f"no valid plan within {self.settings.max_steps} model turns")
+
+    def _calls(self, turn: Turn, force: str | None) -> list[Call]:
+        if turn.mode != "tools":
+            name, arguments = parse_envelope(turn.content)
+            return [Call(id="json", name=name, arguments=arguments)]
+        if turn.calls:
+            if len(turn.calls) > MAX_CALLS_PER_TURN:
+                raise CallRejected(
+                    f"{len(turn.calls)} tool calls in one answer; at most {MAX_CALLS_PER_TURN}"
+                )
+            return list(turn.calls)
+        if turn.content and turn.content.lstrip().startswith("{"):
+            # Some servers put the call in the content; it must still be a valid envelope.
+            name, arguments = parse_envelope(turn.content)
+            return [Call(id="content", name=name, arguments=arguments)]
+        if force is None:
+            raise _NotHonoured
+        raise CallRejected(f"no tool call in the answer; call {force}")
+
+    def _answer(
+        self,
+        state: ClusterState,
+        decision: _Decision,
+        turn: Turn,
+        calls: list[Call],
+        lookups: Lookups,
+    ) -> Plan | None:
+        """Run the look-ups, or return the submitted plan; a rejected call starts the repair."""
+        results: list[str] = []
+        for call in calls:
+            try:
+                parsed = parse_call(call.name, call.arguments)
+                if isinstance(parsed, SubmitPlan):
+                    check_plan(parsed, state)
+                    return Plan(
+                        actions=parsed.actions,
+                        rationale=parsed.rationale,
+                        planner=self.name,
+                        model=self.endpoint.model,
+                    )
+            except CallRejected as exc:
+                self._repair(decision, turn, calls, str(exc))
+                return None
+            decision.lookups.append(call.name)
+            results.append(lookups.answer(parsed))
+        _append_turn(decision.messages, turn, calls, results)
+        return None
+
+    def _repair(self, decision: _Decision, turn: Turn, calls: list[Call], error: str) -> None:
+        if decision.repairs >= 1:
+            raise PlannerFailed(f"invalid answer after one repair round: {error[:300]}")
+        decision.repairs += 1
+        note = f"REJECTED, nothing was done: {error}. Answer again with a valid call."
+        _append_turn(decision.messages, turn, calls, [note] * len(calls), repair=note)
+
+
+class _NotHonoured(Exception):
+    """The server answered without a tool call although one was required."""
+
+
+def _append_turn(
+    messages: list[dict[str, Any]],
+    turn: Turn,
+    calls: list[Call],
+    results: list[str],
+    repair: str | None = None,
+) -> None:
+    """The model's turn and what came of it, in the shape its output mode expects."""
+    if turn.mode == "tools" and calls and all(c.id not in ("content", "json") for c in calls):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": turn.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        for call, result in zip(calls, results, strict=False):
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return
+    messages.append({"role": "assistant", "content": turn.content or ""})
+    if repair is not None:
+        messages.append({"role": "user", "content": repair})
+        return
+    for call, result in zip(calls, results, strict=False):
+        messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})
+
+
+def make_planner(policy: Policy, history: Callable[[], History] | None = None) -> LLMPlanner:
+    """The LLM planner configured from the environment (the loop's `--planner llm`).
+
+    Raises InvalidInput when a STEWARD_LLM_* variable does not parse; an endpoint that is down
+    is not an error here — the first decision finds out and the rules planner takes over.
+    """
+    try:
+        settings = LLMSettings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"STEWARD_LLM_{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        raise InvalidInput(f"LLM planner settings: {problems}") from exc
+    return LLMPlanner(settings, policy=policy, history=history)

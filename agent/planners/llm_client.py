@@ -1,0 +1,270 @@
+"""The model endpoint as the LLM planner sees it: one request out, one `Turn` back, on a deadline.
+
+It speaks to any OpenAI-compatible server through the openai client, in one of three output
+modes: `tools` (function calling), `json_schema` (OpenAI's structured output) or `json_object`
+with a schema (llama.cpp's form). A server that refuses `json_schema` with a 400/500 naming
+response_format — llama-cpp-python's does — is downgraded to `json_object` for good; one that
+refuses tools, to `json_schema`. Timeouts, connection errors, 429 and 5xx are retried with
+jittered exponential backoff (honouring Retry-After) until the decision's deadline; after it,
+or on any other error, `PlannerFailed` says why. The openai client's own retries are off: the
+deadline is ours to keep.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import openai
+from openai import OpenAI
+from pydantic import BaseModel, ConfigDict
+from tenacity import RetryCallState, Retrying, retry_if_exception
+
+from agent.planners import llm_tools
+from agent.planners.errors import PlannerFailed
+from agent.planners.llm_settings import LLMSettings, OutputMode
+
+_TRANSIENT = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+_DOWNGRADE: dict[OutputMode, tuple[OutputMode, tuple[str, ...]]] = {
+    "json_schema": ("json_object", ("response_format", "json_schema")),
+    "tools": ("json_schema", ("tool",)),
+}
+
+
+class Deadline:
+    """Seconds left of one decision, on an injectable monotonic clock."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.ends = self.started + seconds
+
+    def left(self) -> float:
+        return self.ends - self.clock()
+
+    def elapsed(self) -> float:
+        return self.clock() - self.started
+
+
+class Call(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Turn(BaseModel):
+    """What the model answered in one request: tool calls (tools mode) or content (JSON modes)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: tuple[Call, ...] = ()
+    content: str | None = None
+    mode: OutputMode
+
+
+class Usage(BaseModel):
+    """Running totals of one decision."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+
+
+def _downgrade_for(mode: OutputMode, exc: openai.APIStatusError) -> OutputMode | None:
+    """The mode to fall back to when a 400/500 says the server cannot do `mode`."""
+    if mode not in _DOWNGRADE or exc.status_code not in (400, 422, 500):
+        return None
+    target, words = _DOWNGRADE[mode]
+    text = f"{exc.message} {exc.body}".lower()
+    return target if any(w in text for w in words) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(header) if header else None
+    except ValueError:
+        return None
+
+
+class Endpoint:
+    """One OpenAI-compatible server and its output mode, which may downgrade once learnt."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.mode: OutputMode = settings.output
+        self.model: str | None = settings.model
+        self.sleep = sleep
+        self.rng = rng or random.Random(0)
+        key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
+        self.client = OpenAI(
+            base_url=settings.base_url, api_key=key, max_retries=0, timeout=settings.timeout_s
+        )
+        self.base_url = str(self.client.base_url)
+        self.required_honoured = True
+        """False once the server answered tool_choice="required" without a tool call."""
+
+    def resolve_model(self, deadline: Deadline, usage: Usage) -> str:
+        """The configured model, or the first one the endpoint lists."""
+        if self.model is None:
+            listed = self._send(lambda t: self.client.models.list(timeout=t), deadline, usage)
+            names = [m.id for m in listed.data]
+            if not names:
+                raise PlannerFailed(f"{self.base_url}: lists no model; set STEWARD_LLM_MODEL")
+            self.model = names[0]
+        return self.model
+
+    def ask(
+        self,
+        messages: list[dict[str, Any]],
+        names: tuple[str, ...],
+        *,
+        force: str | None,
+        deadline: Deadline,
+        usage: Usage,
+    ) -> Turn:
+        """One model turn offering the tools `names`; `force` makes one of them mandatory."""
+        model = self.resolve_model(deadline, usage)
+        while True:
+            mode = self.mode
+            request = self._request(mode, messages, names, force)
+
+            def create(timeout: float, request: dict[str, Any] = request) -> Any:
+                return self.client.chat.completions.create(
+                    model=model,
+                    messages=messages,  # type: ignore[arg-type]
+                    timeout=timeout,
+                    **request,
+                )
+
+            try:
+                completion = self._send(create, deadline, usage)
+            except openai.APIStatusError as exc:
+                lower = _downgrade_for(mode, exc)
+                if lower is None:
+                    raise self._failed(exc, usage) from exc
+                self.mode = lower
+                continue
+            return self._turn(completion, mode, usage)
+
+    def _request(
+        self,
+        mode: OutputMode,
+        messages: list[dict[str, Any]],
+        names: tuple[str, ...],
+        force: str | None,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "max_tokens": self.settings.max_tokens,
+            "temperature": self.settings.temperature,
+        }
+        if mode == "tools":
+            request["tools"] = llm_tools.tool_specs(names)
+            if force is not None:
+                request["tool_choice"] = {"type": "function", "function": {"name": force}}
+            else:
+                request["tool_choice"] = "required"
+            return request
+        offered = (force,) if force is not None else names
+        schema = llm_tools.envelope_schema(offered)
+        if mode == "json_schema":
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "tool_call", "schema": schema, "strict": False},
+            }
+        else:
+            request["extra_body"] = {"response_format": {"type": "json_object", "schema": schema}}
+        return request
+
+    def _turn(self, completion: Any, mode: OutputMode, usage: Usage) -> Turn:
+        if completion.usage is not None:
+            usage.prompt_tokens += completion.usage.prompt_tokens or 0
+            usage.completion_tokens += completion.usage.completion_tokens or 0
+        if not completion.choices:
+            raise PlannerFailed(f"{self.base_url}: the answer has no choices")
+        message = completion.choices[0].message
+        calls = tuple(
+            Call(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "")
+            for i, c in enumerate(message.tool_calls or ())
+            if getattr(c, "function", None) is not None
+        )
+        return Turn(calls=calls, content=message.content, mode=mode)
+
+    def _send(self, request: Callable[[float], Any], deadline: Deadline, usage: Usage) -> Any:
+        """`request(timeout)` retried on transient errors until the deadline."""
+
+        def hinted(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            return (_retry_after(exc) if exc else None) or 0.0
+
+        def wait(state: RetryCallState) -> float:
+            backoff = min(2.0, 0.25 * 2.0 ** (state.attempt_number - 1))
+            jittered = backoff * (0.5 + self.rng.random())
+            return min(max(jittered, hinted(state)), max(0.0, deadline.left() - 0.05))
+
+        def stop(state: RetryCallState) -> bool:
+            return deadline.left() < 0.1 or hinted(state) >= deadline.left()
+
+        def retryable(exc: BaseException) -> bool:
+            downgrade = isinstance(exc, openai.APIStatusError) and _downgrade_for(self.mode, exc)
+            return isinstance(exc, _TRANSIENT) and not downgrade
+
+        retrying = Retrying(
+            retry=retry_if_exception(retryable),
+            wait=wait,
+            stop=stop,
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    left = deadline.left()
+                    if left <= 0.05:
+                        raise PlannerFailed(
+                            f"{self.base_url}: deadline of {self.settings.deadline_s:g} s reached"
+                        )
+                    usage.requests += 1
+                    return request(min(self.settings.timeout_s, left))
+        except openai.APIStatusError as exc:
+            if _downgrade_for(self.mode, exc) is not None:
+                raise  # ask() switches the output mode and asks again
+            raise self._failed(exc, usage) from exc
+        except _TRANSIENT as exc:
+            raise self._failed(exc, usage) from exc
+        except openai.OpenAIError as exc:
+            raise PlannerFailed(f"{self.base_url}: {type(exc).__name__}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise PlannerFailed(f"{self.base_url}: the answer is not JSON: {exc}") from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _failed(self, exc: openai.OpenAIError, usage: Usage) -> PlannerFailed:
+        if isinstance(exc, openai.APIStatusError):
+            what = f"HTTP {exc.status_code}: {exc.message[:200]}"
+        elif isinstance(exc, openai.APITimeoutError):
+            what = "timed out"
+        else:
+            what = "could not connect"
+        if isinstance(exc, _TRANSIENT):
+            what += (
+                f" (retried until the {self.settings.deadline_s:g} s deadline, "
+                f"{usage.requests} request(s))"
+            )
+        return PlannerFailed(f"{self.base_url}: {what}")
