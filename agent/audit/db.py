@@ -24,6 +24,11 @@ from pathlib import Path
 
 from agent.audit.errors import AuditError
 
+AUTOCHECKPOINT_PAGES = 4000
+"""WAL pages (4 KiB) before an append also checkpoints. Copying the WAL into the database costs two
+more fsyncs; the daemon calls `AuditLog.checkpoint()` between ticks so that appends — on the
+path of every action — rarely pay for it. This is the safety net when nobody does."""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY,
@@ -58,6 +63,7 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     else:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
     return conn
 
 

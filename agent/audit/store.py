@@ -238,7 +238,7 @@ class AuditLog:
         written: list[Record] = []
         for payload in payloads:
             seq += 1
-            at = self._clock().astimezone(UTC)
+            at = datetime.fromisoformat(time_text(self._clock()))
             body = body_for(seq, at, payload, prev)
             digest = hash_body(body)
             mac = mac_of(self._key, digest) if self._key else None
@@ -350,6 +350,11 @@ class AuditLog:
                         )
                     )
         return done
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database file, off the append path (call it between ticks)."""
+        with self._mutex:
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def verify(self) -> VerifyReport:
         """Check the whole log (one consistent snapshot, safe while the writer appends)."""

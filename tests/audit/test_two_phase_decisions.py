@@ -1,0 +1,172 @@
+"""A decision is an intent before anything runs and an outcome after; the log keeps them honest."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agent.audit import (
+    ActionOutcome,
+    AuditError,
+    AuditLog,
+    Fallback,
+    Intent,
+    Interrupted,
+    Outcome,
+    Proposal,
+    proposals,
+)
+from tests.audit.builders import T0, FakeClock, approval, intent, outcome
+from tools.actions import Plan, ScaleWorkload
+from tools.backends.base import ActionResult
+
+
+def test_records_chain_in_order_and_survive_reopening(tmp_path: Path, clock: FakeClock) -> None:
+    with AuditLog.open(tmp_path, clock=clock) as log:
+        first = log.write_intent(intent("d-1"))
+        second = log.write_outcome(outcome("d-1"))
+    assert (first.seq, second.seq) == (1, 2)
+    assert second.prev_hash == first.hash
+    with AuditLog.open(tmp_path, readonly=True) as reader:
+        again = reader.records()
+    assert [r.hash for r in again] == [first.hash, second.hash]
+    assert again[0].payload == intent("d-1")
+    assert again[1].time == T0 + timedelta(seconds=1)
+
+
+def test_an_outcome_needs_its_intent_first(log: AuditLog) -> None:
+    with pytest.raises(AuditError, match="holds no intent for it; write_intent\\(\\) must come"):
+        log.write_outcome(outcome("d-unknown"))
+    assert log.records() == []
+
+
+def test_a_decision_gets_one_outcome_only(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    log.write_outcome(outcome("d-1"))
+    with pytest.raises(AuditError, match="closed as outcome at seq 2"):
+        log.write_outcome(outcome("d-1"))
+
+
+def test_a_decision_id_is_used_once(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    with pytest.raises(AuditError, match="already has an intent"):
+        log.write_intent(intent("d-1"))
+
+
+def test_an_outcome_cannot_report_an_action_that_was_not_proposed(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    bad = Outcome(decision_id="d-1", results=(ActionOutcome.skipped(7, "no such action"),))
+    with pytest.raises(AuditError, match="reports action 7, but its intent proposed 3"):
+        log.write_outcome(bad)
+
+
+def test_approvals_answer_only_actions_that_wait_for_one(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    assert intent("d-1").approvals_pending == (1,)
+    log.write_approval(approval("d-1"))
+    wrong = approval("d-1").model_copy(update={"action_index": 0})
+    with pytest.raises(AuditError, match="does not wait for approval \\(pending: \\[1\\]\\)"):
+        log.write_approval(wrong)
+
+
+def test_proposals_pair_a_plan_with_its_verdicts() -> None:
+    class Verdict:
+        def __init__(self, decision: str, rule_ids: tuple[str, ...]) -> None:
+            self.decision, self.rule_ids, self.message = decision, rule_ids, ""
+
+    plan = Plan(actions=(ScaleWorkload(workload="tts", replicas=0, reason="idle"),))
+    paired = proposals(plan, [Verdict("needs_approval", ("approval.scale_to_zero",))])
+    assert paired == (
+        Proposal(
+            action=plan.actions[0],
+            verdict="needs_approval",
+            rule_ids=("approval.scale_to_zero",),
+        ),
+    )
+    with pytest.raises(ValueError, match="1 action\\(s\\) but 0 verdict\\(s\\)"):
+        proposals(plan, [])
+
+
+def test_backend_results_become_outcomes() -> None:
+    result = ActionResult(ok=True, dry_run=False, message="scaled", changed=True)
+    assert ActionOutcome.from_result(0, result) == ActionOutcome(
+        index=0, executed=True, ok=True, changed=True, message="scaled"
+    )
+
+
+def test_reconcile_closes_intents_left_without_an_outcome(log: AuditLog) -> None:
+    log.write_intent(intent("d-done"))
+    log.write_outcome(outcome("d-done"))
+    log.write_intent(intent("d-crashed"))
+    log.write_intent(intent("d-awaiting-approval"))
+    assert [r.decision_id for r in log.unfinished_intents()] == [
+        "d-crashed",
+        "d-awaiting-approval",
+    ]
+    assert log.reconcile(keep={"d-awaiting-approval"}) == ["d-crashed"]
+    closing = log.records(kind="interrupted")
+    assert [r.payload for r in closing] == [
+        Interrupted(
+            decision_id="d-crashed",
+            intent_seq=3,
+            reason="the process stopped between intent and outcome; re-observe before acting",
+        )
+    ]
+    assert log.reconcile(keep={"d-awaiting-approval"}) == []
+    with pytest.raises(AuditError, match="closed as interrupted at seq 5; re-observe"):
+        log.write_outcome(outcome("d-crashed"))
+    assert log.verify().ok
+
+
+def test_executed_actions_feed_the_policy_history(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    log.write_outcome(outcome("d-1"))
+    log.write_intent(intent("d-2"))
+    log.reconcile()
+    done = log.executed_actions(since=T0)
+    assert [(e.action.type, e.decision_id, e.ok) for e in done] == [
+        ("scale_workload", "d-1", True),
+        ("rotate_mode", "d-1", True),
+    ]
+    assert done[0].at == T0 + timedelta(seconds=1)
+    assert log.executed_actions(since=T0 + timedelta(seconds=2)) == []
+
+
+def test_records_filter_by_time_kind_and_decision(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    log.append(Fallback(decision_id="d-2", from_planner="llm", model="qwen3-32b", reason="timeout"))
+    log.write_intent(intent("d-2"))
+    log.write_outcome(outcome("d-2"))
+    assert [r.seq for r in log.records(kind="intent")] == [1, 3]
+    assert [r.seq for r in log.records(since=T0 + timedelta(seconds=2))] == [3, 4]
+    assert [r.seq for r in log.records(decision_id="d-2")] == [2, 3, 4]
+    assert [r.seq for r in log.records(limit=2)] == [3, 4]
+    assert log.record(2) is not None and log.record(99) is None
+
+
+def test_a_batch_is_written_whole_or_not_at_all(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+
+    def refuse(conn: object) -> None:
+        raise AuditError("refused by the precondition")
+
+    with pytest.raises(AuditError, match="refused by the precondition"):
+        log.append_batch([approval("d-1"), outcome("d-1")], refuse)
+    assert len(log.records()) == 1
+    assert log.write_outcome(outcome("d-1")).seq == 2
+    assert log.verify().ok
+
+
+def test_timestamps_without_a_zone_are_refused(tmp_path: Path) -> None:
+    with (
+        AuditLog.open(tmp_path, clock=lambda: T0.replace(tzinfo=None)) as log,
+        pytest.raises(ValueError, match="has no time zone"),
+    ):
+        log.write_intent(intent("d-1"))
+
+
+def test_approvals_pending_must_point_at_proposals() -> None:
+    with pytest.raises(ValueError, match="approvals_pending holds 5, but there are 3 proposals"):
+        Intent.model_validate({**intent("d-1").model_dump(), "approvals_pending": (5,)})
