@@ -14,9 +14,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.notices import degraded_links, sharing_suspects
 from agent.state import (
     MEMORY_SAMPLES,
-    LinkSignal,
     Memory,
     Signals,
     WorkloadMemory,
@@ -99,11 +99,10 @@ def assess(
         why = memory.mode_because
     signals = Signals(
         observed_at=now,
-        digest=state.digest(),
         workloads=tuple(workload_signals),
         idle_cards=_idle_cards(state, workload_signals),
-        shared_card_anomalies=tuple(f"{a.node}: {a.summary}" for a in sharing_anomalies(state)),
-        degraded_links=_degraded_links(state, settings),
+        shared_card_anomalies=_anomalies(state),
+        degraded_links=degraded_links(state, settings.link_min_fraction),
         stale_metrics=tuple(stale),
         active_mode=state.active_mode.name if state.active_mode else None,
         favoured_mode=favoured if _dwelt(since, now, settings.mode_dwell_s) else None,
@@ -121,6 +120,13 @@ def assess(
         mode_because=why,
     )
     return signals, new_memory
+
+
+def _anomalies(state: ClusterState) -> tuple[str, ...]:
+    suspects = sharing_suspects(state)
+    if not suspects.nodes:
+        return ()
+    return tuple(f"{a.node}: {a.summary}" for a in sharing_anomalies(suspects))
 
 
 def findings(state: ClusterState, signals: Signals, settings: AssessSettings) -> tuple[str, ...]:
@@ -215,7 +221,7 @@ def _workload(
         settings.calm_depth_per_replica
     )
     calm_since = (mem.calm_since or now) if calm else None
-    samples = (*mem.samples, (now, depth))[-MEMORY_SAMPLES:]
+    samples = (*mem.samples, (now.timestamp(), depth))[-MEMORY_SAMPLES:]
     signal = WorkloadSignals(
         workload=workload.name,
         pool=workload.pool,
@@ -238,12 +244,12 @@ def _value(metric: Metric, now: datetime, settings: AssessSettings) -> float | N
     return aged.value if aged.usable else None
 
 
-def trend_per_min(samples: tuple[tuple[datetime, float], ...]) -> float | None:
+def trend_per_min(samples: tuple[tuple[float, float], ...]) -> float | None:
     """Least-squares slope of queue depth over time, per minute (None with fewer than 3)."""
     if len(samples) < 3:
         return None
     t0 = samples[0][0]
-    xs = [(t - t0).total_seconds() / 60.0 for t, _ in samples]
+    xs = [(t - t0) / 60.0 for t, _ in samples]
     ys = [d for _, d in samples]
     mean_x = sum(xs) / len(xs)
     mean_y = sum(ys) / len(ys)
@@ -261,34 +267,6 @@ def _idle_cards(state: ClusterState, signals: list[WorkloadSignals]) -> int:
         if signal.idle_for_s is not None and signal.idle_for_s > 0:
             idle += workload.cards
     return idle
-
-
-def _degraded_links(state: ClusterState, settings: AssessSettings) -> tuple[LinkSignal, ...]:
-    found: list[LinkSignal] = []
-    for link in state.links:
-        for path in link.paths:
-            fraction = path.fraction_of_nominal()
-            gid = path.gid_index.value if path.gid_index.usable else None
-            problems: list[str] = []
-            if fraction is not None and fraction < settings.link_min_fraction:
-                problems.append(f"at {fraction:.0%} of its nominal {path.nominal_gbps:g} Gb/s")
-            if fraction is None:
-                problems.append("negotiated speed unknown")
-            expected = link.configured_gid_index
-            if gid is not None and expected is not None and int(gid) != expected:
-                problems.append(f"GID index {int(gid)} where {expected} is configured")
-            if problems:
-                found.append(
-                    LinkSignal(
-                        link=link.name,
-                        path=path.name,
-                        fraction_of_nominal=fraction,
-                        gid_index=gid,
-                        expected_gid_index=expected,
-                        problem="; ".join(problems),
-                    )
-                )
-    return tuple(found)
 
 
 def _favoured_mode(

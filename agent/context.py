@@ -48,6 +48,9 @@ class LoopContext:
     telemetry: Telemetry = field(default_factory=Telemetry)
     rotate: Rotator | None = None
     """None until the rotation transaction lands: act then refuses RotateMode, saying so."""
+    persist: Callable[[], object] | None = None
+    """Saves the backend's state after each executed action (the simulated cluster lives in
+    the data dir; a real cluster keeps its own state and needs none)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
 

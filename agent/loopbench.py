@@ -10,9 +10,12 @@ decision log with fsync, the simulated cluster saved after every tick):
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from agent.commands.bench import measure, peak_rss_mb
 from agent.runtime import Runtime
@@ -28,6 +31,7 @@ INTERVAL_S = 15.0
 
 
 def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
         fleet_tick = _ticks(Path(tmp) / "fleet", _fleet(nodes), _fleet_policy(), runs, "tick")
         idle_tick = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")

@@ -104,13 +104,14 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
         d = Decision(decision_id=new_decision_id(), dry_run=True, memory=read_memory(data_dir))
         d = _step(d, observe(d, ctx))
         d = _step(d, assess(d, ctx))
-        assert d.signals is not None and d.observed_at is not None and d.digest is not None
+        assert d.signals is not None and d.observed_at is not None
         if d.signals.needs_decision:
             d = _step(d, plan_node(d, ctx))
             if d.plan is not None and d.plan.actions:
                 d = _step(d, guard(d, ctx))
-        signals, observed_at, digest = d.signals, d.observed_at, d.digest
-        assert signals is not None and observed_at is not None and digest is not None
+        signals, observed_at = d.signals, d.observed_at
+        digest = ctx.snapshot(d.decision_id).digest()
+        assert signals is not None and observed_at is not None
         made = d.plan or Plan(rationale="nothing to decide", planner=ctx.planner.name)
         d = d.model_copy(update={"plan": made})
         recorded = None
@@ -131,20 +132,20 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
     finally:
         audit.close()
         inbox.close()
-    return _report(d, recorded, writer)
+    return _report(d, digest, recorded, writer)
 
 
 def _step(d: Decision, update: dict[str, Any]) -> Decision:
     return d.model_copy(update=update)
 
 
-def _report(d: Decision, recorded: int | None, writer: str | None) -> dict[str, Any]:
+def _report(d: Decision, digest: str, recorded: int | None, writer: str | None) -> dict[str, Any]:
     assert d.signals is not None
     return {
         "decision_id": d.decision_id,
         "dry_run": True,
         "observed_at": d.observed_at,
-        "observation_digest": d.digest,
+        "observation_digest": digest,
         "planner": d.plan.planner if d.plan else None,
         "fallback_reason": d.fallback_reason,
         "rationale": d.plan.rationale if d.plan else "",

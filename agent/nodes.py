@@ -41,7 +41,7 @@ Update = dict[str, Any]
 def observe(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("observe")
     state = ctx.observe(d.decision_id)
-    return {"observed_at": state.observed_at, "digest": state.digest(), "stage": "assess"}
+    return {"observed_at": state.observed_at, "stage": "assess"}
 
 
 def assess(d: Decision, ctx: LoopContext) -> Update:
@@ -130,11 +130,12 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
 
 def act(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("act")
-    assert d.plan is not None and d.observed_at is not None and d.digest is not None
+    assert d.plan is not None and d.observed_at is not None
     earlier = ctx.audit.decision(d.decision_id)
     if any(r.kind == "intent" for r in earlier):
         return _reconcile(d, ctx)
-    ctx.audit.write_intent(_intent(d))
+    digest = ctx.snapshot(d.decision_id).digest()
+    ctx.audit.write_intent(_intent(d, digest))
     approved = d.approval is not None and d.approval.answer == "approved"
     for i, v in enumerate(d.verdicts):
         if v.decision == "needs_approval" and d.approval is not None:
@@ -161,10 +162,12 @@ def act(d: Decision, ctx: LoopContext) -> Update:
         result = run_action(ctx, v.action, d.decision_id, d.dry_run)
         ctx.telemetry.actions.labels(type=v.action.type, ok=str(result.ok).lower()).inc()
         outcomes.append(ActionOutcome.from_result(i, result))
+        if ctx.persist is not None:
+            ctx.persist()
         if not result.ok:
             failed = f"an earlier action ({v.action.describe()}) failed: {result.message}"
         ctx.maybe_crash("act.mid")
-    return {"outcomes": tuple(outcomes), "stage": "verify"}
+    return {"outcomes": tuple(outcomes), "digest": digest, "stage": "verify"}
 
 
 def _why_not(v: ActionVerdict, approved: bool, failed: str | None) -> str:
@@ -245,12 +248,12 @@ def restart_mode_dwell(memory: Memory, at: datetime | None) -> Memory:
     return memory.model_copy(update={"mode_favoured_since": at})
 
 
-def _intent(d: Decision) -> Intent:
-    assert d.plan is not None and d.observed_at is not None and d.digest is not None
+def _intent(d: Decision, digest: str) -> Intent:
+    assert d.plan is not None and d.observed_at is not None
     return Intent(
         decision_id=d.decision_id,
         observed_at=d.observed_at,
-        observation_digest=d.digest,
+        observation_digest=digest,
         signals=d.signals.model_dump(mode="json") if d.signals else {},
         planner=d.plan.planner,
         model=d.plan.model,

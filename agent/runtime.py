@@ -45,6 +45,9 @@ from tools.errors import InvalidInput
 LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
 VERSION = "0.1.0"
+SAVE_EVERY_S = 1.0
+"""Between actions the simulated cluster is saved at most this often (and always at the end):
+what `steward status` shows of a running agent lags by up to this much."""
 
 log = structlog.get_logger("steward.loop")
 
@@ -80,6 +83,7 @@ class Runtime:
         self.tick_no: int = saved[0]
         self.memory: Memory = saved[1]
         self.stop = threading.Event()
+        self._saved_at = time.monotonic()
 
     @classmethod
     def open(
@@ -106,6 +110,7 @@ class Runtime:
                 fallback=rules,
                 telemetry=telemetry or Telemetry(),
                 rotate=rotate,
+                persist=lambda: cluster.save(data_dir),
             )
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
@@ -189,7 +194,9 @@ class Runtime:
         self.memory = final.memory
         if not waiting:
             self._delete(decision_id)
-        self.sim.save(self.data_dir)
+        if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
+            self.sim.save(self.data_dir)
+            self._saved_at = time.monotonic()
         _write_memory(self.data_dir, self.tick_no, self.memory)
         seconds = time.perf_counter() - started
         self.ctx.telemetry.tick_done(seconds)

@@ -69,7 +69,6 @@ class Signals(_Model):
     """Everything assess found in one observation; `findings` says what needs deciding."""
 
     observed_at: datetime
-    digest: str
     workloads: tuple[WorkloadSignals, ...] = ()
     idle_cards: int = 0
     shared_card_anomalies: tuple[str, ...] = ()
@@ -92,8 +91,8 @@ class Signals(_Model):
 class WorkloadMemory(_Model):
     calm_since: datetime | None = None
     """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
-    samples: tuple[tuple[datetime, float], ...] = ()
-    """Recent (time, queue depth) readings, oldest first, bounded."""
+    samples: tuple[tuple[float, float], ...] = ()
+    """Recent (POSIX time, queue depth) readings, oldest first, bounded."""
 
 
 class Memory(_Model):
@@ -139,6 +138,7 @@ class Decision(BaseModel):
     memory: Memory = Memory()
     observed_at: datetime | None = None
     digest: str | None = None
+    """The observation's SHA-256, taken when the decision is recorded (it costs a full dump)."""
     signals: Signals | None = None
     plan: Plan | None = None
     fallback_reason: str | None = None
@@ -179,5 +179,5 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
 
-MEMORY_SAMPLES = 20
+MEMORY_SAMPLES = 12
 """How many queue-depth samples per workload the memory keeps for the demand trend."""

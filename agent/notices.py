@@ -1,0 +1,81 @@
+"""Notices: what assess reports that no planner action fixes — shared-card accounting, links.
+
+A card counted twice by the scheduler (the seeds' MPS fault) and a link path running at a
+fraction of its nominal speed or on a changed RoCE GID index are facts to show, log and let the
+policy weigh (a rotation into a mode spanning a degraded link is refused there); they do not by
+themselves call a planner.
+"""
+
+from __future__ import annotations
+
+from agent.state import LinkSignal
+from tools.model import ClusterState
+
+
+def sharing_suspects(state: ClusterState) -> ClusterState:
+    """The part of `state` where an accounting anomaly is possible at all.
+
+    A node whose scheduler count does not exceed what it advertises, and whose cards are each
+    exclusive with at most one client, cannot hold one; skipping those keeps a 1,000-node tick
+    cheap. Placement's `sharing_anomalies` then judges the rest exactly as it would the whole.
+    """
+    clients: dict[str, set[str]] = {}
+    for workload in state.workloads:
+        for replica in workload.placement:
+            for uuid in replica.gpus:
+                clients.setdefault(uuid, set()).add(f"{workload.name}/{replica.index}")
+    suspects = tuple(
+        node
+        for node in state.nodes
+        if (
+            node.scheduler is not None
+            and node.scheduler.gpu_allocated > node.scheduler.gpu_allocatable
+        )
+        or any(
+            gpu.sharing.mode != "exclusive"
+            or len(gpu.clients) > 1
+            or len(clients.get(gpu.uuid, ())) > 1
+            for gpu in node.gpus
+        )
+    )
+    if len(suspects) == len(state.nodes):
+        return state
+    return ClusterState.model_construct(
+        observed_at=state.observed_at,
+        source=state.source,
+        nodes=suspects,
+        workloads=state.workloads,
+        pools=state.pools,
+        modes=state.modes,
+        active_mode=state.active_mode,
+        links=state.links,
+    )
+
+
+def degraded_links(state: ClusterState, min_fraction: float) -> tuple[LinkSignal, ...]:
+    """Link paths below `min_fraction` of nominal, of unknown speed, or on an unexpected GID."""
+    found: list[LinkSignal] = []
+    for link in state.links:
+        for path in link.paths:
+            fraction = path.fraction_of_nominal()
+            gid = path.gid_index.value if path.gid_index.usable else None
+            problems: list[str] = []
+            if fraction is not None and fraction < min_fraction:
+                problems.append(f"at {fraction:.0%} of its nominal {path.nominal_gbps:g} Gb/s")
+            if fraction is None:
+                problems.append("negotiated speed unknown")
+            expected = link.configured_gid_index
+            if gid is not None and expected is not None and int(gid) != expected:
+                problems.append(f"GID index {int(gid)} where {expected} is configured")
+            if problems:
+                found.append(
+                    LinkSignal(
+                        link=link.name,
+                        path=path.name,
+                        fraction_of_nominal=fraction,
+                        gid_index=gid,
+                        expected_gid_index=expected,
+                        problem="; ".join(problems),
+                    )
+                )
+    return tuple(found)
