@@ -63,6 +63,10 @@ class CardCapacity(Frozen):
         return max(0, self.memory_total_bytes - (self.memory_used_bytes or 0))
 
 
+OpenCard = tuple[CardCapacity, SharingMode, int, bool, int | None, int | None]
+"""A card with a free slot: (card, sharing, free slots, unified, client limit, free memory)."""
+
+
 class NodeCapacity(Frozen):
     """What one node offers, physically counted, with the reasons it may not be used."""
 
@@ -94,8 +98,28 @@ class NodeCapacity(Frozen):
         return sum(1 for c in self.cards if not c.clients)
 
     @cached_property
+    def open_cards(self) -> tuple[OpenCard, ...]:
+        """Cards with a free slot, flattened for the ranking's hot loop."""
+        return tuple(
+            (c, c.sharing, c.free_slots, c.unified_memory, c.client_memory_limit_bytes,
+             c.memory_free_bytes)
+            for c in self.cards
+            if c.free_slots > 0
+        )  # fmt: skip
+
+    @cached_property
     def memory_free_bytes(self) -> int:
         return max(0, self.memory_total_bytes - self.memory_used_bytes)
+
+    @cached_property
+    def shape(self) -> tuple[object, ...]:
+        """Everything but names and labels: nodes of one shape fit a demand the same way."""
+        cards = tuple(
+            (c.index, c.model, c.sharing, c.free_slots, len(c.clients), c.unified_memory,
+             c.client_memory_limit_bytes, c.memory_free_bytes, c.memory_total_bytes)
+            for c in self.cards
+        )  # fmt: skip
+        return (self.unified_memory, self.memory_free_bytes, self.memory_total_bytes, cards)
 
 
 def _usable_bytes(gpu: Gpu, field: str) -> int | None:

@@ -47,6 +47,14 @@ class PlacementHints(Frozen):
     min_link_fraction: float = Field(default=0.25, ge=0, le=1)
     """A tensor-parallel pair needs every measured link path at this fraction of nominal."""
 
+    @cached_property
+    def preference_ranks(self) -> dict[str, int]:
+        """Card model -> its place in `prefer_gpu_models` (first mention wins)."""
+        ranks: dict[str, int] = {}
+        for i, model in enumerate(self.prefer_gpu_models):
+            ranks.setdefault(model, i)
+        return ranks
+
 
 class Demand(Frozen):
     """One replica's needs, resolved against the catalogue and the pool."""

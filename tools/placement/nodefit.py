@@ -81,48 +81,77 @@ def _usable_cards(
     slots_taken = overlay.slots
     bytes_taken = overlay.card_bytes
     usable: list[tuple[CardCapacity, int | None]] = []
-    for card in cap.cards:
-        if card.sharing not in accepted:
+    for card, sharing, free_slots, unified, limit, free_bytes in cap.open_cards:
+        if sharing not in accepted:
             continue
-        free_slots = card.free_slots
-        if slots_taken:
-            free_slots -= slots_taken.get(card.uuid, 0)
-        if free_slots <= 0:
+        if slots_taken and free_slots - slots_taken.get(card.uuid, 0) <= 0:
             continue
-        if need is None or card.unified_memory:
+        if need is None or unified:
             usable.append((card, None))
+        elif limit is not None and need > limit:
             continue
-        limit = card.client_memory_limit_bytes
-        if limit is not None and need > limit:
-            continue
-        free = card.memory_free_bytes
-        if free is None:
+        elif free_bytes is None:
             usable.append((card, None))
-            continue
-        if bytes_taken:
-            free -= bytes_taken.get(card.uuid, 0)
-        if need <= free:
-            usable.append((card, free - need))
+        else:
+            free = free_bytes - bytes_taken.get(card.uuid, 0) if bytes_taken else free_bytes
+            if need <= free:
+                usable.append((card, free - need))
     return usable
 
 
-def _card_order(card: CardCapacity, demand: Demand, overlay: Overlay) -> tuple[int, int]:
-    in_use = len(card.clients) + overlay.slots.get(card.uuid, 0)
+def _card_order(
+    card: CardCapacity, demand: Demand, hints: PlacementHints, overlay: Overlay
+) -> tuple[int, int, int]:
+    ranks = hints.preference_ranks
+    rank = ranks.get(card.model, len(ranks)) if ranks else 0
+    in_use = len(card.clients)
+    if overlay.slots:
+        in_use += overlay.slots.get(card.uuid, 0)
     if demand.accepts_shared:
         # A sharing-happy client joins a card already shared before it takes a whole one.
-        return (0 if card.sharing in _SHARED and in_use else 1, card.index)
-    return (in_use, card.index)
+        return (rank, 0 if card.sharing in _SHARED and in_use else 1, card.index)
+    return (rank, in_use, card.index)
+
+
+def _choose(
+    usable: list[tuple[CardCapacity, int | None]],
+    want: int,
+    demand: Demand,
+    hints: PlacementHints,
+    overlay: Overlay,
+) -> list[tuple[CardCapacity, int | None]]:
+    """The `want` best usable cards: preferred model, then by sharing and use, then index."""
+    if want == 0:
+        return []
+    if want == len(usable):
+        return usable
+    if want == 1:
+        best, best_order = usable[0], _card_order(usable[0][0], demand, hints, overlay)
+        for pair in usable[1:]:
+            order = _card_order(pair[0], demand, hints, overlay)
+            if order < best_order:
+                best, best_order = pair, order
+        return [best]
+    return sorted(usable, key=lambda pair: _card_order(pair[0], demand, hints, overlay))[:want]
+
+
+def _admissible(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> bool:
+    """The common case, cheaply: nothing keeps this demand off the node whatever its load."""
+    labels = cap.labels
+    tolerated = cap.schedulable or (
+        not cap.unschedulable and all(key in hints.tolerations for key, _ in cap.hard_taints)
+    )
+    return (
+        tolerated
+        and (bool(cap.cards) or not demand.cards_per_node)
+        and cap.name not in hints.exclude_nodes
+        and all(labels.get(k) == v for k, v in demand.node_selector.items())
+    )
 
 
 def exclusions(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> list[str]:
     """Reasons independent of load that keep every replica of this demand off the node."""
-    labels = cap.labels
-    if (
-        cap.schedulable
-        and (cap.cards or not demand.cards_per_node)
-        and cap.name not in hints.exclude_nodes
-        and all(labels.get(k) == v for k, v in demand.node_selector.items())
-    ):
+    if _admissible(cap, demand, hints):
         return []
     reasons = list(cap.unschedulable)
     reasons += [desc for key, desc in cap.hard_taints if key not in hints.tolerations]
@@ -137,16 +166,71 @@ def exclusions(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> list
     return reasons
 
 
+Memo = dict[tuple[object, ...], tuple[NodeFit, tuple[int, ...]] | None]
+"""A node shape's answer within one ranking: the fit and the positions of its cards, or None."""
+
+
 def evaluate(
-    cap: NodeCapacity, demand: Demand, hints: PlacementHints, overlay: Overlay
+    cap: NodeCapacity,
+    demand: Demand,
+    hints: PlacementHints,
+    overlay: Overlay,
+    *,
+    explain: bool = True,
+    memo: Memo | None = None,
 ) -> NodeFit | list[str]:
-    """The node's fit for one replica share, or the reasons it cannot take one now."""
-    excluded = exclusions(cap, demand, hints)
-    if excluded:
-        return excluded
+    """The node's fit for one replica share, or the reasons it cannot take one now.
+
+    With `explain=False` a rejection comes back as an empty list: nothing is put into words,
+    which is most of the cost of rejecting a node on a large fleet. With a `memo`, a node that
+    no earlier replica touched reuses the answer of a node of the same shape (a fleet is
+    mostly alike nodes), with its own cards, name and replica count.
+    """
+    if not _admissible(cap, demand, hints):
+        excluded = exclusions(cap, demand, hints) if explain else []
+        if excluded or not explain:
+            return excluded
+    if memo is None or explain or cap.name in overlay.replicas:
+        return _fit(cap, demand, hints, overlay, explain=explain)
+    shape = cap.shape
+    if shape not in memo:
+        result = _fit(cap, demand, hints, overlay, explain=False)
+        if isinstance(result, list):
+            memo[shape] = None
+        else:
+            positions = tuple(
+                next(i for i, card in enumerate(cap.cards) if card is chosen)
+                for chosen in result.cards
+            )
+            memo[shape] = (result, positions)
+        return result
+    hit = memo[shape]
+    if hit is None:
+        return []
+    template, positions = hit
+    cards = cap.cards
+    return NodeFit(
+        node=cap.name,
+        cards=tuple(cards[i] for i in positions),
+        whole_cards=template.whole_cards,
+        slots_after=template.slots_after,
+        memory_after=template.memory_after,
+        memory_total=template.memory_total,
+        host_checked=template.host_checked,
+        replicas_here=cap.replicas.get(demand.workload, 0),
+        preference=template.preference,
+        soft_taints=cap.soft_taints,
+    )
+
+
+def _fit(
+    cap: NodeCapacity, demand: Demand, hints: PlacementHints, overlay: Overlay, *, explain: bool
+) -> NodeFit | list[str]:
     usable = _usable_cards(cap, demand, overlay)
     want = demand.cards_per_node
     if len(usable) < want:
+        if not explain:
+            return []
         problems = [
             _card_problem(card, demand, overlay)
             for card in cap.cards
@@ -156,43 +240,49 @@ def evaluate(
         if len(problems) > _SHOWN_CARDS:
             shown.append(f"and {len(problems) - _SHOWN_CARDS} more")
         return [f"needs {want} card slot(s), {len(usable)} usable: " + "; ".join(shown)]
-    if want == 0:
-        chosen: list[tuple[CardCapacity, int | None]] = []
-    elif want == len(usable):
-        chosen = usable
-    else:
-        chosen = sorted(usable, key=lambda pair: _card_order(pair[0], demand, overlay))[:want]
-    cards = tuple(card for card, _ in chosen)
-    memory_after: int | None = None
-    memory_total: int | None = None
+    chosen = _choose(usable, want, demand, hints, overlay)
+    ranks = hints.preference_ranks
+    slots_taken = overlay.slots
+    preference = len(ranks)
+    whole = 0
+    card_after = card_total = 0
+    card_memory_known = bool(chosen)
+    for card, after in chosen:
+        if after is None:
+            card_memory_known = False
+        else:
+            card_after += after
+            card_total += card.memory_total_bytes or 0
+        if not card.clients and not (slots_taken and slots_taken.get(card.uuid)):
+            whole += 1
+        if ranks:
+            preference = min(preference, ranks.get(card.model, len(ranks)))
+    memory_after: int | None = card_after if card_memory_known else None
+    memory_total: int | None = card_total if card_memory_known else None
     host_checked = cap.unified_memory and demand.host_bytes is not None
     if host_checked and demand.host_bytes is not None:
         free = cap.memory_free_bytes - overlay.host_bytes.get(cap.name, 0)
         if demand.host_bytes > free:
+            if not explain:
+                return []
             return [
                 f"needs {gib(demand.host_bytes)} of unified memory, {gib(free)} free "
                 f"({cap.memory_source})"
             ]
         memory_after, memory_total = free - demand.host_bytes, cap.memory_total_bytes
-    elif chosen and all(after is not None for _, after in chosen):
-        memory_after = sum(after or 0 for _, after in chosen)
-        memory_total = sum(card.memory_total_bytes or 0 for card in cards)
-    taken = sum(overlay.slots.get(c.uuid, 0) for c in cap.cards) if overlay.slots else 0
-    preference = len(hints.prefer_gpu_models)
-    for card in cards:
-        if card.model in hints.prefer_gpu_models:
-            preference = min(preference, hints.prefer_gpu_models.index(card.model))
+    taken = sum(slots_taken.get(c.uuid, 0) for c in cap.cards) if slots_taken else 0
+    here = cap.replicas.get(demand.workload, 0)
+    if overlay.replicas:
+        here += overlay.replicas.get(cap.name, 0)
     return NodeFit(
         node=cap.name,
-        cards=cards,
-        whole_cards=sum(
-            1 for card in cards if not card.clients and not overlay.slots.get(card.uuid)
-        ),
+        cards=tuple(card for card, _ in chosen),
+        whole_cards=whole,
         slots_after=cap.free_slots - taken - want,
         memory_after=memory_after,
         memory_total=memory_total,
         host_checked=host_checked,
-        replicas_here=cap.replicas.get(demand.workload, 0) + overlay.replicas.get(cap.name, 0),
+        replicas_here=here,
         preference=preference,
         soft_taints=cap.soft_taints,
     )

@@ -24,7 +24,7 @@ from tools.placement.capacity import NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog, default_catalog
 from tools.placement.demand import Demand, PlacementHints, demand_of
 from tools.placement.memoryfit import gib
-from tools.placement.nodefit import NodeFit, Overlay, evaluate
+from tools.placement.nodefit import Memo, NodeFit, Overlay, evaluate
 
 Unit = tuple[str, ...]
 SortKey = tuple[int, int, int, int, int, int, float, Unit]
@@ -99,8 +99,16 @@ class _Ranking:
     """One ranking's fixed inputs and its running overlay."""
 
     def __init__(
-        self, workload: Workload, state: ClusterState, hints: PlacementHints, catalog: Catalog
+        self,
+        workload: Workload,
+        state: ClusterState,
+        hints: PlacementHints,
+        catalog: Catalog,
+        *,
+        explain: bool,
     ) -> None:
+        self.explain = explain
+        self.memo: Memo | None = None if explain else {}
         self.state = state
         self.hints = hints
         self.caps = node_capacity(state, catalog)
@@ -144,7 +152,10 @@ class _Ranking:
     def fit(self, unit: Unit) -> list[NodeFit] | list[str]:
         fits: list[NodeFit] = []
         for name in unit:
-            result = evaluate(self.caps[name], self.demand, self.hints, self.overlay)
+            cap = self.caps[name]
+            result = evaluate(
+                cap, self.demand, self.hints, self.overlay, explain=self.explain, memo=self.memo
+            )
             if isinstance(result, list):
                 return [f"{name}: {reason}" for reason in result] if len(unit) > 1 else result
             fits.append(result)
@@ -231,7 +242,7 @@ class _Ranking:
             if result and isinstance(result[0], NodeFit):
                 fits = [r for r in result if isinstance(r, NodeFit)]
                 fitting.append((self.key(unit, fits), unit, fits))
-            else:
+            elif self.explain:
                 self.rejected.append(Rejection(nodes=unit, reasons=tuple(map(str, result))))
         return fitting
 
@@ -253,13 +264,17 @@ def explain_placement(
     *,
     replicas: int | None = None,
     catalog: Catalog | None = None,
+    explain: bool = True,
 ) -> Placement:
     """Rank every node for one replica (`replicas=None`), or place `replicas` one by one.
 
     With `replicas`, candidate i is where replica i goes, each choice seeing the cards and
-    memory the earlier ones took; fewer come back when capacity runs out.
+    memory the earlier ones took; fewer come back when capacity runs out. `explain=False`
+    leaves the rejected nodes out (pick_node and pick_nodes do not return them).
     """
-    ranking = _Ranking(workload, state, hints or PlacementHints(), catalog or default_catalog())
+    ranking = _Ranking(
+        workload, state, hints or PlacementHints(), catalog or default_catalog(), explain=explain
+    )
     fitting = ranking.initial()
     if replicas is None:
         fitting.sort(key=lambda item: item[0])
@@ -302,7 +317,8 @@ def pick_node(
 
     Empty when nothing fits; `explain_placement` says why each node was rejected.
     """
-    return list(explain_placement(workload, state, hints, catalog=catalog).candidates)
+    placement = explain_placement(workload, state, hints, catalog=catalog, explain=False)
+    return list(placement.candidates)
 
 
 def pick_nodes(
@@ -314,7 +330,9 @@ def pick_nodes(
     catalog: Catalog | None = None,
 ) -> list[Candidate]:
     """Where each of `replicas` new replicas goes, in order, never over-committing a node."""
-    placement = explain_placement(workload, state, hints, replicas=replicas, catalog=catalog)
+    placement = explain_placement(
+        workload, state, hints, replicas=replicas, catalog=catalog, explain=False
+    )
     return list(placement.candidates)
 
 
