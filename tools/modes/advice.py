@@ -95,6 +95,12 @@ def rotation_gain(
         return RotationAdvice(rotate=False, reason="no mode is active: nothing to rotate from")
     rivals = [m for m in state.modes if m.name != active.name and set(m.nodes) & set(active.nodes)]
     rates = {m.name: round(rate(m, demand), 2) for m in (active, *rivals)}
+    if not any(rates.values()):
+        return RotationAdvice(
+            rotate=False,
+            reason="no demand on the pair's workloads: nothing to gain",
+            rates_tok_s=rates,
+        )
     if not rivals:
         return RotationAdvice(
             rotate=False, reason=f"no other mode shares {active.name}'s nodes", rates_tok_s=rates
