@@ -94,6 +94,16 @@ def _print_fit(report: FitReport) -> None:
         console.print(f"- {line}", highlight=False)
 
 
+def _live_nodes(names: list[str], data: Path | None) -> list[Node]:
+    state = SimCluster.open(data_dir(data)).observe()
+    found = [state.node(name) for name in names]
+    missing = [name for name, n in zip(names, found, strict=True) if n is None]
+    if missing:
+        known = ", ".join(sorted(n.name for n in state.nodes))
+        raise InvalidInput(f"node(s) {', '.join(missing)} not in the cluster; known: {known}")
+    return [n for n in found if n is not None]
+
+
 def fit_command(
     *,
     list_models: Annotated[bool, typer.Option("--list", help="Print the catalogue.")] = False,
@@ -105,7 +115,16 @@ def fit_command(
     ] = "split",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
     host: Annotated[str | None, typer.Option("--host", help="Host profile (gx10).")] = None,
+    node: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--node",
+            help="Fit on these live nodes of the cluster in --data-dir (1 for split, 2 for "
+            "cluster) instead of the host profile: their memory in use counts.",
+        ),
+    ] = None,
     catalog_paths: CatalogOpt = None,
+    data: DataDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Whether a model fits at a context length, and the largest context that does."""
@@ -138,7 +157,10 @@ def fit_command(
     if model is None or context is None:
         fail("give --list, or --model NAME and --context N")
     try:
-        report = fit(model, context, mode, concurrency=concurrency, host=host, catalog=catalog)
+        live = _live_nodes(node, data) if node else None
+        report = fit(
+            model, context, mode, concurrency=concurrency, host=host, nodes=live, catalog=catalog
+        )
     except InvalidInput as exc:
         fail(str(exc))
     if json_out:

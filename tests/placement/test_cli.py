@@ -105,3 +105,18 @@ def test_bench_place_prints_its_figures() -> None:
     assert code == 0
     assert figures["replicas_placed"] == 10
     assert figures["median_ms"] > 0 and figures["p99_ms"] >= figures["median_ms"]
+
+
+def test_fit_on_live_nodes_counts_what_runs_there(tmp_path: Path) -> None:
+    # The simulated homelab starts in cluster mode: the big model holds both GX10.
+    code, report, _ = _run(
+        "fit", "--model", "qwen3-32b", "--context", "8192", "--node", "gx10-a",
+        "--data-dir", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert code == 1
+    assert report["host"] == "gx10-a"
+    assert "in use (measured)" in report["budget_per_node"]["source"]
+    code, _, err = _run("fit", "--model", "qwen3-32b", "--context", "8192", "--node", "nope",
+                        "--data-dir", str(tmp_path))  # fmt: skip
+    assert code == 2
+    assert "not in the cluster" in err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.placement.world import GIB, fresh, homelab, rebuild, with_node, workload
 from tools.model import Gpu, SchedulerView, Sharing
-from tools.placement import node_capacity, pick_node, sharing_anomalies
+from tools.placement import PlacementHints, node_capacity, pick_node, sharing_anomalies
 
 
 def test_the_seeds_mps_double_count_is_a_typed_anomaly_with_its_fix() -> None:
@@ -86,6 +86,13 @@ def test_time_slicing_offers_its_replicas_and_mig_its_slices() -> None:
     # Memory missing on the cards: the catalogue's figure for the model is used, and said.
     assert ts.memory_total_bytes == 80 * GIB
     assert any("memory.total missing" in note for note in cap.notes)
+    # An inference replica takes a MIG slice (not a time-sliced card), within the slice's memory.
+    burst = state.workload("burst-llm")
+    assert burst is not None
+    assert pick_node(burst, state) == []  # qwen3-32b at 32k needs 43 GiB, a slice holds 10 GB
+    [slice_] = pick_node(burst, state, PlacementHints(memory_bytes=8 * 10**9))
+    assert slice_.gpus == ("mig",)
+    assert any("a free MIG slice 1g.10gb" in r for r in slice_.reasons)
 
 
 def test_an_exclusive_card_with_two_clients_is_oversubscribed() -> None:

@@ -32,6 +32,7 @@ from tools.placement.memoryfit import (
     fit_budget,
     max_tokens,
     memory_need,
+    node_budget,
     standard_context,
 )
 from tools.placement.ranking import (
@@ -72,6 +73,7 @@ __all__ = [
     "load_catalog",
     "max_tokens",
     "memory_need",
+    "node_budget",
     "node_capacity",
     "pick_node",
     "pick_nodes",

@@ -51,6 +51,7 @@ class CardCapacity(Frozen):
     """Memory one client may use: the MPS per-client limit or the MIG slice's memory."""
     client_compute_percent: int | None = None
     """MPS active thread percentage each client is capped at."""
+    mig_profile: str | None = None
 
     @cached_property
     def free_slots(self) -> int:
@@ -225,6 +226,7 @@ def _card(
         memory_source=source,
         client_memory_limit_bytes=limit,
         client_compute_percent=sharing.mps_active_thread_percentage,
+        mig_profile=sharing.mig_profile if sharing.mode == "mig" else None,
     )
     return card, notes
 

@@ -13,12 +13,13 @@ largest power of two that memory holds, and `max_tokens_in_memory` the exact bou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, computed_field
 
 from tools.errors import InvalidInput
-from tools.model import Frozen
+from tools.model import Frozen, Node
 from tools.placement.catalog import GIB, MIB, Catalog, ModelSpec, default_catalog
 
 FitMode = Literal["split", "cluster"]
@@ -206,6 +207,60 @@ def fit_budget(
     )
 
 
+def node_budget(node: Node, catalog: Catalog) -> tuple[NodeBudget, tuple[str, ...]]:
+    """What a live node offers a new model now, and notes on where the figures came from.
+
+    Unified memory (GB10): the host's memory less what the host measures in use (every process,
+    the OS included), or less the catalogue's OS reserve when that is not measured; NVML's
+    memory figures are not used there (often missing). A discrete node: its card with the most
+    free memory (NVML's figures, or the catalogue's card memory when NVML has none).
+    """
+    notes: list[str] = []
+    if node.unified_memory:
+        for gpu in node.gpus:
+            if not gpu.memory_total_bytes.usable:
+                notes.append(
+                    f"{node.name}: NVML memory figures {gpu.memory_total_bytes.status} on "
+                    f"{gpu.model} (unified memory): using the host's memory instead"
+                )
+        metric = node.memory_used_bytes
+        total = node.memory_total_bytes
+        if metric.usable and metric.value is not None:
+            used = int(metric.value)
+            source = f"{node.name}: {gib(total)} unified memory, {gib(used)} in use (measured)"
+        else:
+            used = catalog.unified_os_reserve_bytes
+            source = (
+                f"{node.name}: {gib(total)} unified memory, host memory in use {metric.status}: "
+                f"{gib(used)} OS reserve assumed"
+            )
+            notes.append(source)
+        return NodeBudget(total_bytes=total, used_by_others_bytes=used, source=source), tuple(notes)
+    best: NodeBudget | None = None
+    for gpu in node.gpus:
+        total_metric, used_metric = gpu.memory_total_bytes, gpu.memory_used_bytes
+        spec = catalog.gpus.get(gpu.model)
+        if total_metric.usable and total_metric.value is not None:
+            card_total, origin = int(total_metric.value), "NVML"
+        elif spec is not None:
+            card_total, origin = round(spec.memory_gib * GIB), "catalogue (NVML missing)"
+        else:
+            notes.append(f"{node.name}: {gpu.uuid} ({gpu.model}) memory unknown: skipped")
+            continue
+        card_used = int(used_metric.value or 0) if used_metric.usable else 0
+        budget = NodeBudget(
+            total_bytes=card_total,
+            used_by_others_bytes=min(card_used, card_total),
+            source=f"{node.name}: {gpu.uuid} ({gpu.model}) {gib(card_total)} from {origin}, "
+            f"{gib(card_used)} in use",
+        )
+        if best is None or budget.available_bytes > best.available_bytes:
+            best = budget
+    if best is None:
+        raise InvalidInput(f"node {node.name}: no card with known memory to fit a model on")
+    return best, tuple(notes)
+
+
 def fit(
     model: str,
     context: int,
@@ -214,6 +269,7 @@ def fit(
     concurrency: int = 1,
     host: str | None = None,
     used_bytes: int | None = None,
+    nodes: Sequence[Node] | None = None,
     catalog: Catalog | None = None,
 ) -> FitReport:
     """Whether `model` at `context` fits on the host profile in a mode of the node pair.
@@ -221,11 +277,17 @@ def fit(
     `split` puts the model on one node; `cluster` spreads it over two with tensor parallelism
     (TP=2: weights and KV heads split between them). `used_bytes` is memory measured in use by
     other processes on each node; without it a unified-memory host keeps its OS reserve.
+    With `nodes` (one for split, two for cluster) the live nodes' memory is the budget instead
+    of the host profile's: the tightest node binds, since TP splits the model evenly.
     """
     if mode not in MODE_NODES:
         raise InvalidInput(f"fit: mode {mode!r} is not one of split, cluster")
     cat = catalog or default_catalog()
     spec = cat.model(model)
+    if nodes is not None:
+        return _fit_nodes(
+            spec, cat, context=context, mode=mode, nodes=nodes, concurrency=concurrency
+        )
     profile = cat.host(host)
     notes: list[str] = []
     if used_bytes is not None:
@@ -247,8 +309,8 @@ def fit(
     budget = NodeBudget(
         total_bytes=profile.memory_bytes, used_by_others_bytes=others, source=source
     )
-    nodes = MODE_NODES[mode]
-    if spec.attention == "mla" and nodes > 1:
+    span = MODE_NODES[mode]
+    if spec.attention == "mla" and span > 1:
         notes.append("MLA: the KV latent is replicated on every tensor-parallel rank")
     return fit_budget(
         spec,
@@ -257,7 +319,39 @@ def fit(
         budget,
         mode=mode,
         host=profile.name,
-        tensor_parallel=nodes,
+        tensor_parallel=span,
         concurrency=concurrency,
         notes=tuple(notes),
+    )
+
+
+def _fit_nodes(
+    spec: ModelSpec,
+    catalog: Catalog,
+    *,
+    context: int,
+    mode: FitMode,
+    nodes: Sequence[Node],
+    concurrency: int,
+) -> FitReport:
+    if len(nodes) != MODE_NODES[mode]:
+        raise InvalidInput(
+            f"fit {spec.name} in mode {mode}: needs {MODE_NODES[mode]} node(s), "
+            f"got {len(nodes)} ({', '.join(n.name for n in nodes)})"
+        )
+    budgets = [node_budget(node, catalog) for node in nodes]
+    tightest = min(budgets, key=lambda pair: pair[0].available_bytes)[0]
+    notes = tuple(note for _, node_notes in budgets for note in node_notes)
+    if spec.attention == "mla" and len(nodes) > 1:
+        notes += ("MLA: the KV latent is replicated on every tensor-parallel rank",)
+    return fit_budget(
+        spec,
+        catalog,
+        context,
+        tightest,
+        mode=mode,
+        host=" + ".join(node.name for node in nodes),
+        tensor_parallel=len(nodes),
+        concurrency=concurrency,
+        notes=notes,
     )

@@ -204,9 +204,11 @@ class _Ranking:
                     limits.append(f"{card.client_compute_percent}% compute")
                 extra = f" ({', '.join(limits)})" if limits else ""
                 out.append(f"{what}: joins as a shared client{extra}")
+            elif card.sharing == "mig":
+                size = card.mig_profile or "slice"
+                out.append(f"{what}: a free MIG slice {size}")
             else:
-                whole = "whole card" if not card.clients else "a free slot"
-                out.append(f"{what}: {whole}")
+                out.append(f"{what}: whole card")
         if not f.cards:
             out.append(f"{f.node}: no card needed")
         if f.memory_after is not None and f.memory_total is not None:
