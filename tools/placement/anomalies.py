@@ -10,12 +10,12 @@ treats such a node as full because of it).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Literal
 
 from tools.model import ClusterState, Frozen, Node
 from tools.placement.capacity import CardCapacity, NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog, default_catalog
+from tools.placement.statecache import StateCache
 
 AnomalyKind = Literal[
     "mps_double_count",
@@ -24,7 +24,6 @@ AnomalyKind = Literal[
     "mps_memory_overcommitted",
 ]
 _SHARED = ("mps", "time-slicing")
-_CACHE_SIZE = 8
 
 
 class Anomaly(Frozen):
@@ -169,17 +168,16 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
     return found
 
 
-_cache: OrderedDict[tuple[int, int], tuple[ClusterState, Catalog, list[Anomaly]]] = OrderedDict()
+_cache: StateCache[tuple[Anomaly, ...]] = StateCache()
 
 
 def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> list[Anomaly]:
     """Every accounting anomaly in `state`, by node name; computed once per state object."""
-    cat = catalog or default_catalog()
-    key = (id(state), id(cat))
-    hit = _cache.get(key)
-    if hit is not None and hit[0] is state and hit[1] is cat:
-        return list(hit[2])
-    capacity = node_capacity(state, cat)
+    return list(_cache.get(state, catalog or default_catalog(), _build))
+
+
+def _build(state: ClusterState, catalog: Catalog) -> tuple[Anomaly, ...]:
+    capacity = node_capacity(state, catalog)
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
         cap = capacity[node.name]
@@ -188,7 +186,4 @@ def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> li
             found.append(scheduler)
         for card in cap.cards:
             found.extend(_card_anomalies(node.name, card))
-    _cache[key] = (state, cat, found)
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return list(found)
+    return tuple(found)

@@ -20,7 +20,6 @@ replicas on a large fleet does not redo it.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from functools import cached_property
 
 from pydantic import Field
@@ -28,9 +27,9 @@ from pydantic import Field
 from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
+from tools.placement.statecache import StateCache
 
 _MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
-_CACHE_SIZE = 8
 
 
 class CardCapacity(Frozen):
@@ -296,26 +295,21 @@ def _node(
     )
 
 
-_cache: OrderedDict[tuple[int, int], tuple[ClusterState, Catalog, dict[str, NodeCapacity]]] = (
-    OrderedDict()
-)
+_cache: StateCache[dict[str, NodeCapacity]] = StateCache()
 
 
 def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[str, NodeCapacity]:
-    """Every node's capacity, by name; computed once per state (and catalogue) object."""
-    cat = catalog or default_catalog()
-    key = (id(state), id(cat))
-    hit = _cache.get(key)
-    if hit is not None and hit[0] is state and hit[1] is cat:
-        _cache.move_to_end(key)
-        return hit[2]
+    """Every node's capacity, by name; computed once per state (and catalogue) object.
+
+    The mapping is shared between callers: read it, never change it.
+    """
+    return _cache.get(state, catalog or default_catalog(), _build)
+
+
+def _build(state: ClusterState, catalog: Catalog) -> dict[str, NodeCapacity]:
     clients = _client_index(state)
     replicas = _node_replicas(state, clients)
-    result = {
-        node.name: _node(node, state, cat, clients, replicas.get(node.name, {}))
+    return {
+        node.name: _node(node, state, catalog, clients, replicas.get(node.name, {}))
         for node in state.nodes
     }
-    _cache[key] = (state, cat, result)
-    while len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return result

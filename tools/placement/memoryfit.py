@@ -257,7 +257,10 @@ def node_budget(node: Node, catalog: Catalog) -> tuple[NodeBudget, tuple[str, ..
         if best is None or budget.available_bytes > best.available_bytes:
             best = budget
     if best is None:
-        raise InvalidInput(f"node {node.name}: no card with known memory to fit a model on")
+        raise InvalidInput(
+            f"node {node.name}: no card with known memory to fit a model on; add the card "
+            "model's memory to the catalogue's gpus section"
+        )
     return best, tuple(notes)
 
 

@@ -54,6 +54,10 @@ class NodeFit:
     soft_taints: tuple[str, ...]
 
 
+Memo = dict[tuple[object, ...], tuple[NodeFit, tuple[int, ...]] | None]
+"""A node shape's answer within one ranking: the fit and the positions of its cards, or None."""
+
+
 def _card_problem(card: CardCapacity, demand: Demand, overlay: Overlay) -> str:
     """Why `card` cannot take a replica share, in words (only built for a rejection)."""
     label = f"{card.uuid} ({card.model}, {card.sharing})"
@@ -164,10 +168,6 @@ def exclusions(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> list
     if demand.cards_per_node and not cap.cards:
         reasons.append("has no GPU")
     return reasons
-
-
-Memo = dict[tuple[object, ...], tuple[NodeFit, tuple[int, ...]] | None]
-"""A node shape's answer within one ranking: the fit and the positions of its cards, or None."""
 
 
 def evaluate(

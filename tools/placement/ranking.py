@@ -141,8 +141,12 @@ class _Ranking:
             if problems:
                 self.rejected.append(Rejection(nodes=pair, reasons=tuple(problems)))
                 continue
-            self.links[pair] = (link, total, shown)
-            units.append(pair)
+            known = self.links.get(pair)
+            if known is None:
+                units.append(pair)
+            if known is None or total > known[1]:
+                # Two links between one pair: the group uses the faster.
+                self.links[pair] = (link, total, shown)
         for name in names:
             if name not in linked:
                 reason = "not linked to another node: a tensor-parallel replica needs a pair"
