@@ -10,7 +10,8 @@ What it does, in order of pool priority (highest first):
 - a new replica goes where placement (`pick_node`) ranks first; when no node has room, replicas of
   lower-priority pools on eligible nodes are scaled down first — this is how the render pool's
   cards are lent to inference while nobody renders, and taken back when renders queue;
-- when demand has favoured the other serving mode for long enough, a `RotateMode` is proposed.
+- when demand has favoured the other serving mode for long enough, and the switch pays for its
+  downtime (tools.modes.rotation_gain, the seeds' rule), a `RotateMode` is proposed.
 Workloads whose demand metrics are stale or missing are held as they are: never scaled down on a
 reading nobody can trust. Workloads that belong to a serving mode change only by rotation.
 """
@@ -26,6 +27,7 @@ from agent.state import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState, Workload
+from tools.modes import demand_from_state, rotation_gain
 from tools.placement import pick_node
 
 
@@ -103,14 +105,18 @@ class RulesPlanner:
                 continue
             actions.extend(self._one(workload, signal, state, cards, notes))
         if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
-            actions.append(
-                RotateMode(
-                    target_mode=signals.favoured_mode,
-                    reason=f"demand has favoured {signals.favoured_mode} over "
-                    f"{signals.active_mode} for {self.settings.assess.mode_dwell_s:g} s or more: "
-                    f"{signals.favoured_because}",
+            advice = rotation_gain(state, demand_from_state(state))  # does the switch pay?
+            if advice.rotate and advice.target == signals.favoured_mode:
+                actions.append(
+                    RotateMode(
+                        target_mode=signals.favoured_mode,
+                        reason=f"demand has favoured {signals.favoured_mode} over "
+                        f"{signals.active_mode} for {self.settings.assess.mode_dwell_s:g} s or "
+                        f"more: {signals.favoured_because}; {advice.reason}",
+                    )
                 )
-            )
+            else:
+                notes.append(f"rotation to {signals.favoured_mode} held: {advice.reason}")
         rationale = "; ".join(notes) if notes else ""
         if not actions and not rationale:
             rationale = "nothing to change"
