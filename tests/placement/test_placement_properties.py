@@ -3,6 +3,8 @@ than a card or a node holds, never negative free capacity, always the same answe
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -226,3 +228,29 @@ def test_every_node_is_either_a_candidate_or_rejected_and_the_answer_repeats(
     assert all(r.reasons for r in placement.rejected)
     assert [c.rank for c in placement.candidates] == list(range(1, len(placement.candidates) + 1))
     assert explain_placement(workload, state, hints, catalog=CATALOG) == placement
+
+
+@SETTINGS
+@given(clusters(), workloads(), hints_strategy, st.randoms(use_true_random=False))
+def test_the_order_nodes_are_listed_in_changes_nothing(
+    state: ClusterState, workload: Workload, hints: PlacementHints, rng: random.Random
+) -> None:
+    nodes = list(state.nodes)
+    rng.shuffle(nodes)
+    shuffled = ClusterState(
+        observed_at=state.observed_at, nodes=tuple(nodes), links=state.links, pools=state.pools
+    )
+    assert pick_node(workload, shuffled, hints, catalog=CATALOG) == pick_node(
+        workload, state, hints, catalog=CATALOG
+    )
+
+
+@SETTINGS
+@given(clusters(), workloads(), hints_strategy)
+def test_the_first_replica_goes_where_the_ranking_puts_first(
+    state: ClusterState, workload: Workload, hints: PlacementHints
+) -> None:
+    ranked = pick_node(workload, state, hints, catalog=CATALOG)
+    placed = pick_nodes(workload, state, 1, hints, catalog=CATALOG)
+    assert [c.nodes for c in placed] == [c.nodes for c in ranked[:1]]
+    assert [c.gpus for c in placed] == [c.gpus for c in ranked[:1]]
