@@ -6,7 +6,7 @@ working mode, and the rule that says when a rotation pays.
     rotation.resume()                       # after a crash: finish the commit or the rollback
     advice = rotation_gain(state, demand)   # the rules planner's "is it worth it?"
 
-journal.py holds the durable journal, preflight.py the checks, steps.py the retried and bounded
+journal.py holds the durable journal, preflight.py the checks, moves.py the retried and bounded
 moves, saga.py the transaction, advice.py the rule, model.py the settings, plan and outcome.
 """
 

@@ -47,8 +47,8 @@ from tools.modes.model import (
     outcome_of,
     plan_rotation,
 )
+from tools.modes.moves import Moves
 from tools.modes.preflight import FitFn, PreflightReport, preflight
-from tools.modes.steps import Moves
 
 StepObserver = Callable[[JournalEntry, RotationPlan], None]
 """Told of every journal entry once it is durable (the agent mirrors them into its audit log).
@@ -205,12 +205,7 @@ class Rotation:
         self.moves.set_accepting(plan.incoming, False)
         self.moves.scale({name: 0 for name in plan.outgoing})
         crash_point("rotate:switch")
-        stuck = self.moves.wait_gone(plan.outgoing)
-        if stuck:
-            limit = self.settings.gone_deadline_s
-            return _Step(
-                ok=False, message=f"{', '.join(stuck)} still hold memory after {limit:g} s"
-            )
+        self.moves.clear(plan.outgoing)
         self.moves.scale(plan.incoming)
         ready = self.moves.wait_ready(plan.incoming, self.moves.mode_nodes(plan.to_mode))
         late = {name: how for name, how in ready.items() if how != "ready"}
@@ -240,7 +235,7 @@ class Rotation:
         self._try(problems, lambda: self.moves.set_accepting(plan.incoming, False))
         self._try(problems, lambda: self.moves.scale({n: 0 for n in plan.incoming}))
         crash_point("rotate:rollback")
-        self._try(problems, lambda: _raise_stuck(self.moves.wait_gone(plan.incoming)))
+        self._try(problems, lambda: self.moves.clear(plan.incoming))
         serving: list[ProbeCheck] = []
         if plan.from_mode is not None and plan.outgoing and not problems:
             serving = self.moves.bring_up(plan.from_mode, plan.outgoing, problems)
@@ -279,7 +274,7 @@ class Rotation:
             attempt: list[str] = []
             self._try(attempt, lambda: self.moves.set_accepting(everything, False))
             self._try(attempt, lambda: self.moves.scale({n: 0 for n in everything}))
-            self._try(attempt, lambda: _raise_stuck(self.moves.wait_gone(everything)))
+            self._try(attempt, lambda: self.moves.clear(everything))
             serving = [] if attempt else self.moves.bring_up(mode_name, replicas, attempt)
             problems.extend(attempt)
             if serving:
@@ -386,15 +381,6 @@ def _why(txn: _Txn) -> str:
     """Why the transaction went backwards: the reason its rollback started with."""
     reasons = [e.message for e in txn.entries if e.step == "rollback" and e.status == "started"]
     return reasons[0] if reasons else "the rollback did not run"
-
-
-def _raise_stuck(stuck: list[str]) -> None:
-    if stuck:
-        raise _Stuck(f"{', '.join(stuck)} still hold memory; not starting anything over them")
-
-
-class _Stuck(StewardError):
-    """Replicas that should be gone still hold memory."""
 
 
 def _probe_detail(checks: list[ProbeCheck]) -> dict[str, JsonValue]:

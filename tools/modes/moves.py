@@ -105,6 +105,15 @@ class Moves:
                 return stuck
             self.clock.sleep(self.settings.poll_s)
 
+    def clear(self, workloads: Iterable[str]) -> None:
+        """Wait until the workloads hold no memory; ActionFailed names those that still do."""
+        stuck = self.wait_gone(workloads)
+        if stuck:
+            raise ActionFailed(
+                f"{', '.join(stuck)} still hold memory after {self.settings.gone_deadline_s:g} s; "
+                "nothing is started over them"
+            )
+
     def wait_ready(self, replicas: dict[str, int], mode_nodes: tuple[str, ...]) -> dict[str, str]:
         """Wait until each workload has its replicas ready; per workload, how it ended.
 
