@@ -235,9 +235,9 @@ def _host_memory(
 ) -> tuple[int, str, list[str]]:
     metric = node.memory_used_bytes
     if metric.usable and metric.value is not None:
-        return int(metric.value), "host memory in use (measured)", []
+        return int(metric.value), "host use measured", []
     if not node.unified_memory:
-        return 0, "host memory in use not measured", []
+        return 0, "host use not measured", []
     used = catalog.unified_os_reserve_bytes
     notes = [f"host memory in use {metric.status}: {gib(used)} OS reserve assumed"]
     for card in cards:
@@ -247,7 +247,7 @@ def _host_memory(
             if size is None:
                 notes.append(f"memory of client {client} unknown")
             used += size or 0
-    return used, "OS reserve + estimated replicas (host memory not measured)", notes
+    return used, "host use not measured: OS reserve + estimated replicas", notes
 
 
 def _node(
