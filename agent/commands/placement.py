@@ -199,6 +199,9 @@ def place_command(
         list[str] | None, typer.Option("--prefer-gpu", help="Preferred card model (repeatable).")
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    tolerate: Annotated[
+        list[str] | None, typer.Option("--tolerate", help="A taint key tolerated (repeatable).")
+    ] = None,
     scenario: Annotated[
         Path | None,
         typer.Option("--scenario", help="Scenario YAML of the simulated cluster.", dir_okay=False),
@@ -219,7 +222,10 @@ def place_command(
         known = ", ".join(sorted(w.name for w in state.workloads))
         fail(f"workload {workload!r} is not in the cluster; known: {known}")
     hints = PlacementHints(
-        strategy=strategy, prefer_gpu_models=tuple(prefer_gpu or ()), concurrency=concurrency
+        strategy=strategy,
+        prefer_gpu_models=tuple(prefer_gpu or ()),
+        concurrency=concurrency,
+        tolerations=tuple(tolerate or ()),
     )
     try:
         placement = explain_placement(target, state, hints, catalog=catalog)

@@ -163,6 +163,8 @@ def _assert_within_capacity(
     per_card: dict[str, int] = {}
     per_host: dict[str, int] = {}
     for candidate in placed:
+        assert candidate.free_slots_after >= 0
+        assert candidate.memory_free_after_bytes is None or candidate.memory_free_after_bytes >= 0
         assert len(candidate.nodes) == workload.nodes_per_replica
         assert len(candidate.gpus) == len(set(candidate.gpus)) == workload.cards_per_replica
         for uuid in candidate.gpus:
