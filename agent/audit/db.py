@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS records (
     time TEXT NOT NULL,
     kind TEXT NOT NULL,
     decision_id TEXT,
+    prev_hash TEXT NOT NULL,
     body TEXT NOT NULL,
     hash TEXT NOT NULL,
     mac TEXT

@@ -39,7 +39,7 @@ from agent.audit.records import (
     parse_body,
     time_text,
 )
-from agent.audit.verify import Anchor, Row, VerifyReport, anchor_mac, check
+from agent.audit.verify import Anchor, VerifyReport, anchor_mac, check
 from tools.actions import Action
 
 DB_NAME = "audit.db"
@@ -244,9 +244,9 @@ class AuditLog:
             mac = mac_of(self._key, digest) if self._key else None
             decision = decision_of(payload)
             conn.execute(
-                "INSERT INTO records (seq, time, kind, decision_id, body, hash, mac) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (seq, time_text(at), payload.kind, decision, body, digest, mac),
+                "INSERT INTO records (seq, time, kind, decision_id, prev_hash, body, hash, mac) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (seq, time_text(at), payload.kind, decision, prev, body, digest, mac),
             )
             written.append(
                 Record(
@@ -363,12 +363,13 @@ class AuditLog:
             conn.execute("BEGIN")
             try:
                 rows = conn.execute(
-                    "SELECT seq, time, kind, decision_id, body, hash, mac FROM records ORDER BY seq"
+                    "SELECT seq, time, kind, decision_id, prev_hash, body, hash, mac "
+                    "FROM records ORDER BY seq"
                 ).fetchall()
                 head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
             finally:
                 conn.execute("COMMIT")
-        return check([Row._make(r) for r in rows], Anchor._make(head) if head else None, self._key)
+        return check(rows, Anchor._make(head) if head else None, self._key)
 
     def _check_layout_and_key(self) -> None:
         conn = self._conn

@@ -72,6 +72,8 @@ class Story(BaseModel):
     findings: tuple[str, ...]
     actions: tuple[ActionStory, ...]
     verification: tuple[Check, ...] = ()
+    mode_steps: tuple[str, ...] = ()
+    """The mode rotation's journal steps, when the decision rotated a mode."""
     error: str | None = None
     closed_at: datetime | None = None
 
@@ -89,6 +91,7 @@ def explain(records: Sequence[Record]) -> Story:
     assert isinstance(decision, Intent | DryRunPlan)
     approvals: dict[int, list[str]] = {}
     fallbacks: list[str] = []
+    steps: list[str] = []
     outcome: Outcome | None = None
     closed: Record | None = None
     for r in records:
@@ -100,6 +103,9 @@ def explain(records: Sequence[Record]) -> Story:
             approvals.setdefault(p.action_index, []).append(text)
         elif isinstance(p, Fallback):
             fallbacks.append(f"{p.from_planner} failed ({p.reason}); {p.to_planner} decided")
+        elif isinstance(p, ModeStep):
+            mode = f" to {p.target_mode}" if p.target_mode else ""
+            steps.append(f"rotation {p.rotation_id}{mode}: {p.step} {p.status} ({r.time:%H:%M:%S})")
         elif isinstance(p, Outcome | Interrupted):
             outcome = p if isinstance(p, Outcome) else None
             closed = r
@@ -150,6 +156,7 @@ def explain(records: Sequence[Record]) -> Story:
         findings=decision.findings,
         actions=tuple(actions),
         verification=outcome.verification if outcome else (),
+        mode_steps=tuple(steps),
         error=outcome.error if outcome else (interrupted.reason if interrupted else None),
         closed_at=closed.time if closed else None,
     )
@@ -189,6 +196,7 @@ def render(story: Story) -> str:
     lines += [f"Policy finding: {f}" for f in story.findings]
     lines.append("")
     lines.append(_ending(story))
+    lines += [f"  {step}" for step in story.mode_steps]
     for c in story.verification:
         lines.append(f"  check {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}".rstrip())
     return "\n".join(lines)

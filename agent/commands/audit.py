@@ -7,6 +7,7 @@ it. STEWARD_AUDIT_KEY, when set, makes `verify` check every HMAC.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import tempfile
@@ -247,6 +248,7 @@ def bench_audit(
         "verify_s": verify_s,
         "targets": {"append_p99_ms": 10, "verify_100k_s": 5},
         "met": met,
+        "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     if json_out:
         emit_json(result)
@@ -255,7 +257,8 @@ def bench_audit(
             f"append with fsync: median {append.median_ms} ms, p99 {append.p99_ms} ms "
             f"({runs} runs, target p99 <= 10 ms)\n"
             f"verify {records} records: median {verify_s} s (3 runs, target <= 5 s per 100,000)\n"
-            f"{'targets met' if met else 'TARGETS MISSED'}"
+            f"{'targets met' if met else 'TARGETS MISSED'} "
+            f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPU(s))"
         )
     if not met:
         raise typer.Exit(EXIT_CHECK_FAILED)

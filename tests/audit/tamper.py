@@ -90,8 +90,8 @@ def reforge(
             mac = conn.execute("SELECT mac FROM records WHERE seq = ?", (n,)).fetchone()[0]
             mac = None if strip_macs else (mac_of(key, digest) if key else mac)
             conn.execute(
-                "UPDATE records SET body = ?, hash = ?, mac = ? WHERE seq = ?",
-                (text, digest, mac, n),
+                "UPDATE records SET prev_hash = ?, body = ?, hash = ?, mac = ? WHERE seq = ?",
+                (prev_hash, text, digest, mac, n),
             )
             prev_hash = digest
         head_mac = conn.execute("SELECT mac FROM head").fetchone()[0]
@@ -127,6 +127,6 @@ def append_forged(db: Path) -> None:
         row = conn.execute("SELECT time, kind, decision_id FROM records WHERE seq = ?", (seq,))
         time, kind, decision = row.fetchone()
         conn.execute(
-            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, NULL)",
-            (seq + 1, time, kind, decision, text, hash_body(text)),
+            "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            (seq + 1, time, kind, decision, digest, text, hash_body(text)),
         )

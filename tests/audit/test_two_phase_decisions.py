@@ -14,9 +14,12 @@ from agent.audit import (
     Fallback,
     Intent,
     Interrupted,
+    ModeStep,
     Outcome,
     Proposal,
+    explain,
     proposals,
+    render,
 )
 from tests.audit.builders import T0, FakeClock, approval, intent, outcome
 from tools.actions import Plan, ScaleWorkload
@@ -170,3 +173,31 @@ def test_timestamps_without_a_zone_are_refused(tmp_path: Path) -> None:
 def test_approvals_pending_must_point_at_proposals() -> None:
     with pytest.raises(ValueError, match="approvals_pending holds 5, but there are 3 proposals"):
         Intent.model_validate({**intent("d-1").model_dump(), "approvals_pending": (5,)})
+
+
+def test_the_story_of_a_rotation_lists_its_journal_steps(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    for step, status in (
+        ("drain", "done"),
+        ("switch", "done"),
+        ("probe", "ok"),
+        ("commit", "done"),
+    ):
+        log.append(
+            ModeStep(
+                rotation_id="r-7",
+                step=step,
+                status=status,
+                target_mode="cluster",
+                decision_id="d-1",
+            )
+        )
+    log.write_outcome(outcome("d-1"))
+    story = explain(log.decision("d-1"))
+    assert story.mode_steps == (
+        "rotation r-7 to cluster: drain done (09:00:01)",
+        "rotation r-7 to cluster: switch done (09:00:02)",
+        "rotation r-7 to cluster: probe ok (09:00:03)",
+        "rotation r-7 to cluster: commit done (09:00:04)",
+    )
+    assert "  rotation r-7 to cluster: commit done (09:00:04)" in render(story).splitlines()
