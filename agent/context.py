@@ -18,6 +18,7 @@ from agent.audit import AuditLog
 from agent.inbox import Inbox
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.rotation import loop_rotator
 from agent.state import Memory
 from agent.telemetry import Telemetry
 from policies.history import Executed, History
@@ -27,7 +28,7 @@ from tools.backends.base import ActionResult, Cluster
 from tools.model import ClusterState
 
 Rotator = Callable[[RotateMode, str], ActionResult]
-"""Carries out a mode rotation for a decision id (tools/modes.py, issue 8, once it lands)."""
+"""Carries out a mode rotation for a decision id (the saga of tools/modes)."""
 
 CRASH_ENV = "STEWARD_TEST_CRASH_AT"
 """Test hook: the graph node (or `act.mid`, after the first action) at which the process kills
@@ -47,12 +48,18 @@ class LoopContext:
     fallback: RulesPlanner
     telemetry: Telemetry = field(default_factory=Telemetry)
     rotate: Rotator | None = None
-    """None until the rotation transaction lands: act then refuses RotateMode, saying so."""
+    """Carries out RotateMode; None: the saga of tools/modes (agent.rotation.loop_rotator),
+    journalled beside the decision log and mirrored into it."""
     persist: Callable[[], object] | None = None
     """Saves the backend's state after each executed action (the simulated cluster lives in
     the data dir; a real cluster keeps its own state and needs none)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rotate is None:
+            data_dir = self.audit.path.parent
+            self.rotate = loop_rotator(self.cluster, data_dir, self.policy, self.audit)
 
     def observe(self, decision_id: str) -> ClusterState:
         """A fresh observation, remembered as this decision's snapshot."""

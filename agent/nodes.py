@@ -193,6 +193,7 @@ def _reconcile(d: Decision, ctx: LoopContext) -> Update:
                 ok=bool(seen),
                 message="interrupted by a restart before its outcome was recorded; not run "
                 f"again; observed now: {detail}",
+                detail={"reconciled": True, "observed_applied": seen},
             )
         )
     return {"outcomes": tuple(outcomes), "reconciled": True, "stage": "verify"}

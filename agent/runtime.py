@@ -65,6 +65,7 @@ class TickReport:
     verdicts: tuple[str, ...]
     executed: int
     resumed: tuple[str, ...]
+    findings: tuple[str, ...]
     seconds: float
 
 
@@ -156,6 +157,12 @@ class Runtime:
         self.ctx.audit.close()
         self.ctx.inbox.close()
         _release(self._lock_fd)
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def install_signal_handlers(self) -> None:
         """SIGTERM / SIGINT: finish the current step, then stop."""
@@ -268,6 +275,7 @@ def _report(
         verdicts=tuple(v.decision for v in d.verdicts),
         executed=sum(1 for o in d.outcomes if o.executed and o.ok),
         resumed=resumed,
+        findings=d.signals.findings if d.signals else (),
         seconds=round(seconds, 4),
     )
 
