@@ -1,9 +1,181 @@
-"""`steward` top-level commands of this area; `register` adds them to the root app."""
+"""`steward status` (the cluster now) and `steward bench sim` (what observing it costs).
+
+`status` reads the simulated cluster kept in the data dir (creating the homelab one, or the one
+a `--scenario` file describes, on first use): nodes, cards with their sharing, workloads and
+their queues, the active mode, the links. Rich tables on a terminal, one JSON document (the
+ClusterState) with --json.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from agent.commands import bench
+from agent.commands.common import DataDirOpt, JsonOpt, console, data_dir, emit_json, fail
+from tools.backends.sim import SimCluster
+from tools.errors import StewardError
+from tools.model import ClusterState, Metric
+from tools.sim.scenario import fleet_scenario, load_scenario
+
+ScenarioOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--scenario",
+        help="A scenario file (evals/scenarios/*.yaml) for the simulated cluster; it replaces "
+        "the one in the data dir if it differs.",
+        exists=False,
+        dir_okay=False,
+    ),
+]
+
+
+def status(
+    json_out: JsonOpt = False,
+    scenario: ScenarioOpt = None,
+    data_dir_opt: DataDirOpt = None,
+) -> None:
+    """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""
+    try:
+        chosen = load_scenario(scenario) if scenario is not None else None
+        sim = SimCluster.open(data_dir(data_dir_opt), chosen)
+        state = sim.observe()
+    except StewardError as exc:
+        fail(str(exc))
+    if json_out:
+        emit_json(state)
+        return
+    render(state)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
+    app.command("status")(status)
+
+
+def _fmt(m: Metric, scale: float = 1.0, unit: str = "", digits: int = 1) -> str:
+    if m.value is None:
+        return "[dim]missing[/dim]"
+    text = f"{m.value / scale:.{digits}f}{unit}"
+    return text if m.status == "fresh" else f"[yellow]{text} (stale)[/yellow]"
+
+
+def render(state: ClusterState) -> None:
+    """Print a ClusterState as rich tables."""
+    gib = 1024**3
+    mode = state.active_mode
+    console.print(
+        f"[bold]cluster[/bold] observed {state.observed_at:%Y-%m-%d %H:%M:%S %Z} "
+        f"({state.source}); active mode: "
+        + (f"[green]{mode.name}[/green] since {mode.since:%H:%M:%S}" if mode else "[red]none[/red]")
+    )
+    nodes = Table(title="nodes and cards", title_justify="left")
+    for col in ("node", "card", "sharing", "mem GiB", "util", "clients", "sched gpu"):
+        nodes.add_column(col, no_wrap=col in ("node", "mem GiB"))
+    for n in state.nodes:
+        flags = n.name if n.ready else f"[red]{n.name} NotReady[/red]"
+        if n.cordoned:
+            flags += " [yellow]cordoned[/yellow]"
+        sched = n.scheduler
+        sched_text = f"{sched.gpu_allocated}/{sched.gpu_allocatable}" if sched else ""
+        if sched and sched.gpu_allocated > sched.gpu_allocatable:
+            sched_text = f"[red]{sched_text} over[/red]"
+        for i, g in enumerate(n.gpus):
+            share = g.sharing.mode + (f" x{g.sharing.replicas}" if g.sharing.replicas > 1 else "")
+            used = _fmt(g.memory_used_bytes, gib, digits=0)
+            nodes.add_row(
+                flags if i == 0 else "",
+                f"{g.index}: {g.model}",
+                share,
+                f"{used}/{_fmt(g.memory_total_bytes, gib, digits=0)}",
+                _fmt(g.utilization, 0.01, "%", 0),
+                ", ".join(g.clients),
+                sched_text if i == 0 else "",
+            )
+    console.print(nodes)
+    wl = Table(title="workloads", title_justify="left")
+    for col in ("workload", "pool", "ready", "model", "context", "queue", "wait s", "tok/s"):
+        wl.add_column(col, no_wrap=col in ("workload", "pool", "context"))
+    for w in state.workloads:
+        wl.add_row(
+            w.name,
+            w.pool,
+            f"{w.ready_replicas}/{w.desired_replicas}",
+            w.model or "",
+            f"{w.context_length:,}" if w.context_length else "",
+            _fmt(w.queue_depth, digits=0),
+            _fmt(w.queue_wait_s),
+            _fmt(w.tokens_per_s),
+        )
+    console.print(wl)
+    modes = Table(title="modes", title_justify="left")
+    for col in ("mode", "workloads", "peak tok/s", "1 stream tok/s", "max context"):
+        modes.add_column(col, overflow="fold")
+    for m in state.modes:
+        name = f"[green]{m.name}[/green] (active)" if mode and mode.name == m.name else m.name
+        modes.add_row(
+            name,
+            ", ".join(m.workloads),
+            f"{m.aggregate_peak_tok_s:g}",
+            f"{m.single_stream_tok_s:g}",
+            f"{m.max_context:,}",
+        )
+    console.print(modes)
+    links = Table(title="links", title_justify="left")
+    for col in ("link", "path", "Gb/s", "nominal", "GID (want)"):
+        links.add_column(col, overflow="fold")
+    for lk in state.links:
+        for p in lk.paths:
+            frac = p.fraction_of_nominal()
+            speed = _fmt(p.negotiated_gbps, digits=2)
+            if frac is not None and frac < 0.4:
+                speed = f"[red]{speed} ({frac:.0%})[/red]"
+            gid = _fmt(p.gid_index, digits=0)
+            if p.gid_index.value is not None and p.gid_index.value != lk.configured_gid_index:
+                gid = f"[red]{gid}[/red]"
+            links.add_row(
+                f"{lk.name} {lk.nodes[0]}<->{lk.nodes[1]}",
+                p.name,
+                speed,
+                f"{p.nominal_gbps:g}",
+                f"{gid} ({lk.configured_gid_index})",
+            )
+    console.print(links)
+
+
+@bench.app.command("sim")
+def bench_sim(
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000, help="Fleet nodes.")] = 1000,
+    gpus_per_node: Annotated[
+        int, typer.Option("--gpus-per-node", min=1, max=16, help="Cards per node.")
+    ] = 8,
+    runs: Annotated[int, typer.Option("--runs", min=5, help="Timed iterations.")] = 100,
+    json_out: JsonOpt = False,
+) -> None:
+    """Time observe() plus one simulated tick on a fleet profile (demand at half capacity)."""
+    sim = SimCluster.from_scenario(fleet_scenario(nodes, gpus_per_node))
+    sim.advance(60)  # queues and scrapes in their steady state, not a cold start
+
+    def tick() -> None:
+        sim.observe()
+        sim.advance(sim.profile.tick_s)
+
+    figures = bench.measure(f"sim {nodes}x{gpus_per_node}", tick, runs)
+    result = {
+        **figures.model_dump(),
+        "nodes": nodes,
+        "gpus": nodes * gpus_per_node,
+        "workloads": len(sim.profile.workloads),
+        "tick_s": sim.profile.tick_s,
+        "scrape_interval_s": sim.profile.scrape_interval_s,
+    }
+    if json_out:
+        emit_json(result)
+        return
+    console.print(
+        f"observe() + one {sim.profile.tick_s:g} s tick on {nodes} nodes x {gpus_per_node} cards: "
+        f"median {figures.median_ms:.2f} ms, p99 {figures.p99_ms:.2f} ms over {runs} runs"
+    )

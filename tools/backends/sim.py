@@ -123,6 +123,7 @@ class SimCluster:
                         f"({run.desired}) cannot all start: {reason}"
                     )
                 r.phase, r.since_s = "ready", 0.0
+            lifecycle.recount(run)
         self.engine.scrape_all()
         st.next_series_s = self.profile.series_interval_s
 
@@ -214,7 +215,7 @@ class SimCluster:
         if deadline_s <= 0:
             raise InvalidInput(f"drain {node}: deadline_s must be > 0, got {deadline_s}")
         on_node = self.engine.replicas_on(node)
-        in_flight = sum(r.server.in_flight for r in on_node)
+        in_flight = sum(self.engine.replica_in_flight(r) for r in on_node)
         if dry_run:
             names = ", ".join(r.client for r in on_node) or "nothing"
             return DrainResult(
@@ -240,6 +241,22 @@ class SimCluster:
             in_flight_aborted=aborted,
             message=f"drained {node}: evicted {names}"
             + (f"; {aborted} request(s) aborted at the deadline" if aborted else ""),
+        )
+
+    def set_accepting(
+        self, workload: str, accepting: bool, *, dry_run: bool = False
+    ) -> ActionResult:
+        """Open or close the workload's gateway; closed, its queue holds new requests."""
+        self._api("set_accepting")
+        return control.set_accepting(self.engine, workload, accepting, dry_run)
+
+    def in_flight(self, workload: str) -> int:
+        self._api("in_flight")
+        run = self.engine.state.workloads.get(workload)
+        if run is None:
+            raise InvalidInput(f"no workload named {workload!r}")
+        return run.server.in_flight + sum(
+            r.server.in_flight for r in run.replicas if r.phase == "terminating"
         )
 
     def probe(self, workload: str, *, dry_run: bool = False) -> ProbeResult:

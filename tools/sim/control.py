@@ -136,6 +136,27 @@ def _cards_refusal(engine: Engine, workload: str, gpus: tuple[str, ...]) -> str 
     return None
 
 
+def set_accepting(engine: Engine, workload: str, accepting: bool, dry_run: bool) -> ActionResult:
+    run = _run(engine, workload)
+    word = "open" if accepting else "closed"
+    if run.accepting == accepting:
+        return ActionResult(
+            ok=True, dry_run=dry_run, message=f"{workload}'s gateway already {word}"
+        )
+    if dry_run:
+        return ActionResult(ok=True, dry_run=True, message=f"would set {workload}'s gateway {word}")
+    run.accepting = accepting
+    engine.dirty_workloads.add(workload)
+    engine.version += 1
+    in_flight = run.server.in_flight + sum(r.server.in_flight for r in run.replicas)
+    return ActionResult(
+        ok=True,
+        dry_run=False,
+        changed=True,
+        message=f"{workload}'s gateway {word} ({in_flight} request(s) in flight)",
+    )
+
+
 def set_cordon(engine: Engine, node: str, cordoned: bool, dry_run: bool) -> ActionResult:
     check_node(engine, node)
     run = engine.state.nodes[node]
@@ -166,6 +187,7 @@ def evict(engine: Engine, node: str, deadline_s: float) -> list[Replica]:
         if r.phase == "unreachable":
             engine.placer.release(r)
             run.replicas.remove(r)
+            lifecycle.recount(run)
             engine.dirty_workloads.add(r.workload)
             continue
         if r.phase != "terminating":

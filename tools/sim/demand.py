@@ -37,6 +37,8 @@ class Request:
     input_tokens: int
     output_tokens: int
     target: str
+    count: int = 1
+    """Identical requests this stands for: 1, or a fleet-scale cohort (see `Generator`)."""
 
 
 class _Demand(BaseModel):
@@ -86,8 +88,16 @@ def _sizes(rng: random.Random, spec: _Demand) -> tuple[int, int]:
     return inp, out
 
 
+COHORT_ABOVE = 16.0
+"""Expected arrivals per window above which a generator emits one cohort per window."""
+
+
 class Generator:
     """Yields the requests of one demand spec, window after window, deterministically.
+
+    When more than COHORT_ABOVE requests are expected in a window (a fleet's thousands per
+    second), the window's arrivals come as one cohort: a Poisson-distributed count of requests of
+    the mean sizes, arriving mid-window. Below it, every request is drawn on its own.
 
     The generator's whole state is (`next_s`, `cursor`, the RNG state): the store persists it.
     """
@@ -131,6 +141,8 @@ class Generator:
         peak = self._peak_rate_per_s()
         if peak <= 0:
             return []
+        if peak * (t1 - t0) > COHORT_ABOVE:
+            return self._cohort(t0, t1)
         if not self.primed:
             self.next_s = self._first_after(t0, peak)
             self.primed = True
@@ -143,6 +155,16 @@ class Generator:
                 out.append(Request(t, inp, outp, self.spec.target))
             self.next_s = t + self.rng.expovariate(peak)
         return out
+
+    def _cohort(self, t0: float, t1: float) -> list[Request]:
+        mid = (t0 + t1) / 2
+        mean = self._rate_per_s(mid) * (t1 - t0)
+        count = _poisson(self.rng, mean)
+        self.primed = False  # per-request draws restart cleanly if the rate falls again
+        if count == 0:
+            return []
+        spec = self.spec
+        return [Request(mid, spec.input_tokens, spec.output_tokens, spec.target, count)]
 
     def _first_after(self, t0: float, peak: float) -> float:
         start = self.spec.at_s if isinstance(self.spec, BurstDemand) else 0.0
@@ -168,6 +190,20 @@ class Generator:
                 copies += 1
             out.extend(Request(max(t, t0), inp, outp, spec.target) for _ in range(copies))
         return out
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    """A Poisson draw: Knuth's method for small means, the normal approximation above 50."""
+    if mean <= 0:
+        return 0
+    if mean > 50:
+        return max(0, round(rng.gauss(mean, math.sqrt(mean))))
+    limit, k, p = math.exp(-mean), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= limit:
+            return k
+        k += 1
 
 
 @cache

@@ -54,6 +54,7 @@ class Engine:
         self.specs: dict[str, WorkloadSpec] = {w.name: w for w in profile.workloads}
         self.pool_members: dict[str, tuple[str, ...]] = {p.name: p.workloads for p in profile.pools}
         self.placer = Placer(profile, state, faults)
+        self.kv_capacity = {w.name: w.kv_capacity_tokens for w in profile.workloads}
         self.tp_links = {w.name: self._tp_link(w) for w in profile.workloads}
         self.n_buckets = max(1, round(profile.scrape_interval_s / profile.tick_s))
         self.node_buckets = self._buckets([n.name for n in profile.nodes])
@@ -102,29 +103,40 @@ class Engine:
     # -- demand -------------------------------------------------------------------------------
 
     def route(self, req: Request) -> None:
-        """Queue a request at its workload, or at the best workload of its pool."""
+        """Queue a request at its workload, or at the least-loaded serving workload of its pool;
+        a cohort is shared among the pool's serving workloads by their ready replicas."""
         members = self.pool_members.get(req.target)
-        name = req.target if members is None else self._pick(members)
-        run = self.state.workloads.get(name)
-        if run is not None:
-            run.queue.append(req)
-
-    def _pick(self, members: tuple[str, ...]) -> str:
         runs = self.state.workloads
-        serving = [m for m in members if self.ready_count(runs[m]) > 0]
+        if members is None:
+            if req.target in runs:
+                runs[req.target].queue.append(req)
+            return
+        serving = [m for m in members if runs[m].accepting and self.ready_count(runs[m]) > 0]
+        if req.count > 1 and len(serving) > 1:
+            ready = [self.ready_count(runs[m]) for m in serving]
+            total, given = sum(ready), 0
+            for m, n in zip(serving, ready, strict=True):
+                k = req.count * n // total if m != serving[-1] else req.count - given
+                given += k
+                if k:
+                    runs[m].queue.append(
+                        Request(req.arrival_s, req.input_tokens, req.output_tokens, m, k)
+                    )
+            return
         if serving:
-            return min(serving, key=lambda m: self._load(runs[m]))
-        wanted = [m for m in members if runs[m].desired > 0]
-        return wanted[0] if wanted else members[0]
+            name = min(serving, key=lambda m: self._load(runs[m]))
+        else:
+            wanted = [m for m in members if runs[m].desired > 0]
+            name = wanted[0] if wanted else members[0]
+        runs[name].queue.append(req)
 
     def _load(self, run: WorkloadRun) -> float:
         """Waiting plus running requests per ready replica (what a least-loaded router sees)."""
-        running = sum(r.server.in_flight for r in run.replicas if r.phase == "ready")
-        return (len(run.queue) + running) / self.ready_count(run)
+        return (sum(r.count for r in run.queue) + run.server.in_flight) / self.ready_count(run)
 
     @staticmethod
     def ready_count(run: WorkloadRun) -> int:
-        return sum(1 for r in run.replicas if r.phase == "ready")
+        return run.ready
 
     def _serve(self, name: str, run: WorkloadRun, t: float, dt: float) -> None:
         spec = self.specs[name]
@@ -135,32 +147,49 @@ class Engine:
             return
         if run.queue and run.desired == 0:
             self._reroute(name, run)
-        ready = [r.server for r in run.replicas if r.phase == "ready"]
-        if not ready and not any(r.server.in_flight for r in run.replicas):
-            return
+        width = self.ready_count(run)
         windows = (run.scrape, run.series)
-        if ready and run.queue:
+        before = run.series.tokens
+        speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
+        if width and run.queue and run.accepting:
             admit(
                 run.queue,
-                ready,
+                run.server,
                 spec.serving,
-                kv_capacity=spec.kv_capacity_tokens,
+                width=width,
+                kv_capacity=self.kv_capacity[name],
                 context_length=spec.context_length,
                 t=t,
                 windows=windows,
             )
-        speed = self.link_speed(name, t)
+        if width and run.server.in_flight:
+            step(run.server, spec.serving, t=t, dt=dt, width=width, speed=speed, windows=windows)
         for r in run.replicas:
-            if r.phase in ("ready", "terminating") and r.server.in_flight:
-                before = run.series.tokens
-                step(r.server, spec.serving, t=t, dt=dt, speed=speed, windows=windows)
-                run.tokens_total += run.series.tokens - before
+            if r.phase == "terminating" and r.server.in_flight:
+                step(r.server, spec.serving, t=t, dt=dt, width=1, speed=speed, windows=windows)
+        run.tokens_total += run.series.tokens - before
+
+    def replica_in_flight(self, r: Replica) -> int:
+        """Requests one replica is serving (a ready replica's share of its workload's)."""
+        if r.phase != "ready":
+            return r.server.in_flight
+        run = self.state.workloads[r.workload]
+        return run.server.in_flight // max(1, self.ready_count(run))
+
+    def replica_busy_s(self, r: Replica) -> float:
+        """Cumulative busy seconds of one replica (a ready one shares its workload's)."""
+        if r.phase == "ready" and self.specs[r.workload].serving is not None:
+            return self.state.workloads[r.workload].server.busy_s
+        return r.server.busy_s
 
     def _reroute(self, name: str, run: WorkloadRun) -> None:
         """A workload scaled to zero hands its queue to a serving sibling in its pool."""
         spec = self.specs[name]
         siblings = [m for m in self.pool_members.get(spec.pool, ()) if m != name]
-        target = next((m for m in siblings if self.ready_count(self.state.workloads[m])), None)
+        runs = self.state.workloads
+        target = next(
+            (m for m in siblings if runs[m].accepting and self.ready_count(runs[m])), None
+        )
         if target is not None:
             self.state.workloads[target].queue.extend(run.queue)
             run.queue.clear()

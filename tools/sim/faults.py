@@ -26,7 +26,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ApiOperation = Literal[
-    "observe", "scale", "place", "cordon", "uncordon", "drain", "probe", "link_status"
+    "observe",
+    "scale",
+    "place",
+    "cordon",
+    "uncordon",
+    "drain",
+    "probe",
+    "link_status",
+    "set_accepting",
+    "in_flight",
 ]
 
 

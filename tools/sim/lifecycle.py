@@ -23,10 +23,13 @@ _REMOVAL_ORDER = {"pending": 0, "starting": 1, "unreachable": 2, "ready": 3}
 
 def advance(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
     """Move this workload's replicas along at time `t`; True if anything observable changed."""
+    if run.ready == len(run.replicas) == run.desired:
+        return False  # all serving, as many as wanted: nothing to move (the common case)
     changed = False
     for r in list(run.replicas):
         if r.phase == "starting" and t >= r.ready_at_s:
             r.phase, r.since_s = "ready", r.ready_at_s
+            recount(run)
             changed = True
         elif r.phase == "terminating":
             if r.server.in_flight and t >= r.deadline_s:
@@ -42,6 +45,11 @@ def advance(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
             _remove(engine, run, r)
             changed = True
     return reconcile(engine, name, run, t) or changed
+
+
+def recount(run: WorkloadRun) -> None:
+    """Refresh the workload's count of ready replicas after phases changed."""
+    run.ready = sum(1 for r in run.replicas if r.phase == "ready")
 
 
 def reconcile(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
@@ -86,8 +94,12 @@ def terminate(engine: Engine, run: WorkloadRun, r: Replica, t: float, deadline_s
     if r.phase == "pending":
         run.replicas.remove(r)
         return
-    serving = r.phase == "ready" and r.server.in_flight > 0
+    if r.phase == "ready" and engine.specs[r.workload].serving is not None:
+        # It leaves with its share of the requests its workload's replicas were running.
+        r.server = run.server.split_off(1.0 / engine.ready_count(run))
+    serving = r.server.in_flight > 0
     r.phase, r.since_s, r.deadline_s = "terminating", t, deadline_s
+    recount(run)
     r.ready_at_s = float("inf") if serving else t + engine.specs[r.workload].exit_s
     engine.dirty_workloads.add(r.workload)
 
@@ -96,6 +108,7 @@ def _remove(engine: Engine, run: WorkloadRun, r: Replica) -> None:
     engine.dirty_nodes.update(r.nodes)
     engine.placer.release(r)
     run.replicas.remove(r)
+    recount(run)
     engine.dirty_workloads.add(r.workload)
 
 
@@ -104,10 +117,13 @@ def node_changed(engine: Engine, node: str, *, lost: bool, t: float) -> None:
     for r in engine.replicas_on(node):
         run = engine.state.workloads[r.workload]
         if lost and r.phase in ("starting", "ready", "terminating"):
+            if r.phase == "ready" and engine.specs[r.workload].serving is not None:
+                r.server = run.server.split_off(1.0 / engine.ready_count(run))
             aborted = r.server.abort_all()
             run.scrape.aborted += aborted
             run.series.aborted += aborted
             r.phase, r.since_s, r.deadline_s = "unreachable", t, t + EVICTION_S
+            recount(run)
         elif not lost and r.phase == "unreachable":
             r.phase, r.since_s = "starting", t
             r.ready_at_s = t + engine.specs[r.workload].load_s

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.sim.state import CardSample, Replica, SeriesRow, WorkloadRun
+from tools.sim.state import CardSample, SeriesRow
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 IDLE_POWER_SHARE = 0.11
 PROCESS_HOST_BYTES = 4 * 1024**3
 """Host memory one replica's process holds on a node with discrete cards."""
-
-
-def _replica(run: WorkloadRun, client: str) -> Replica | None:
-    index = int(client.rsplit("/", 1)[1])
-    return next((r for r in run.replicas if r.index == index), None)
 
 
 def scrape_node(engine: Engine, name: str) -> None:
@@ -41,12 +36,11 @@ def scrape_node(engine: Engine, name: str) -> None:
         card = engine.placer.card_spec[uuid]
         util = 0.0
         for client in engine.placer.clients[uuid]:
-            workload = client.rsplit("/", 1)[0]
-            r = _replica(st.workloads[workload], client)
+            r = engine.placer.owners.get(client)
             if r is None:
                 continue
-            busy_now[client] = r.server.busy_s
-            util += (r.server.busy_s - node.last_busy.get(client, r.server.busy_s)) / elapsed
+            busy = busy_now[client] = engine.replica_busy_s(r)
+            util += (busy - node.last_busy.get(client, busy)) / elapsed
         util = round(min(1.0, max(0.0, util)), 2)
         used = engine.placer.card_used(uuid)
         host_used += (
@@ -76,7 +70,7 @@ def scrape_workload(engine: Engine, name: str) -> None:
         wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
     ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
     tok_s = w.tokens / elapsed
-    run.sample = (t, float(len(run.queue)), _r(wait), round(tok_s, 2), _r(ttft))
+    run.sample = (t, float(sum(r.count for r in run.queue)), _r(wait), round(tok_s, 2), _r(ttft))
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)
@@ -103,9 +97,9 @@ def record_series(engine: Engine) -> None:
         w = run.series
         elapsed = max(t - run.last_series_s, 1e-9)
         ready = [r for r in run.replicas if r.phase == "ready"]
-        busy = {r.client: r.server.busy_s for r in run.replicas}
-        delta = sum(b - run.last_busy.get(c, b) for c, b in busy.items())
-        util = min(1.0, delta / elapsed / max(1, len(ready))) if ready else 0.0
+        busy = {r.client: engine.replica_busy_s(r) for r in run.replicas}
+        delta = sum(max(0.0, b - run.last_busy.get(c, b)) for c, b in busy.items())
+        util = min(1.0, delta / elapsed / max(1, len(busy))) if ready else 0.0
         if run.queue:
             wait: float | None = t - run.queue[0].arrival_s
         else:
@@ -114,7 +108,7 @@ def record_series(engine: Engine) -> None:
             SeriesRow(
                 t=t,
                 workload=name,
-                queue_depth=len(run.queue),
+                queue_depth=sum(r.count for r in run.queue),
                 queue_wait_s=_r(wait),
                 ttft_s=_r(w.ttft_sum / w.ttft_n if w.ttft_n else None),
                 utilization=round(util, 3),

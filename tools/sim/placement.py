@@ -44,12 +44,19 @@ class Placer:
         self.pool_selector = {p.name: p.node_selector for p in profile.pools}
         self.clients: dict[str, dict[str, int]] = {u: {} for u in self.card_spec}
         """Per card: client replica -> bytes it holds there."""
+        self.owners: dict[str, Replica] = {}
+        """Placed replicas by client name (`workload/index`)."""
+        self.slots: dict[str, int] = {
+            n: sum(self.card_spec[u].sharing.replicas for u in uuids)
+            for n, uuids in self.node_cards.items()
+        }
         self._selected: dict[tuple[tuple[str, str], ...], list[str]] = {}
         self.rebuild()
 
     def rebuild(self) -> None:
         for c in self.clients.values():
             c.clear()
+        self.owners.clear()
         for name, run in self.state.workloads.items():
             spec = next(w for w in self.profile.workloads if w.name == name)
             for r in run.replicas:
@@ -72,10 +79,14 @@ class Placer:
         per_card = spec.memory_per_node_bytes // max(1, self._cards_per_node(spec))
         for u in cards:
             self.clients[u][r.client] = per_card
+        if r.index >= 0:  # trial replicas (negative indices) are not owners
+            self.owners[r.client] = r
 
     def release(self, r: Replica) -> None:
         for u in r.cards:
             self.clients[u].pop(r.client, None)
+        if self.owners.get(r.client) is r:
+            del self.owners[r.client]
         r.nodes, r.cards = [], []
 
     @staticmethod
@@ -88,7 +99,7 @@ class Placer:
         allocated = sum(len(self.clients[u]) for u in uuids)
         if self.faults.mps_double_count(node, t):
             return len(uuids), allocated
-        return sum(self.card_spec[u].sharing.replicas for u in uuids), allocated
+        return self.slots[node], allocated
 
     # -- placement ------------------------------------------------------------------------------
 

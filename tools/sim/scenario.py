@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from tools.errors import InvalidInput
-from tools.sim.demand import DemandSpec, DiurnalDemand, TraceDemand
+from tools.sim.demand import DemandSpec, DiurnalDemand, PoissonDemand, TraceDemand
 from tools.sim.faults import Fault, GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss, ProbeFailing
 from tools.sim.profiles import Profile, fleet, homelab
 
@@ -172,3 +172,26 @@ def _line(path: Path, doc: Any, loc: Loc, msg: str) -> str:
         # Otherwise a union tag pydantic put in the location: not a key in the file.
     name = "".join(field) or "(top level)"
     return f"{path}:{line + 1}:{col + 1}: {name}: {msg}"
+
+
+def fleet_scenario(nodes: int, gpus_per_node: int, seed: int = 0, load: float = 0.5) -> Scenario:
+    """A fleet profile with Poisson demand on every pool at `load` of its decode capacity."""
+    profile = fleet(nodes, gpus_per_node, seed)
+    demand: list[PoissonDemand] = []
+    for pool in profile.pools:
+        capacity = 0.0
+        for name in pool.workloads:
+            spec = profile.workload(name)
+            if spec is not None and spec.serving is not None:
+                capacity += spec.replicas * spec.serving.aggregate_peak_tok_s
+        output = 250
+        rate = load * capacity / output * 60
+        demand.append(PoissonDemand(target=pool.name, rate_per_min=rate, output_tokens=output))
+    return Scenario(
+        name=profile.name,
+        description=f"{nodes} nodes x {gpus_per_node} cards, demand at {load:.0%} of capacity",
+        profile=FleetProfile(nodes=nodes, gpus_per_node=gpus_per_node),
+        seed=seed,
+        mode=None,
+        demand=tuple(demand),
+    )

@@ -31,8 +31,11 @@ from tools.model import (
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
+    from tools.sim.state import Replica
 
 MISSING_AFTER_S = 300.0
+CLOSED = "steward.dev/accepting"
+"""Annotation set (to "false") on a workload whose gateway is closed."""
 UNREACHABLE = Taint(key="node.kubernetes.io/unreachable", effect="NoExecute")
 UNSCHEDULABLE = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 HOST_MEMORY = "host-meminfo (NVML memory NotSupported on unified memory)"
@@ -51,6 +54,10 @@ class SnapshotBuilder:
         self._links: tuple[Link, ...] = ()
         self._metrics: dict[tuple[float | None, float, str, str], Metric] = {}
         self._times: dict[float, datetime] = {}
+        self._missing_by_source: dict[str, Metric] = {}
+        self._gpu_cache: dict[str, tuple[tuple[object, ...], Gpu]] = {}
+        self._scheduler: dict[tuple[int, int], SchedulerView] = {}
+        self._placements: dict[tuple[str, bool, tuple[str, ...]], ReplicaPlacement] = {}
         self._state: ClusterState | None = None
         self._version = -1
 
@@ -65,11 +72,11 @@ class SnapshotBuilder:
     def metric(self, value: float | None, t: float | None, source: str) -> Metric:
         """A reading taken at `t`, aged against now; identical readings share one object."""
         if value is None or t is None:
-            return Metric.missing(source)
+            return self._missing(source)
         age = self.engine.state.t - t
-        status = "fresh" if age <= self.stale_after_s else "stale"
         if age > MISSING_AFTER_S:
-            return Metric.missing(source)
+            return self._missing(source)
+        status = "fresh" if age <= self.stale_after_s else "stale"
         key = (value, t, status, source)
         m = self._metrics.get(key)
         if m is None:
@@ -78,6 +85,12 @@ class SnapshotBuilder:
             m = self._metrics[key] = Metric(
                 value=value, status=status, observed_at=self.at(t), source=source
             )
+        return m
+
+    def _missing(self, source: str) -> Metric:
+        m = self._missing_by_source.get(source)
+        if m is None:
+            m = self._missing_by_source[source] = Metric.missing(source)
         return m
 
     def build(self) -> ClusterState:
@@ -109,33 +122,48 @@ class SnapshotBuilder:
 
     def _node(self, name: str) -> Node:
         eng = self.engine
-        spec = eng.placer.nodes[name]
+        placer = eng.placer
+        spec = placer.nodes[name]
         run = eng.state.nodes[name]
+        source = HOST_MEMORY if spec.unified_memory else "dcgm"
         gpus = []
-        for uuid in eng.placer.node_cards[name]:
-            card = eng.placer.card_spec[uuid]
+        for uuid in placer.node_cards[name]:
             s = run.cards.get(uuid)
-            t = s.t if s else None
-            unified = spec.unified_memory
-            total_src = HOST_MEMORY if unified else "dcgm"
-            total = spec.memory_bytes if unified else card.memory_bytes
-            gpus.append(
-                Gpu(
-                    uuid=uuid,
-                    index=eng.placer.card_index[uuid],
-                    model=card.model,
-                    node=name,
-                    memory_total_bytes=self.metric(float(total) if s else None, t, total_src),
-                    memory_used_bytes=self.metric(
-                        float(s.memory_used) if s else None, t, total_src
-                    ),
-                    utilization=self.metric(s.utilization if s else None, t, "dcgm"),
-                    power_w=self.metric(s.power_w if s else None, t, "dcgm"),
-                    sharing=card.sharing,
-                    clients=tuple(eng.placer.clients[uuid]),
-                )
+            clients = tuple(placer.clients[uuid])
+            key = (s, clients, self._status(s.t if s else None))
+            cached = self._gpu_cache.get(uuid)
+            if cached is not None and cached[0] == key:
+                gpus.append(cached[1])  # nothing observable changed: share the frozen object
+                continue
+            card = placer.card_spec[uuid]
+            total = float(spec.memory_bytes if spec.unified_memory else card.memory_bytes)
+            if s is None:
+                used = total_m = util = power = self._missing("dcgm")
+            else:
+                total_m = self.metric(total, s.t, source)
+                used = self.metric(float(s.memory_used), s.t, source)
+                util = self.metric(s.utilization, s.t, "dcgm")
+                power = self.metric(s.power_w, s.t, "dcgm")
+            gpu = Gpu(
+                uuid=uuid,
+                index=placer.card_index[uuid],
+                model=card.model,
+                node=name,
+                memory_total_bytes=total_m,
+                memory_used_bytes=used,
+                utilization=util,
+                power_w=power,
+                sharing=card.sharing,
+                clients=clients,
             )
-        allocatable, allocated = eng.placer.scheduler_counts(name, eng.state.t)
+            self._gpu_cache[uuid] = (key, gpu)
+            gpus.append(gpu)
+        counts = placer.scheduler_counts(name, eng.state.t)
+        scheduler = self._scheduler.get(counts)
+        if scheduler is None:
+            scheduler = self._scheduler[counts] = SchedulerView(
+                gpu_allocatable=counts[0], gpu_allocated=counts[1]
+            )
         taints: tuple[Taint, ...] = (UNREACHABLE,) if run.lost else ()
         if run.cordoned:
             taints += (UNSCHEDULABLE,)
@@ -152,8 +180,16 @@ class SnapshotBuilder:
             ),
             unified_memory=spec.unified_memory,
             gpus=tuple(gpus),
-            scheduler=SchedulerView(gpu_allocatable=allocatable, gpu_allocated=allocated),
+            scheduler=scheduler,
         )
+
+    def _status(self, t: float | None) -> str:
+        if t is None:
+            return "missing"
+        age = self.engine.state.t - t
+        if age > MISSING_AFTER_S:
+            return "missing"
+        return "fresh" if age <= self.stale_after_s else "stale"
 
     def _workload(self, name: str) -> Workload:
         eng = self.engine
@@ -165,12 +201,7 @@ class SnapshotBuilder:
         def m(i: int) -> Metric:
             return self.metric(s[i] if s else None, t, "gateway")
 
-        placement = tuple(
-            ReplicaPlacement(
-                index=r.index, nodes=tuple(r.nodes), gpus=tuple(r.cards), ready=r.phase == "ready"
-            )
-            for r in run.replicas
-        )
+        placement = tuple(self._placement(r) for r in run.replicas)
         return Workload(
             name=name,
             kind=spec.kind,
@@ -186,8 +217,21 @@ class SnapshotBuilder:
             tokens_per_s=m(3),
             ttft_s=m(4),
             placement=placement,
-            annotations=spec.annotations,
+            annotations=spec.annotations
+            if run.accepting
+            else {**spec.annotations, CLOSED: "false"},
         )
+
+    def _placement(self, r: Replica) -> ReplicaPlacement:
+        key = (r.client, r.phase == "ready", tuple(r.cards))
+        cached = self._placements.get(key)
+        if cached is None:
+            if len(self._placements) > 65536:
+                self._placements.clear()
+            cached = self._placements[key] = ReplicaPlacement(
+                index=r.index, nodes=tuple(r.nodes), gpus=key[2], ready=key[1]
+            )
+        return cached
 
     def _build_links(self) -> tuple[Link, ...]:
         eng = self.engine

@@ -40,6 +40,7 @@ class Replica:
     deadline_s: float = 0.0
     """terminating: in-flight work still running then is aborted. unreachable: eviction."""
     server: Server = field(default_factory=Server)
+    """A terminating replica's own running requests; a busy-time counter for the others."""
 
     @property
     def client(self) -> str:
@@ -55,9 +56,15 @@ class WorkloadRun:
     """The moving parts of one workload."""
 
     desired: int = 0
+    ready: int = 0
+    """Replicas in phase ready (kept by lifecycle.recount after every change of phase)."""
+    accepting: bool = True
+    """The gateway sends this workload's replicas new requests (closed: they wait in its queue)."""
     next_index: int = 0
     replicas: list[Replica] = field(default_factory=list)
     queue: deque[Request] = field(default_factory=deque)
+    server: Server = field(default_factory=Server)
+    """The ready replicas' running requests, served together (see serving.py)."""
     scrape: Window = field(default_factory=Window)
     series: Window = field(default_factory=Window)
     tokens_total: float = 0.0
