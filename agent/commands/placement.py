@@ -184,7 +184,7 @@ def _print_placement(placement: Placement) -> None:
         for reason in rej.reasons:
             console.print(f"    {reason}", highlight=False)
     for anomaly in placement.anomalies:
-        console.print(f"[yellow]anomaly {anomaly.kind}[/yellow]: {anomaly.summary}")
+        console.print(f"[yellow]anomaly {anomaly.kind}[/yellow] {anomaly.node}: {anomaly.summary}")
         console.print(f"    {anomaly.explanation}", highlight=False)
         console.print(f"    fix: {anomaly.fix}", highlight=False)
 

@@ -34,6 +34,7 @@ class Anomaly(Frozen):
     gpus: tuple[str, ...] = ()
     severity: Literal["warning", "critical"]
     summary: str
+    """One line, without the node's name (it is in `node`)."""
     explanation: str
     fix: str
     scheduler_allocatable: int | None = None
@@ -77,7 +78,7 @@ def _scheduler_anomaly(node: Node, cap: NodeCapacity) -> Anomaly | None:
             node=node.name,
             gpus=tuple(c.uuid for c in shared),
             severity="critical",
-            summary=f"{node.name}: shared card counted once per client "
+            summary="shared card counted once per client "
             f"(used {view.gpu_allocated} / capacity {view.gpu_allocatable})",
             explanation=(
                 f"{counts}, but it has {len(cap.cards)} physical card(s): {how}. The device "
@@ -96,8 +97,7 @@ def _scheduler_anomaly(node: Node, cap: NodeCapacity) -> Anomaly | None:
         kind="scheduler_overcount",
         node=node.name,
         severity="critical",
-        summary=f"{node.name}: scheduler counts {view.gpu_allocated} GPUs allocated of "
-        f"{view.gpu_allocatable}",
+        summary=f"scheduler counts {view.gpu_allocated} GPUs allocated of {view.gpu_allocatable}",
         explanation=(
             f"{counts}, more than it offers; the cards show {real} client(s) on "
             f"{len(cap.cards)} card(s), so the count does not match what runs."
@@ -125,7 +125,7 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
                 node=node,
                 gpus=(card.uuid,),
                 severity="critical",
-                summary=f"{node}: {card.uuid} ({card.sharing}) has {len(card.clients)} clients "
+                summary=f"{card.uuid} ({card.sharing}) has {len(card.clients)} clients "
                 f"for {card.slots} slot(s)",
                 explanation=(
                     f"{', '.join(card.clients)} all use {card.model} {card.uuid}, which is "
@@ -151,7 +151,7 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
                     node=node,
                     gpus=(card.uuid,),
                     severity="warning",
-                    summary=f"{node}: MPS limits on {card.uuid} promise more memory than it has",
+                    summary=f"MPS limits on {card.uuid} promise more memory than it has",
                     explanation=(
                         f"{max(card.slots, len(card.clients))} MPS clients x "
                         f"{limit / 1024**3:.1f} GiB each exceed the card's "
