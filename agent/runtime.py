@@ -35,6 +35,7 @@ from agent.inbox import Inbox, PendingDecision
 from agent.nodes import restart_mode_dwell
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.rotation import open_rotation
 from agent.state import Approval, Decision, Memory
 from agent.telemetry import Telemetry
 from policies.model import Policy
@@ -125,6 +126,8 @@ class Runtime:
         """Finish what a killed process left; returns the decision ids resumed or closed."""
         finished: list[str] = []
         waiting: list[str] = []
+        # A rotation killed mid-way finishes first (its commit or its rollback), from its journal.
+        open_rotation(self.ctx.cluster, self.data_dir, self.ctx.policy, self.ctx.audit).resume()
         for thread in self.open_threads():
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
