@@ -203,6 +203,25 @@ def _bench_outcome(n: int) -> Outcome:
     )
 
 
+def _fsync_floor(directory: Path, runs: int) -> bench.Figures:
+    """What the disk alone costs: a bare fdatasync of the ~24 KiB one append writes to the WAL.
+
+    An append is exactly one fdatasync plus a fraction of a millisecond of CPU, so this is the
+    figure to read the append's against on a busy or slow disk.
+    """
+    fd = os.open(directory / "fsync-floor", os.O_RDWR | os.O_CREAT, 0o600)
+    page = bytes(24 * 1024)
+
+    def once() -> None:
+        os.pwrite(fd, page, 0)
+        os.fdatasync(fd)
+
+    try:
+        return bench.measure("bare fdatasync (24 KiB)", once, runs)
+    finally:
+        os.close(fd)
+
+
 @bench.app.command("audit")
 def bench_audit(
     runs: Annotated[int, typer.Option(min=10, help="Timed appends.")] = 500,
@@ -218,6 +237,7 @@ def bench_audit(
     parent = data_dir(data) if data else None
     with tempfile.TemporaryDirectory(prefix="steward-bench-audit-", dir=parent) as tmp:
         key = b"steward-bench-key"
+        floor = _fsync_floor(Path(tmp), runs)
         with AuditLog.open(Path(tmp) / "append", key=key) as log:
             counter = iter(range(1, 10**9))
             append = bench.measure(
@@ -243,6 +263,7 @@ def bench_audit(
         "median_ms": append.median_ms,
         "p99_ms": append.p99_ms,
         "append": append.model_dump(),
+        "fsync_floor": floor.model_dump(),
         "verify": checked.model_dump(),
         "verify_records": records,
         "verify_s": verify_s,
@@ -256,6 +277,8 @@ def bench_audit(
         typer.echo(
             f"append with fsync: median {append.median_ms} ms, p99 {append.p99_ms} ms "
             f"({runs} runs, target p99 <= 10 ms)\n"
+            f"this disk's floor, a bare fdatasync of what one append writes: median "
+            f"{floor.median_ms} ms, p99 {floor.p99_ms} ms\n"
             f"verify {records} records: median {verify_s} s (3 runs, target <= 5 s per 100,000)\n"
             f"{'targets met' if met else 'TARGETS MISSED'} "
             f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPU(s))"
