@@ -111,3 +111,39 @@ def test_a_rotation_killed_at_any_step_is_finished_by_the_next_process(
     assert decision is not None
     kinds = decision_kinds(data_dir, decision)
     assert kinds[0] == "intent" and kinds[-1] == "outcome"
+
+
+NIGHT_BEAST = """\
+name: night-beast
+seed: 11
+mode: split
+demand:
+  - kind: poisson
+    target: beast
+    rate_per_min: 3
+    input_tokens: 3000
+    output_tokens: 400
+"""
+
+
+def test_a_daemon_killed_mid_rotation_finishes_it_when_it_starts_again(tmp_path: Path) -> None:
+    """At night, requests for the cluster's model make the loop rotate split -> cluster once
+    the 30-minute dwell is over (tick 120); the daemon dies inside the switch."""
+    scenario = tmp_path / "night.yaml"
+    scenario.write_text(NIGHT_BEAST)
+    data_dir = tmp_path / "data"
+    run = ("run", "--scenario", str(scenario), "--speed", "0")
+    killed = steward(data_dir, *run, "--ticks", "130", crash_at="rotate:switch")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert Journal.open(data_dir).unfinished() is not None
+
+    again = steward(data_dir, *run, "--ticks", "1")
+    assert again.returncode == 0, again.stderr
+    (txn,) = Journal.open(data_dir).transactions()
+    end = txn.end
+    assert end is not None and end.result == "committed"
+    state = SimCluster.open(data_dir).observe()
+    assert state.active_mode is not None and state.active_mode.name == "cluster"
+    verify = steward(data_dir, "audit", "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert [m.step for m in mirrored(data_dir)][-1] == "end"
