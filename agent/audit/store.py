@@ -16,12 +16,12 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit.db import SCHEMA, connect, fsync_dir, release, take_writer_lock
 from agent.audit.errors import AuditError
+from agent.audit.queries import SELECT_RECORD, find, record_of, where
 from agent.audit.records import (
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -36,7 +36,6 @@ from agent.audit.records import (
     decision_of,
     hash_body,
     mac_of,
-    parse_body,
     time_text,
 )
 from agent.audit.verify import Anchor, VerifyReport, anchor_mac, check
@@ -46,8 +45,6 @@ DB_NAME = "audit.db"
 KEY_ENV = "STEWARD_AUDIT_KEY"
 LAYOUT_VERSION = "1"
 INTERRUPTED_REASON = "the process stopped between intent and outcome; re-observe before acting"
-
-_SELECT = "SELECT body, hash, mac FROM records"
 
 
 def key_from_env() -> bytes | None:
@@ -69,10 +66,6 @@ class ExecutedAction(BaseModel):
     at: datetime
     decision_id: str
     ok: bool
-
-
-def _record(row: tuple[str, str, str | None]) -> Record:
-    return parse_body(row[0], row[1], row[2])
 
 
 class AuditLog:
@@ -120,13 +113,17 @@ class AuditLog:
         try:
             created = not path.exists()
             conn = connect(path, readonly=False)
+        except BaseException:
+            release(lock_fd)
+            raise
+        log = cls(path, conn, key, clock, lock_fd)
+        try:
             conn.executescript(SCHEMA)
             if created:
                 fsync_dir(data_dir)
-            log = cls(path, conn, key, clock, lock_fd)
             log._check_layout_and_key()
         except BaseException:
-            release(lock_fd)
+            log.close()
             raise
         return log
 
@@ -164,6 +161,8 @@ class AuditLog:
         """Append records in one transaction (one fsync); all are written or none."""
         if self._lock_fd is None:
             raise AuditError(f"{self.path} was opened read-only; open it as the writer to append")
+        if not payloads:
+            return []
         with self._mutex:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
@@ -181,7 +180,7 @@ class AuditLog:
         """Record what a decision saw and proposed — durable before any of its actions runs."""
 
         def fresh(conn: sqlite3.Connection) -> None:
-            if _find(conn, intent.decision_id, "intent", "plan"):
+            if find(conn, intent.decision_id, "intent", "plan"):
                 raise AuditError(
                     f"decision {intent.decision_id} already has an intent in {self.path}; "
                     "use a new decision id for a new decision"
@@ -217,7 +216,7 @@ class AuditLog:
         return self.append_batch([approval], pending)[0]
 
     def _open_intent(self, conn: sqlite3.Connection, decision_id: str, what: str) -> Intent:
-        rows = _find(conn, decision_id, "intent", "outcome", "interrupted")
+        rows = find(conn, decision_id, "intent", "outcome", "interrupted")
         intents = [r.payload for r in rows if isinstance(r.payload, Intent)]
         if not intents:
             raise AuditError(
@@ -280,7 +279,7 @@ class AuditLog:
                 "EXISTS (SELECT 1 FROM records o WHERE o.decision_id = r.decision_id AND "
                 "o.kind IN ('outcome', 'interrupted')) ORDER BY r.seq"
             ).fetchall()
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def reconcile(self, keep: Collection[str] = (), reason: str = INTERRUPTED_REASON) -> list[str]:
         """Close every unfinished intent as interrupted; return their decision ids.
@@ -309,18 +308,19 @@ class AuditLog:
         limit: int | None = None,
     ) -> list[Record]:
         """Records in seq order, filtered; `limit` keeps the last N that match."""
-        where, args = _filters(since, kind, decision_id)
-        sql = f"{_SELECT}{where} ORDER BY seq DESC" + (" LIMIT ?" if limit is not None else "")
+        clause, args = where(since, kind, decision_id)
+        last = " LIMIT ?" if limit is not None else ""
+        sql = f"{SELECT_RECORD}{clause} ORDER BY seq DESC{last}"
         with self._mutex:
             rows = self._conn.execute(sql, (*args, limit) if limit is not None else args)
-            found = [_record(r) for r in rows.fetchall()]
+            found = [record_of(r) for r in rows.fetchall()]
         found.reverse()
         return found
 
     def record(self, seq: int) -> Record | None:
         with self._mutex:
-            row = self._conn.execute(f"{_SELECT} WHERE seq = ?", (seq,)).fetchone()
-        return _record(row) if row else None
+            row = self._conn.execute(f"{SELECT_RECORD} WHERE seq = ?", (seq,)).fetchone()
+        return record_of(row) if row else None
 
     def decision(self, decision_id: str) -> list[Record]:
         """Every record of one decision (intent, approvals, fallback, outcome …) in order."""
@@ -337,7 +337,7 @@ class AuditLog:
             ).fetchall()
         done: list[ExecutedAction] = []
         for row in rows:
-            outcome, intent = _record(row[:3]), _record(row[3:])
+            outcome, intent = record_of(row[:3]), record_of(row[3:])
             assert isinstance(outcome.payload, Outcome) and isinstance(intent.payload, Intent)
             for result in outcome.payload.results:
                 if result.executed:
@@ -394,28 +394,3 @@ class AuditLog:
                 f"{KEY_ENV} does not match the key {self.path} was signed with (or its anchor "
                 "was tampered with: run `steward audit verify`)"
             )
-
-
-def _filters(
-    since: datetime | None, kind: Kind | None, decision_id: str | None
-) -> tuple[str, tuple[Any, ...]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    for clause, value in (
-        ("time >= ?", time_text(since) if since else None),
-        ("kind = ?", kind),
-        ("decision_id = ?", decision_id),
-    ):
-        if value is not None:
-            clauses.append(clause)
-            args.append(value)
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), tuple(args)
-
-
-def _find(conn: sqlite3.Connection, decision_id: str, *kinds: str) -> list[Record]:
-    marks = ", ".join("?" * len(kinds))
-    rows = conn.execute(
-        f"{_SELECT} WHERE decision_id = ? AND kind IN ({marks}) ORDER BY seq",
-        (decision_id, *kinds),
-    ).fetchall()
-    return [_record(r) for r in rows]
