@@ -38,7 +38,7 @@ TP_COMM_SHARE = 0.3
 fraction f of healthy makes that share 1/f times longer."""
 
 SOCKET_FALLBACK = 0.05
-"""Without RDMA on any path (wrong GID index), NCCL's socket transport: ~5 % of RDMA speed."""
+"""A path without RDMA (wrong GID index) drags NCCL to its socket transport: ~5 % of RDMA."""
 
 
 class Engine:
@@ -222,12 +222,14 @@ class Engine:
         tp = self.tp_links.get(workload)
         if tp is None:
             return 1.0
-        healthy = usable = 0.0
+        healthy = 0.0
+        usable: list[float] = []
         for path, healthy_gbps in tp.paths:
             gbps, gid = self.path_reading(tp.link, path, healthy_gbps, tp.gid_index, t)
             healthy += healthy_gbps
-            usable += gbps if gid == tp.gid_index else 0.0
-        fraction = min(1.0, usable / healthy) if healthy else 1.0
+            usable.append(gbps if gid == tp.gid_index else 0.0)
+        # NCCL stripes each collective evenly over the rails: the slowest one sets the pace.
+        fraction = min(1.0, len(usable) * min(usable) / healthy) if healthy else 1.0
         if fraction <= 0:
             fraction = SOCKET_FALLBACK
         return 1.0 / ((1 - TP_COMM_SHARE) + TP_COMM_SHARE / fraction)
