@@ -176,14 +176,34 @@ def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> li
     return list(_cache.get(state, catalog or default_catalog(), _build))
 
 
+_last_nodes: dict[str, tuple[Node, NodeCapacity, tuple[Anomaly, ...]]] = {}
+
+
 def _build(state: ClusterState, catalog: Catalog) -> tuple[Anomaly, ...]:
+    """Every node's anomalies; a node and capacity unchanged since the last observation keep
+    theirs (successive snapshots share unchanged nodes)."""
+    global _last_nodes  # noqa: PLW0603 - swapped whole, so a concurrent reader sees one table
     capacity = node_capacity(state, catalog)
+    last = _last_nodes
+    entries: dict[str, tuple[Node, NodeCapacity, tuple[Anomaly, ...]]] = {}
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
         cap = capacity[node.name]
-        scheduler = _scheduler_anomaly(node, cap)
-        if scheduler is not None:
-            found.append(scheduler)
-        for card in cap.cards:
-            found.extend(_card_anomalies(node.name, card))
+        hit = last.get(node.name)
+        if hit is not None and hit[0] is node and hit[1] is cap:
+            entries[node.name] = hit
+        else:
+            entries[node.name] = (node, cap, _node_anomalies(node, cap))
+        found.extend(entries[node.name][2])
+    _last_nodes = entries
+    return tuple(found)
+
+
+def _node_anomalies(node: Node, cap: NodeCapacity) -> tuple[Anomaly, ...]:
+    found: list[Anomaly] = []
+    scheduler = _scheduler_anomaly(node, cap)
+    if scheduler is not None:
+        found.append(scheduler)
+    for card in cap.cards:
+        found.extend(_card_anomalies(node.name, card))
     return tuple(found)

@@ -139,40 +139,60 @@ def replica_card_bytes(workload: Workload, catalog: Catalog) -> int | None:
     return need.total_bytes
 
 
-def _client_index(state: ClusterState) -> dict[str, set[str]]:
-    """Card UUID -> real clients, from the cards' own lists and the replicas' placements."""
-    clients: dict[str, set[str]] = {}
-    for node in state.nodes:
-        for gpu in node.gpus:
-            clients[gpu.uuid] = set(gpu.clients)
-    for workload in state.workloads:
-        for replica in workload.placement:
-            for uuid in replica.gpus:
-                clients.setdefault(uuid, set()).add(f"{workload.name}/{replica.index}")
-    return clients
+Placed = tuple[tuple[str, int, tuple[str, ...]], ...]
+"""The replicas the workloads place on one node: (workload, replica index, card UUIDs)."""
+
+Estimates = dict[str, int | None]
+"""Workload -> memory one replica takes per card, from the catalogue (None: unknown)."""
 
 
-def _node_replicas(state: ClusterState, clients: dict[str, set[str]]) -> dict[str, dict[str, int]]:
-    seen: dict[str, set[str]] = {}
+def _placed_by_node(state: ClusterState) -> dict[str, Placed]:
+    placed: dict[str, list[tuple[str, int, tuple[str, ...]]]] = {}
     for workload in state.workloads:
         for replica in workload.placement:
             for host in replica.nodes:
-                seen.setdefault(host, set()).add(f"{workload.name}/{replica.index}")
-    for node in state.nodes:
-        for gpu in node.gpus:
-            seen.setdefault(node.name, set()).update(clients.get(gpu.uuid, ()))
-    out: dict[str, dict[str, int]] = {}
-    for node_name, ids in seen.items():
-        counts: dict[str, int] = {}
-        for ident in ids:
-            name = ident.rsplit("/", 1)[0]
-            counts[name] = counts.get(name, 0) + 1
-        out[node_name] = counts
-    return out
+                placed.setdefault(host, []).append((workload.name, replica.index, replica.gpus))
+    return {host: tuple(entries) for host, entries in placed.items()}
+
+
+_last_estimates: tuple[tuple[object, ...], Catalog, Estimates] | None = None
+
+
+def _estimates(state: ClusterState, catalog: Catalog) -> Estimates:
+    """Per-card memory of each workload's replicas; the same object while its inputs hold."""
+    global _last_estimates  # noqa: PLW0603 - successive observations share one table
+    inputs = tuple(
+        (w.name, w.model, w.context_length, w.cards_per_replica) for w in state.workloads
+    )
+    last = _last_estimates
+    if last is not None and last[1] is catalog and last[0] == inputs:
+        return last[2]
+    table = {w.name: replica_card_bytes(w, catalog) for w in state.workloads}
+    _last_estimates = (inputs, catalog, table)
+    return table
+
+
+def _clients(gpu: Gpu, placed: Placed) -> tuple[str, ...]:
+    """A card's real clients: its own list and the replicas placed on it."""
+    clients = set(gpu.clients)
+    for workload, index, gpus in placed:
+        if gpu.uuid in gpus:
+            clients.add(f"{workload}/{index}")
+    return tuple(sorted(clients))
+
+
+def _replicas(cards: tuple[CardCapacity, ...], placed: Placed) -> dict[str, int]:
+    ids = {client for card in cards for client in card.clients}
+    ids.update(f"{workload}/{index}" for workload, index, _ in placed)
+    counts: dict[str, int] = {}
+    for ident in ids:
+        name = ident.rsplit("/", 1)[0]
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def _card(
-    gpu: Gpu, node: Node, clients: tuple[str, ...], state: ClusterState, catalog: Catalog
+    gpu: Gpu, node: Node, clients: tuple[str, ...], estimates: Estimates, catalog: Catalog
 ) -> tuple[CardCapacity, list[str]]:
     notes: list[str] = []
     sharing = gpu.sharing
@@ -205,8 +225,7 @@ def _card(
         if used is None:
             used = 0
             for client in clients:
-                workload = state.workload(client.rsplit("/", 1)[0])
-                size = replica_card_bytes(workload, catalog) if workload else None
+                size = estimates.get(client.rsplit("/", 1)[0])
                 size = size if size is not None else limit
                 if size is None:
                     notes.append(f"{gpu.uuid}: memory of client {client} unknown")
@@ -233,7 +252,7 @@ def _card(
 
 
 def _host_memory(
-    node: Node, cards: tuple[CardCapacity, ...], state: ClusterState, catalog: Catalog
+    node: Node, cards: tuple[CardCapacity, ...], estimates: Estimates, catalog: Catalog
 ) -> tuple[int, str, list[str]]:
     metric = node.memory_used_bytes
     if metric.usable and metric.value is not None:
@@ -244,21 +263,14 @@ def _host_memory(
     notes = [f"host memory in use {metric.status}: {gib(used)} OS reserve assumed"]
     for card in cards:
         for client in card.clients:
-            workload = state.workload(client.rsplit("/", 1)[0])
-            size = replica_card_bytes(workload, catalog) if workload else None
+            size = estimates.get(client.rsplit("/", 1)[0])
             if size is None:
                 notes.append(f"memory of client {client} unknown")
             used += size or 0
     return used, "host use not measured: OS reserve + estimated replicas", notes
 
 
-def _node(
-    node: Node,
-    state: ClusterState,
-    catalog: Catalog,
-    clients: dict[str, set[str]],
-    replicas: dict[str, int],
-) -> NodeCapacity:
+def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) -> NodeCapacity:
     blocked: list[str] = []
     if node.cordoned:
         blocked.append("cordoned")
@@ -273,12 +285,10 @@ def _node(
     notes: list[str] = []
     cards: list[CardCapacity] = []
     for gpu in sorted(node.gpus, key=lambda g: (g.index, g.uuid)):
-        card, card_notes = _card(
-            gpu, node, tuple(sorted(clients.get(gpu.uuid, ()))), state, catalog
-        )
+        card, card_notes = _card(gpu, node, _clients(gpu, placed), estimates, catalog)
         cards.append(card)
         notes.extend(card_notes)
-    used, source, host_notes = _host_memory(node, tuple(cards), state, catalog)
+    used, source, host_notes = _host_memory(node, tuple(cards), estimates, catalog)
     notes.extend(host_notes)
     return NodeCapacity.model_construct(
         name=node.name,
@@ -292,7 +302,7 @@ def _node(
         memory_total_bytes=node.memory_total_bytes,
         memory_used_bytes=min(used, node.memory_total_bytes),
         memory_source=source,
-        replicas=replicas,
+        replicas=_replicas(tuple(cards), placed),
         notes=tuple(notes),
     )
 
@@ -308,10 +318,36 @@ def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[s
     return _cache.get(state, catalog or default_catalog(), _build)
 
 
+_NodeEntry = tuple[Node, Placed, Estimates, Catalog, NodeCapacity]
+_last_nodes: dict[str, _NodeEntry] = {}
+
+
 def _build(state: ClusterState, catalog: Catalog) -> dict[str, NodeCapacity]:
-    clients = _client_index(state)
-    replicas = _node_replicas(state, clients)
-    return {
-        node.name: _node(node, state, catalog, clients, replicas.get(node.name, {}))
-        for node in state.nodes
-    }
+    """Every node's capacity; a node whose inputs are the very objects of the last observation
+    (successive snapshots share unchanged nodes) keeps its capacity from then."""
+    global _last_nodes  # noqa: PLW0603 - swapped whole, so a concurrent reader sees one table
+    placed_by_node = _placed_by_node(state)
+    estimates = _estimates(state, catalog)
+    last = _last_nodes
+    entries: dict[str, _NodeEntry] = {}
+    for node in state.nodes:
+        placed = placed_by_node.get(node.name, ())
+        hit = last.get(node.name)
+        if (
+            hit is not None
+            and hit[0] is node
+            and hit[2] is estimates
+            and hit[3] is catalog
+            and hit[1] == placed
+        ):
+            entries[node.name] = hit
+        else:
+            entries[node.name] = (
+                node,
+                placed,
+                estimates,
+                catalog,
+                _node(node, placed, estimates, catalog),
+            )
+    _last_nodes = entries
+    return {name: entry[4] for name, entry in entries.items()}

@@ -25,6 +25,7 @@ from tools.placement.catalog import Catalog, default_catalog
 from tools.placement.demand import Demand, PlacementHints, demand_of
 from tools.placement.memoryfit import gib
 from tools.placement.nodefit import Memo, NodeFit, Overlay, evaluate
+from tools.placement.statecache import StateCache
 
 Unit = tuple[str, ...]
 SortKey = tuple[int, int, int, int, int, int, float, Unit]
@@ -95,6 +96,24 @@ def _link_problems(link: Link, hints: PlacementHints) -> tuple[list[str], float,
     return problems, total, f"linked by {link.name}: " + ", ".join(shown)
 
 
+SelectorIndex = dict[tuple[tuple[str, str], ...], tuple[str, ...]]
+_selector_index: StateCache[SelectorIndex] = StateCache()
+
+
+def _selected(state: ClusterState, catalog: Catalog, selector: dict[str, str]) -> tuple[str, ...]:
+    """The names of the nodes whose labels match `selector`, sorted; once per state."""
+    index = _selector_index.get(state, catalog, lambda _state, _catalog: {})
+    key = tuple(sorted(selector.items()))
+    names = index.get(key)
+    if names is None:
+        caps = node_capacity(state, catalog)
+        names = tuple(
+            sorted(n for n, cap in caps.items() if all(cap.labels.get(k) == v for k, v in key))
+        )
+        index[key] = names
+    return names
+
+
 class _Ranking:
     """One ranking's fixed inputs and its running overlay."""
 
@@ -110,6 +129,7 @@ class _Ranking:
         self.explain = explain
         self.memo: Memo | None = None if explain else {}
         self.state = state
+        self.catalog = catalog
         self.hints = hints
         self.caps = node_capacity(state, catalog)
         self.demand = demand_of(workload, state, hints, catalog)
@@ -122,6 +142,9 @@ class _Ranking:
     def _units(self) -> list[Unit]:
         names = sorted(self.caps)
         if self.demand.nodes_per_replica == 1:
+            if not self.explain:
+                # Nodes outside the pool's selector are rejected without words: skip them.
+                names = list(_selected(self.state, self.catalog, self.demand.node_selector))
             return [(name,) for name in names]
         if self.demand.nodes_per_replica > 2:
             reason = (
