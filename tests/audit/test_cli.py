@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.audit import DB_NAME, AuditLog, Startup
+from agent.audit import DB_NAME, KEY_ENV, AuditLog, Startup
 from agent.cli import app
 from tests.audit import tamper
 from tests.audit.builders import FakeClock, approval, intent, outcome
@@ -51,6 +51,20 @@ def test_verify_fails_naming_the_first_bad_record(data: Path) -> None:
         "problem": "edited",
         "message": report["problems"][0]["message"],
     }
+
+
+def test_verify_checks_hmacs_with_the_key_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "s3cret")
+    with AuditLog.open(tmp_path, clock=FakeClock()) as log:
+        log.write_intent(intent("d-1"))
+        log.write_outcome(outcome("d-1"))
+    code, out, _ = steward("audit", "verify", "--data-dir", str(tmp_path))
+    assert code == 0 and "every record's HMAC checked" in out
+    tamper.reforge(tmp_path / DB_NAME, 1, lambda p: p.update(rationale="forged"))
+    code, _, err = steward("audit", "verify", "--data-dir", str(tmp_path))
+    assert code == 1 and "record seq 1: bad_hmac — its HMAC does not match" in err
 
 
 def test_verify_without_a_log_is_bad_input(tmp_path: Path) -> None:

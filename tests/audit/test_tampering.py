@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.audit import DB_NAME, AuditLog, Startup, VerifyReport
+from agent.audit import DB_NAME, KEY_ENV, AuditError, AuditLog, Startup, VerifyReport
 from tests.audit import tamper
 from tests.audit.builders import FakeClock, approval, intent, outcome
 
@@ -172,6 +172,28 @@ def test_a_log_started_unsigned_and_signed_later_verifies_with_the_key(tmp_path:
         log.write_intent(intent("d-signed"))
     report = verify(tmp_path, KEY)
     assert report.ok and report.signed_records == 1
+
+
+def test_a_signed_log_refuses_a_writer_without_its_key(tmp_path: Path) -> None:
+    build(tmp_path, decisions=1, key=KEY)
+    with pytest.raises(AuditError, match="is signed \\(HMAC\\) but STEWARD_AUDIT_KEY is not set"):
+        AuditLog.open(tmp_path)
+    with pytest.raises(AuditError, match="STEWARD_AUDIT_KEY does not match the key"):
+        AuditLog.open(tmp_path, key=b"another key")
+    assert verify(tmp_path, KEY).ok
+
+
+def test_the_key_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY.decode())
+    build(tmp_path, decisions=1)
+    report = verify(tmp_path)
+    assert report.ok and report.hmac_checked and report.signed_records == 4
+    monkeypatch.delenv(KEY_ENV)
+    unchecked = verify(tmp_path)
+    assert unchecked.ok and not unchecked.hmac_checked
+    assert "4 record(s) carry an HMAC but no key was given" in unchecked.summary()
 
 
 TAMPERINGS = {
