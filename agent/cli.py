@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+import agent.commands.llm  # noqa: F401 - registers `steward bench llm-prompt`
 from agent.commands import audit, bench, gpus, loop, mode, placement, policy, status
 
 app = typer.Typer(

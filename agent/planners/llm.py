@@ -35,6 +35,7 @@ from agent.planners.llm_tools import (
     check_plan,
     parse_call,
     parse_envelope,
+    tool_specs,
 )
 from agent.planners.prompts import SYSTEM_PROMPT, user_prompt
 from agent.state import Signals
@@ -48,14 +49,22 @@ MAX_CALLS_PER_TURN = 4
 """Tool calls handled from one answer; more are refused (a model looping on look-ups)."""
 
 
+def first_request(state: ClusterState, signals: object, policy: Policy | None) -> dict[str, Any]:
+    """The messages and tools of a decision's first turn (what `bench llm-prompt` counts)."""
+    return {
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": user_prompt(state, signals, policy)},
+        ],
+        "tools": tool_specs(TOOL_NAMES),
+    }
+
+
 class _Decision:
     """The mutable course of one decision: messages, usage, look-ups, repairs."""
 
     def __init__(self, state: ClusterState, signals: object, policy: Policy | None) -> None:
-        self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": user_prompt(state, signals, policy)},
-        ]
+        self.messages: list[dict[str, Any]] = first_request(state, signals, policy)["messages"]
         self.usage = Usage()
         self.lookups: list[str] = []
         self.repairs = 0

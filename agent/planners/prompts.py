@@ -24,8 +24,10 @@ from tools.model import ClusterState, Metric, Node, Workload
 
 MAX_STRING = 160
 """Longest untrusted string shown, in characters (the rest is cut with a marker)."""
-MAX_LISTED = 12
-"""Longest list of any one kind (findings, workloads, nodes, anomalies) in the summary."""
+MAX_LISTED = 10
+"""Longest list of workloads or nodes in the summary."""
+MAX_FEW = 5
+"""Longest list of long texts (anomalies, link problems, other findings) in the summary."""
 MAX_POOLS = 24
 
 FENCE_OPEN = "<cluster-data>"
@@ -79,7 +81,14 @@ def _capped(items: list[Any], limit: int = MAX_LISTED) -> dict[str, Any]:
     return {"items": items[:limit], "more": max(0, len(items) - limit)}
 
 
-def _pool_rows(state: ClusterState, signals: Signals | None) -> list[dict[str, Any]]:
+POOL_COLUMNS = (
+    "pool", "workloads", "replicas", "ready", "cards", "queued", "max_wait_s", "slo_wait_s",
+    "without_metrics",
+)  # fmt: skip
+
+
+def _pools(state: ClusterState, signals: Signals | None) -> dict[str, Any]:
+    """Every pool aggregated: the one part of the summary that covers the whole fleet."""
     by_pool: dict[str, list[Workload]] = defaultdict(list)
     for w in state.workloads:
         by_pool[w.pool].append(w)
@@ -90,60 +99,76 @@ def _pool_rows(state: ClusterState, signals: Signals | None) -> list[dict[str, A
             waits[s.pool].append(s.queue_wait_s)
         if s.slo_wait_s is not None:
             slo[s.pool] = s.slo_wait_s
-    rows = []
+    rows: list[list[Any]] = []
     for pool, workloads in sorted(by_pool.items()):
         depths = [d for w in workloads if (d := _value(w.queue_depth)) is not None]
         rows.append(
-            {
-                "pool": untrusted(pool),
-                "workloads": len(workloads),
-                "replicas": sum(w.desired_replicas for w in workloads),
-                "ready": sum(w.ready_replicas for w in workloads),
-                "cards": sum(w.cards for w in workloads),
-                "queued": round(sum(depths), 1),
-                "max_wait_s": round(max(waits[pool]), 1) if waits[pool] else None,
-                "slo_wait_s": slo.get(pool),
-                "no_metrics": len(workloads) - len(depths),
-            }
+            [
+                untrusted(pool),
+                len(workloads),
+                sum(w.desired_replicas for w in workloads),
+                sum(w.ready_replicas for w in workloads),
+                sum(w.cards for w in workloads),
+                round(sum(depths), 1),
+                round(max(waits[pool]), 1) if waits[pool] else None,
+                slo.get(pool),
+                len(workloads) - len(depths),
+            ]
         )
-    return rows
+    return _table(POOL_COLUMNS, rows, MAX_POOLS)
 
 
-def _attention(state: ClusterState, signals: Signals | None) -> list[dict[str, Any]]:
-    """The workloads the findings name, then any with queued demand and no replica."""
+WORKLOAD_COLUMNS = (
+    "name", "pool", "kind", "replicas", "ready", "queue", "wait_s", "slo_s",
+    "trend_per_min", "idle_s", "calm_s", "cards_per_replica", "model",
+)  # fmt: skip
+
+
+def _table(columns: tuple[str, ...], rows: list[list[Any]], limit: int) -> dict[str, Any]:
+    """Rows under one header: the keys are not repeated on every row (they cost tokens)."""
+    return {"columns": list(columns), "rows": rows[:limit], "more": max(0, len(rows) - limit)}
+
+
+def _attention(state: ClusterState, signals: Signals | None) -> dict[str, Any]:
+    """The workloads the findings name, as a table."""
+    rows: list[list[Any]] = []
+    if signals is not None:
+        named = {f.split(":", 1)[0] for f in signals.findings}
+        for s in signals.workloads:
+            if s.workload in named:
+                rows.append(_workload_row(s, state.workload(s.workload)))
+    return _table(WORKLOAD_COLUMNS, rows, MAX_LISTED)
+
+
+def _findings(state: ClusterState, signals: Signals | None) -> dict[str, Any]:
+    """How many findings; the texts only of those not about a workload (needs_attention has
+    those workloads' figures already)."""
     if signals is None:
-        return []
-    named = [
-        w
-        for w in signals.workloads
-        if any(f.startswith(f"{w.workload}:") for f in signals.findings)
+        return {"count": 0, "other": []}
+    other = [f for f in signals.findings if state.workload(f.split(":", 1)[0]) is None]
+    return {"count": len(signals.findings), "other": [untrusted(f) for f in other[:MAX_FEW]]}
+
+
+def _rounded(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _workload_row(s: WorkloadSignals, w: Workload | None) -> list[Any]:
+    return [
+        untrusted(s.workload),
+        untrusted(s.pool),
+        s.kind,
+        s.desired_replicas,
+        s.ready_replicas,
+        s.queue_depth,
+        _rounded(s.queue_wait_s),
+        s.slo_wait_s,
+        _rounded(s.demand_trend, 2),
+        _rounded(s.idle_for_s, 0),
+        _rounded(s.calm_for_s, 0),
+        w.cards_per_replica if w else None,
+        untrusted(w.model) if w and w.model else None,
     ]
-    rows = []
-    for s in named:
-        w = state.workload(s.workload)
-        rows.append(_workload_row(s, w))
-    return rows
-
-
-def _workload_row(s: WorkloadSignals, w: Workload | None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "name": untrusted(s.workload),
-        "pool": untrusted(s.pool),
-        "kind": s.kind,
-        "replicas": s.desired_replicas,
-        "ready": s.ready_replicas,
-        "queue": s.queue_depth,
-        "wait_s": None if s.queue_wait_s is None else round(s.queue_wait_s, 1),
-        "slo_s": s.slo_wait_s,
-        "trend_per_min": None if s.demand_trend is None else round(s.demand_trend, 2),
-        "idle_s": None if s.idle_for_s is None else round(s.idle_for_s),
-        "calm_s": None if s.calm_for_s is None else round(s.calm_for_s),
-    }
-    if w is not None:
-        row["cards_per_replica"] = w.cards_per_replica
-        if w.model:
-            row["model"] = untrusted(w.model)
-    return {k: v for k, v in row.items() if v is not None}
 
 
 def _node_problem(node: Node) -> str | None:
@@ -160,20 +185,16 @@ def _node_problem(node: Node) -> str | None:
 def summary(state: ClusterState, signals: object) -> dict[str, Any]:
     """The bounded, JSON-ready summary of one observation and its signals."""
     sig = signals if isinstance(signals, Signals) else None
-    problems = [
-        {"node": untrusted(n.name), "problem": p}
-        for n in state.nodes
-        if (p := _node_problem(n)) is not None
-    ]
+    problems = [[untrusted(n.name), p] for n in state.nodes if (p := _node_problem(n)) is not None]
     data: dict[str, Any] = {
         "observed_at": state.observed_at.isoformat(),
         "nodes": len(state.nodes),
         "nodes_ready": sum(1 for n in state.nodes if n.ready),
         "cards": state.gpu_count,
-        "pools": _capped(_pool_rows(state, sig), MAX_POOLS),
-        "findings": _capped([untrusted(f) for f in sig.findings] if sig else []),
-        "needs_attention": _capped(_attention(state, sig)),
-        "node_problems": _capped(problems),
+        "pools": _pools(state, sig),
+        "findings": _findings(state, sig),
+        "needs_attention": _attention(state, sig),
+        "node_problems": _table(("node", "problem"), problems, MAX_LISTED),
     }
     if state.modes:
         data["modes"] = [
@@ -190,14 +211,14 @@ def summary(state: ClusterState, signals: object) -> dict[str, Any]:
     if sig is not None:
         data["favoured_mode"] = sig.favoured_mode
         data["idle_cards"] = sig.idle_cards
-        data["anomalies"] = _capped([untrusted(a, 300) for a in sig.shared_card_anomalies])
+        data["anomalies"] = _capped([untrusted(a) for a in sig.shared_card_anomalies], MAX_FEW)
         data["degraded_links"] = _capped(
             [
                 f"{untrusted(x.link)}/{untrusted(x.path)}: {untrusted(x.problem)}"
                 for x in sig.degraded_links
             ]
         )
-        data["stale_metrics"] = _capped([untrusted(s) for s in sig.stale_metrics])
+        data["stale_metrics"] = _capped([untrusted(s) for s in sig.stale_metrics], MAX_FEW)
     return data
 
 

@@ -1,0 +1,82 @@
+"""Fixtures of the LLM planner tests: a homelab observation with something to decide, its
+signals and policy, and a planner pointed at a scripted server with short, test-sized limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from agent.assess import assess
+from agent.planners.llm import LLMPlanner
+from agent.planners.llm_settings import LLMSettings, OutputMode
+from agent.planners.rules import RulesSettings
+from agent.state import Memory, Signals
+from policies.loader import load_default_policy
+from policies.model import Policy
+from tests.llm.scripted_server import Reply, ScriptedServer
+from tools.backends.sim import SimCluster
+from tools.model import ClusterState
+from tools.sim.demand import PoissonDemand
+from tools.sim.scenario import Scenario
+
+
+@pytest.fixture(autouse=True)
+def _no_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from each test, never from the developer's shell."""
+    for name in ("BASE_URL", "MODEL", "API_KEY", "OUTPUT", "TIMEOUT_S", "DEADLINE_S", "MAX_STEPS"):
+        monkeypatch.delenv(f"STEWARD_LLM_{name}", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="session")
+def policy() -> Policy:
+    return load_default_policy()
+
+
+@pytest.fixture(scope="session")
+def busy(policy: Policy) -> tuple[ClusterState, Signals]:
+    """The homelab two minutes into requests for burst-llm, which has no replica."""
+    scenario = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
+    cluster = SimCluster.from_scenario(scenario)
+    cluster.advance(120)
+    state = cluster.observe()
+    signals, _ = assess(state, Memory(), RulesSettings.from_policy(policy).assess, policy)
+    assert signals.findings, "the scenario must leave something to decide"
+    return state, signals
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as s:
+        yield s
+
+
+PlannerFactory = Callable[..., LLMPlanner]
+
+
+@pytest.fixture
+def make(server: ScriptedServer, policy: Policy) -> PlannerFactory:
+    """A planner for `server`: `make(*replies, output="tools", deadline_s=5.0, ...)`."""
+
+    def build(*replies: Reply, output: OutputMode = "tools", **limits: float) -> LLMPlanner:
+        server.add(*replies)
+        settings = LLMSettings(
+            base_url=server.base_url,
+            model="scripted-model",
+            output=output,
+            timeout_s=limits.pop("timeout_s", 2.0),
+            deadline_s=limits.pop("deadline_s", 5.0),
+            **limits,  # type: ignore[arg-type]
+        )
+        return LLMPlanner(settings, policy=policy, sleep=lambda s: None if s <= 0 else _short(s))
+
+    return build
+
+
+def _short(seconds: float) -> None:
+    """Backoff sleeps are real but capped: the tests measure deadlines in wall time."""
+    import time
+
+    time.sleep(min(seconds, 0.05))

@@ -1,0 +1,74 @@
+"""The first request stays within its token budget at any fleet size: the summary is aggregated
+by pool and lists only capped samples of what needs looking at."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.cli import app
+from agent.commands.llm import (
+    BUDGET_TOKENS,
+    FLEET_POLICY,
+    fleet_observation,
+    fleet_signals,
+    measure_prompt,
+)
+from agent.planners.prompts import MAX_LISTED, summary
+from agent.state import Signals
+from policies.loader import load_policy
+from policies.model import Policy
+from tools.model import ClusterState
+
+
+@pytest.fixture(scope="module")
+def fleet_policy() -> Policy:
+    return load_policy(FLEET_POLICY)
+
+
+def _everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterState, Signals]:
+    """Every node lost, every workload a finding, every card an anomaly: the worst summary."""
+    nodes = tuple(n.model_copy(update={"ready": False}) for n in state.nodes)
+    findings = tuple(
+        f"{w.workload}: queue 999, wait 99.0 s against an SLO of 5 s" for w in signals.workloads
+    )
+    anomalies = tuple(
+        f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
+    )
+    return (
+        state.model_copy(update={"nodes": nodes}),
+        signals.model_copy(update={"findings": findings, "shared_card_anomalies": anomalies}),
+    )
+
+
+@pytest.mark.parametrize("nodes", [100, 1000])
+def test_the_worst_summary_is_the_same_size_at_any_scale(fleet_policy: Policy, nodes: int) -> None:
+    state = fleet_observation(nodes, 8)
+    worst_state, worst = _everything_wrong(state, fleet_signals(state, fleet_policy))
+
+    data = summary(worst_state, worst)
+    size = measure_prompt(worst_state, worst, fleet_policy, runs=1)
+
+    assert data["findings"] == {"count": len(worst.findings), "other": []}
+    assert len(data["node_problems"]["rows"]) == MAX_LISTED
+    assert data["node_problems"]["more"] == nodes - MAX_LISTED
+    assert len(data["needs_attention"]["rows"]) == MAX_LISTED
+    assert data["needs_attention"]["more"] == len(worst.findings) - MAX_LISTED
+    assert size.total_tokens <= BUDGET_TOKENS, size
+
+
+def test_the_bench_prints_the_prompt_size_as_json() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "llm-prompt", "--nodes", "200", "--runs", "3", "--json"]
+    )
+
+    assert result.exit_code == 0, result.output
+    size = json.loads(result.stdout)
+    assert size["nodes"] == 200 and size["cards"] == 1600
+    assert size["within_budget"] and size["total_tokens"] <= BUDGET_TOKENS
+    assert size["total_tokens"] == (
+        size["system_tokens"] + size["user_tokens"] + size["tools_tokens"] + 8
+    )
+    assert size["median_ms"] > 0 and size["p99_ms"] >= size["median_ms"]
