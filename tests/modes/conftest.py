@@ -9,6 +9,7 @@ from typing import Literal
 import pytest
 
 from tools.backends.sim import SimCluster
+from tools.errors import TemporaryError
 from tools.modes import (
     Journal,
     PreflightLimits,
@@ -66,8 +67,17 @@ def zero_capacity_outside(sim: SimCluster, outcome: RotationOutcome) -> list[str
 
 
 def serving(sim: SimCluster) -> list[str]:
-    """Mode workloads that answer a real probe now."""
-    return [w for w in MODE_WORKLOADS if sim.probe(w).ok]
+    """Mode workloads that answer a real probe now (transient API errors retried)."""
+    return [w for w in MODE_WORKLOADS if _probe_ok(sim, w)]
+
+
+def _probe_ok(sim: SimCluster, workload: str) -> bool:
+    for _ in range(10):
+        try:
+            return sim.probe(workload).ok
+        except TemporaryError:
+            continue
+    raise AssertionError(f"the probe of {workload} kept failing transiently")
 
 
 @pytest.fixture

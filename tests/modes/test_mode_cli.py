@@ -89,6 +89,8 @@ def test_a_rotation_in_working_hours_waits_for_approval_then_runs(tmp_path: Path
     code, done = as_json("mode", "rotate", "split", "--decision", decision, "--data-dir", where)
     assert code == 0, done
     assert done["status"] == "ran" and done["outcome"]["result"] == "committed"
+    checks = done["outcome"]["preflight"]["checks"]
+    assert any("approved by homelab-owner via cli" in c["message"] for c in checks)
     (txn,) = Journal.open(tmp_path).transactions()
     plan = txn.begin.detail["plan"]
     assert isinstance(plan, dict) and plan["decision_id"] == decision

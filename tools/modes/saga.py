@@ -48,7 +48,7 @@ from tools.modes.model import (
     plan_rotation,
 )
 from tools.modes.moves import Moves
-from tools.modes.preflight import FitFn, PreflightReport, preflight
+from tools.modes.preflight import Check, FitFn, PreflightReport, preflight
 
 StepObserver = Callable[[JournalEntry, RotationPlan], None]
 """Told of every journal entry once it is durable (the agent mirrors them into its audit log).
@@ -188,6 +188,7 @@ class Rotation:
 
     def _preflight(self, txn: _Txn) -> _Step:
         report = self._preflight_report(self.moves.observe_fresh(), txn.plan.to_mode)
+        report = report.model_copy(update={"checks": (*report.checks, _approvals(txn.plan))})
         crash_point("rotate:preflight")
         message = "; ".join(c.message for c in report.failures()) or "all checks passed"
         return _Step(ok=report.ok, message=message, detail=report.as_detail())
@@ -381,6 +382,14 @@ def _why(txn: _Txn) -> str:
     """Why the transaction went backwards: the reason its rollback started with."""
     reasons = [e.message for e in txn.entries if e.step == "rollback" and e.status == "started"]
     return reasons[0] if reasons else "the rollback did not run"
+
+
+def _approvals(plan: RotationPlan) -> Check:
+    """The approvals the guard obtained before the saga, recorded (decided there, not here)."""
+    if not plan.approvals:
+        return Check(name="approvals", ok=True, message="no approval was needed by the policy")
+    given = ", ".join(f"{a.principal} via {a.via} at {a.at.isoformat()}" for a in plan.approvals)
+    return Check(name="approvals", ok=True, message=f"approved by {given}")
 
 
 def _probe_detail(checks: list[ProbeCheck]) -> dict[str, JsonValue]:
