@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from agent.commands import bench
 from agent.commands.common import (
@@ -142,7 +142,10 @@ def fit_command(
         if json_out:
             emit_json(models)
             return
-        table = Table("model", "params (B)", "active", "bpw", "weights GiB", "max context")
+        table = Table(
+            Column("model", no_wrap=True), "params B", "active", "bpw", "GiB", "KV KiB/tok",
+            "max context",
+        )  # fmt: skip
         for spec in catalog.models.values():
             table.add_row(
                 spec.name,
@@ -150,6 +153,7 @@ def fit_command(
                 f"{spec.params_active_b:g}" if spec.params_active_b else "-",
                 f"{spec.bits_per_weight:g}",
                 f"{spec.weight_bytes / 1024**3:.1f}",
+                f"{spec.kv_bytes_per_token() / 1024:g}",
                 f"{spec.max_context:,}",
             )
         console.print(table)
