@@ -84,7 +84,8 @@ def check(
 
 
 @app.command("explain")
-def explain(
+def explain(  # typer passes options by name
+    *,
     action: Annotated[
         str,
         typer.Option(
