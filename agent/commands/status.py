@@ -8,6 +8,7 @@ ClusterState) with --json.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -171,6 +172,8 @@ def bench_sim(
         "workloads": len(sim.profile.workloads),
         "tick_s": sim.profile.tick_s,
         "scrape_interval_s": sim.profile.scrape_interval_s,
+        # Wall-clock figures: say how busy the machine was with other work while they ran.
+        "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     if json_out:
         emit_json(result)

@@ -40,7 +40,11 @@ def scrape_node(engine: Engine, name: str) -> None:
             if r is None:
                 continue
             busy = busy_now[client] = engine.replica_busy_s(r)
-            util += (busy - node.last_busy.get(client, busy)) / elapsed
+            if client in node.last_busy:
+                util += (busy - node.last_busy[client]) / elapsed
+            elif r.phase == "ready":
+                # First reading of a replica already running: its steady share (batch, render).
+                util += engine.specs[r.workload].busy_utilization
         util = round(min(1.0, max(0.0, util)), 2)
         used = engine.placer.card_used(uuid)
         host_used += (

@@ -31,7 +31,7 @@ from tools.model import (
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
-    from tools.sim.state import Replica
+    from tools.sim.state import CardSample, Replica
 
 MISSING_AFTER_S = 300.0
 CLOSED = "steward.dev/accepting"
@@ -49,13 +49,17 @@ class SnapshotBuilder:
         self.start = start
         self.stale_after_s = 2.5 * engine.profile.scrape_interval_s
         self._gpus: dict[str, tuple[Gpu, ...]] = {}
-        self._nodes: dict[str, Node] = {}
-        self._workloads: dict[str, Workload] = {}
+        prof = engine.profile
+        self._node_at = {n.name: i for i, n in enumerate(prof.nodes)}
+        self._workload_at = {w.name: i for i, w in enumerate(prof.workloads)}
+        self._nodes: list[Node | None] = [None] * len(prof.nodes)
+        self._workloads: list[Workload | None] = [None] * len(prof.workloads)
+        """The last snapshot's objects, in profile order; a dirty one is replaced in place."""
         self._links: tuple[Link, ...] = ()
         self._metrics: dict[tuple[float | None, float, str, str], Metric] = {}
         self._times: dict[float, datetime] = {}
         self._missing_by_source: dict[str, Metric] = {}
-        self._gpu_cache: dict[str, tuple[tuple[object, ...], Gpu]] = {}
+        self._gpu_cache: dict[str, tuple[CardSample | None, tuple[str, ...], str, Gpu]] = {}
         self._scheduler: dict[tuple[int, int], SchedulerView] = {}
         self._placements: dict[tuple[str, bool, tuple[str, ...]], ReplicaPlacement] = {}
         self._state: ClusterState | None = None
@@ -98,10 +102,10 @@ class SnapshotBuilder:
         if self._state is not None and self._version == eng.version:
             return self._state
         for name in eng.dirty_nodes:
-            self._nodes[name] = self._node(name)
+            self._nodes[self._node_at[name]] = self._node(name)
         eng.dirty_nodes.clear()
         for name in eng.dirty_workloads:
-            self._workloads[name] = self._workload(name)
+            self._workloads[self._workload_at[name]] = self._workload(name)
         eng.dirty_workloads.clear()
         if eng.dirty_links:
             self._links = self._build_links()
@@ -110,8 +114,8 @@ class SnapshotBuilder:
         self._state = ClusterState(
             observed_at=self.at(eng.state.t),
             source="sim",
-            nodes=tuple(self._nodes[n.name] for n in prof.nodes),
-            workloads=tuple(self._workloads[w.name] for w in prof.workloads),
+            nodes=tuple(self._nodes),  # all built: every node starts dirty
+            workloads=tuple(self._workloads),
             pools=prof.pools,
             modes=prof.modes,
             active_mode=self._active_mode(),
@@ -130,10 +134,15 @@ class SnapshotBuilder:
         for uuid in placer.node_cards[name]:
             s = run.cards.get(uuid)
             clients = tuple(placer.clients[uuid])
-            key = (s, clients, self._status(s.t if s else None))
+            status = self._status(s.t if s else None)
             cached = self._gpu_cache.get(uuid)
-            if cached is not None and cached[0] == key:
-                gpus.append(cached[1])  # nothing observable changed: share the frozen object
+            if (
+                cached is not None
+                and cached[0] is s
+                and cached[1] == clients
+                and cached[2] == status
+            ):
+                gpus.append(cached[3])  # nothing observable changed: share the frozen object
                 continue
             card = placer.card_spec[uuid]
             total = float(spec.memory_bytes if spec.unified_memory else card.memory_bytes)
@@ -156,7 +165,7 @@ class SnapshotBuilder:
                 sharing=card.sharing,
                 clients=clients,
             )
-            self._gpu_cache[uuid] = (key, gpu)
+            self._gpu_cache[uuid] = (s, clients, status, gpu)
             gpus.append(gpu)
         counts = placer.scheduler_counts(name, eng.state.t)
         scheduler = self._scheduler.get(counts)
