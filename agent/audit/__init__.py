@@ -36,7 +36,7 @@ from agent.audit.records import (
     proposals,
 )
 from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, ExecutedAction, key_from_env
-from agent.audit.story import ActionStory, Story, explain, export_rows, render, summary
+from agent.audit.story import ActionStory, Story, explain, export_row, render, summary
 from agent.audit.verify import Problem, ProblemKind, VerifyReport
 
 __all__ = [
@@ -71,7 +71,7 @@ __all__ = [
     "VerdictLike",
     "VerifyReport",
     "explain",
-    "export_rows",
+    "export_row",
     "key_from_env",
     "new_decision_id",
     "proposals",

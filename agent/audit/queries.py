@@ -1,16 +1,22 @@
 """The SQL that reads records back: one SELECT shape, its filters, and rows turned into records.
 
 Reading does not verify: `AuditLog.verify()` does, over the raw rows. These helpers only parse
-what was stored into typed `Record`s for show, explain, export, reconcile and the history.
+what was stored into typed `Record`s for show, explain, reconcile and the history — or, for the
+export, stream the stored JSON as it is.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from agent.audit.db import connect
 from agent.audit.records import Kind, Record, parse_body, time_text
+from agent.audit.story import export_row
 
 SELECT_RECORD = "SELECT body, hash, mac FROM records"
 
@@ -45,3 +51,38 @@ def find(conn: sqlite3.Connection, decision_id: str, *kinds: str) -> list[Record
         (decision_id, *kinds),
     ).fetchall()
     return [record_of(r) for r in rows]
+
+
+def export_stream(path: Path) -> Iterator[dict[str, Any]]:
+    """Every record of the log at `path` as `story.export_row` objects, in seq order.
+
+    Streams through its own read-only connection in one snapshot: memory stays flat for any log
+    size and the writer's connection is never held. Each decision's partner record (its intent,
+    or its outcome) is looked up by index.
+    """
+    conn = connect(path, readonly=True)
+    try:
+        conn.execute("BEGIN")
+        lookup = conn.cursor()
+
+        def partner(decision: str, *kinds: str) -> dict[str, Any] | None:
+            marks = ", ".join("?" * len(kinds))
+            found = lookup.execute(
+                f"SELECT body FROM records WHERE decision_id = ? AND kind IN ({marks}) "
+                "ORDER BY seq LIMIT 1",
+                (decision, *kinds),
+            ).fetchone()
+            return dict(json.loads(found[0])) if found else None
+
+        for text, digest, mac in conn.execute(f"{SELECT_RECORD} ORDER BY seq"):
+            body = json.loads(text)
+            kind, decision = body["kind"], body["decision_id"]
+            opening = closing = None
+            if kind in ("intent", "plan"):
+                opening, closing = body, partner(decision, "outcome", "interrupted")
+            elif kind in ("outcome", "interrupted"):
+                opening, closing = partner(decision, "intent"), body
+            yield export_row(body, digest, mac, opening, closing)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()

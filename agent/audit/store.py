@@ -12,16 +12,17 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit.db import SCHEMA, connect, fsync_dir, release, take_writer_lock
 from agent.audit.errors import AuditError
-from agent.audit.queries import SELECT_RECORD, find, record_of, where
+from agent.audit.queries import SELECT_RECORD, export_stream, find, record_of, where
 from agent.audit.records import (
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -325,6 +326,10 @@ class AuditLog:
     def decision(self, decision_id: str) -> list[Record]:
         """Every record of one decision (intent, approvals, fallback, outcome …) in order."""
         return self.records(decision_id=decision_id)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every record as one flat JSON object (story.export_row), streamed in seq order."""
+        return export_stream(self.path)
 
     def executed_actions(self, since: datetime) -> list[ExecutedAction]:
         """Actions the backend carried out since `since` (for policies.history.History)."""

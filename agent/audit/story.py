@@ -3,13 +3,13 @@
 A decision is spread over several records (intent, fallback, approvals, outcome or interrupted);
 `explain` gathers them into one `Story` — what was seen, what was proposed, which rules allowed
 or denied each action, who approved, what happened — and `render` tells it in plain text.
-`export_rows` flattens every record into one JSON object with the decision's actions joined to
+`export_row` flattens every record into one JSON object with the decision's actions joined to
 their verdicts and results, for tools that read JSON Lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from agent.audit.records import (
     Startup,
     Verdict,
 )
-from tools.actions import dump_action
+from tools.actions import dump_action, parse_action
 
 Status = Literal["completed", "failed", "interrupted", "in progress", "dry run"]
 
@@ -241,54 +241,59 @@ def summary(record: Record) -> str:
     return f"steward {p.version} started (pid {p.pid} on {p.host}){': ' + p.note if p.note else ''}"
 
 
-def export_rows(records: Sequence[Record]) -> Iterator[dict[str, Any]]:
-    """One flat JSON object per record, actions joined to their verdicts and results."""
-    openings: dict[str, Record] = {}
-    closings: dict[str, Record] = {}
-    for r in records:
-        if r.decision_id is None:
-            continue
-        if isinstance(r.payload, Intent | DryRunPlan):
-            openings[r.decision_id] = r
-        elif isinstance(r.payload, Outcome | Interrupted):
-            closings[r.decision_id] = r
-    for r in records:
-        row: dict[str, Any] = {
-            "seq": r.seq,
-            "time": r.time.isoformat(),
-            "kind": r.kind,
-            "schema_version": r.schema_version,
-            "decision_id": r.decision_id,
-            "prev_hash": r.prev_hash,
-            "hash": r.hash,
-            "hmac": r.mac,
-            "planner": None,
-            "model": None,
-            "actions": [],
+def export_row(
+    body: dict[str, Any],
+    digest: str,
+    mac: str | None,
+    opening: dict[str, Any] | None,
+    closing: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One stored record as a flat JSON object, its decision's actions joined to their results.
+
+    Works on the stored JSON bodies (the record, its decision's intent or plan, and its outcome
+    or interrupted record) so that exporting 100,000 records builds no model per record.
+    """
+    payload = body["payload"]
+    row: dict[str, Any] = {
+        "seq": body["seq"],
+        "time": body["time"],
+        "kind": body["kind"],
+        "schema_version": body["v"],
+        "decision_id": body["decision_id"],
+        "prev_hash": body["prev_hash"],
+        "hash": digest,
+        "hmac": mac,
+        "planner": payload.get("from_planner") if body["kind"] == "fallback" else None,
+        "model": payload.get("model") if body["kind"] == "fallback" else None,
+        "actions": [],
+    }
+    if opening is not None and body["kind"] in ("intent", "plan", "outcome", "interrupted"):
+        decided = opening["payload"]
+        results = {
+            r["index"]: r for r in (closing["payload"].get("results", ()) if closing else ())
         }
-        decision = r.decision_id
-        opening = openings.get(decision) if decision else None
-        if isinstance(r.payload, Fallback):
-            row["planner"], row["model"] = r.payload.from_planner, r.payload.model
-        if opening is not None and r.kind in ("intent", "plan", "outcome", "interrupted"):
-            closing = closings.get(decision) if decision else None
-            story = explain([opening] if closing is None else [opening, closing])
-            row["planner"], row["model"] = story.planner, story.model
-            row["actions"] = [_export_action(a) for a in story.actions]
-        row["payload"] = r.payload.model_dump(mode="json")
-        yield row
+        row["planner"], row["model"] = decided["planner"], decided.get("model")
+        row["actions"] = [
+            _export_action(i, proposal, results.get(i))
+            for i, proposal in enumerate(decided["proposals"])
+        ]
+    row["payload"] = payload
+    return row
 
 
-def _export_action(a: ActionStory) -> dict[str, Any]:
+def _export_action(
+    index: int, proposal: dict[str, Any], result: dict[str, Any] | None
+) -> dict[str, Any]:
+    action = proposal["action"]
     return {
-        "index": a.index,
-        "type": a.type,
-        "target": a.target,
-        "params": a.params,
-        "reason": a.reason,
-        "verdict": a.verdict,
-        "rule_ids": list(a.rule_ids),
-        "executed": a.executed,
-        "ok": a.ok,
-        "outcome": a.outcome,
+        "index": index,
+        "type": action["type"],
+        "target": parse_action(action).target,
+        "params": {k: v for k, v in action.items() if k not in ("type", "reason")},
+        "reason": action.get("reason", ""),
+        "verdict": proposal["verdict"],
+        "rule_ids": list(proposal["rule_ids"]),
+        "executed": bool(result and result["executed"]),
+        "ok": result["ok"] if result else None,
+        "outcome": result["message"] if result else None,
     }

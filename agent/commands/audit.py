@@ -28,7 +28,6 @@ from agent.audit import (
     Kind,
     Outcome,
     Proposal,
-    export_rows,
     render,
     summary,
 )
@@ -158,11 +157,10 @@ def export(
     data: DataDirOpt = None,
 ) -> None:
     """Write every record as one JSON object per line, actions joined to verdicts and results."""
-    with _open(data) as log:
-        found = log.records()
     out = sys.stdout
-    for row in export_rows(found):
-        out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+    with _open(data) as log:
+        for row in log.export():
+            out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
     out.flush()
 
 
