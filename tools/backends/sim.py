@@ -47,6 +47,8 @@ class SimCluster:
         _saved: store.Saved | None = None,
     ) -> None:
         self.scenario = scenario
+        self.data_dir: Path | None = None
+        """Where `open` found or created it; `save()` writes there by default."""
         self.profile = scenario.build_profile()
         self.clock = VirtualClock(scenario.start, scenario.speed, sleep)
         self.injected: list[Fault] = list(_saved.injected) if _saved else []
@@ -82,12 +84,18 @@ class SimCluster:
         `scenario` is given and differs from the saved one's."""
         saved = store.load(data_dir)
         if saved is not None and (scenario is None or saved.scenario == scenario):
-            return cls(saved.scenario, _saved=saved)
-        sim = cls(scenario or Scenario())
-        sim.save(data_dir)
+            sim = cls(saved.scenario, _saved=saved)
+        else:
+            sim = cls(scenario or Scenario())
+            sim.save(data_dir)
+        sim.data_dir = data_dir
         return sim
 
-    def save(self, data_dir: Path) -> Path:
+    def save(self, data_dir: Path | None = None) -> Path:
+        """Persist the whole cluster in `data_dir` (default: the one it was opened from)."""
+        data_dir = data_dir or self.data_dir
+        if data_dir is None:
+            raise ValueError("save() needs a data dir: this cluster was not opened from one")
         gens = [
             GeneratorState(g.next_s, g.cursor, g.primed, list(g.rng.getstate()))
             for g in self.engine.generators
@@ -158,12 +166,14 @@ class SimCluster:
         self.engine.dirty_links = True
         self.engine.version += 1
 
-    def series(self) -> SimSeries:
-        """Every series point so far, for every workload, in time order."""
+    def series(self, workload: str | None = None, since_s: float = 0.0) -> SimSeries:
+        """Series points in time order (the last day at most; the last hour after `open`),
+        optionally of one workload and from `since_s` seconds after the start."""
         return SimSeries(
             points=tuple(
                 SeriesPoint(at=self.clock.at(r.t), elapsed_s=r.t, **_fields(r))
                 for r in self.engine.state.series
+                if r.t >= since_s and (workload is None or r.workload == workload)
             )
         )
 

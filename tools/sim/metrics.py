@@ -10,12 +10,16 @@ Workloads without a request queue (render, batch) export no queue metrics: they 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from tools.sim.state import CardSample, SeriesRow
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
+
+SERIES_KEEP_S = 86_400.0
+"""The series keeps the last day in memory (a daemon runs for weeks)."""
 
 IDLE_POWER_SHARE = 0.11
 PROCESS_HOST_BYTES = 4 * 1024**3
@@ -128,6 +132,9 @@ def record_series(engine: Engine) -> None:
         run.last_busy = busy
         run.last_series_s = t
         w.reset()
+    keep = math.ceil(SERIES_KEEP_S / engine.profile.series_interval_s) * len(st.workloads)
+    if len(st.series) > keep * 1.25:  # trim in chunks, not on every point
+        del st.series[: len(st.series) - keep]
 
 
 def _r(x: float | None) -> float | None:

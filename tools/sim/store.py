@@ -1,12 +1,14 @@
 """Persisting a simulated cluster in the data dir, so successive commands see the same one.
 
 One JSON file, `sim.json`: the scenario (profile, seed, demand, faults as written), the faults
-injected since, the demand generators' positions and RNG states, and the whole simulator state.
+injected since, the demand generators' positions and RNG states, and the whole simulator state
+(of its series, the last hour only).
 Stdlib dataclasses serialised through pydantic's TypeAdapter: no hand-written mapping to drift.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -19,6 +21,8 @@ from tools.sim.state import GeneratorState, SimState
 
 FILENAME = "sim.json"
 FORMAT = 1
+SERIES_SAVED_S = 3600.0
+"""The series points saved with the cluster: the last hour (a day of them is megabytes)."""
 
 
 class Saved(BaseModel):
@@ -43,6 +47,11 @@ def path_in(data_dir: Path) -> Path:
 def save(data_dir: Path, saved: Saved) -> Path:
     """Write atomically (a temporary file renamed over the old one)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    state = saved.state
+    cut = state.t - SERIES_SAVED_S
+    if state.series and state.series[0].t < cut:
+        recent = [row for row in state.series if row.t >= cut]
+        saved = saved.model_copy(update={"state": dataclasses.replace(state, series=recent)})
     target = path_in(data_dir)
     tmp = target.with_suffix(".json.tmp")
     tmp.write_bytes(_ADAPTER.dump_json(saved))
