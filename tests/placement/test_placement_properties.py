@@ -256,3 +256,36 @@ def test_the_first_replica_goes_where_the_ranking_puts_first(
     placed = pick_nodes(workload, state, 1, hints, catalog=CATALOG)
     assert [c.nodes for c in placed] == [c.nodes for c in ranked[:1]]
     assert [c.gpus for c in placed] == [c.gpus for c in ranked[:1]]
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> ClusterState:
+    """Many copies of a few kinds of node (some soft-tainted), as a fleet is."""
+    nodes = []
+    for kind in range(draw(st.integers(1, 3))):
+        template = draw(gpus(f"k{kind}", unified=False))
+        for copy in range(draw(st.integers(2, 8))):
+            name = f"k{kind}-{copy:02d}"
+            soft = draw(st.sampled_from([(), (), (Taint(key="spot", effect="PreferNoSchedule"),)]))
+            nodes.append(
+                Node(
+                    name=name, labels={"pool": "a"}, taints=soft, memory_total_bytes=256 * GIB,
+                    memory_used_bytes=_metric(6 * GIB),
+                    gpus=tuple(
+                        g.model_copy(update={"uuid": f"{name}-{g.index}", "node": name})
+                        for g in template
+                    ),
+                )
+            )  # fmt: skip
+    return ClusterState(observed_at=AT, nodes=tuple(nodes), pools=(Pool(name="a"),))
+
+
+@SETTINGS
+@given(fleets(), workloads(spans=(1,)), hints_strategy, st.integers(1, 20))
+def test_placing_many_replicas_fast_gives_exactly_the_explained_order(
+    state: ClusterState, workload: Workload, hints: PlacementHints, replicas: int
+) -> None:
+    explained = explain_placement(workload, state, hints, replicas=replicas, catalog=CATALOG)
+    assert pick_nodes(workload, state, replicas, hints, catalog=CATALOG) == list(
+        explained.candidates
+    )

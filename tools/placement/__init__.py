@@ -35,14 +35,8 @@ from tools.placement.memoryfit import (
     node_budget,
     standard_context,
 )
-from tools.placement.ranking import (
-    Candidate,
-    Placement,
-    Rejection,
-    explain_placement,
-    pick_node,
-    pick_nodes,
-)
+from tools.placement.picking import explain_placement, pick_node, pick_nodes
+from tools.placement.ranking import Candidate, Placement, Rejection
 
 __all__ = [
     "CATALOG_ENV",

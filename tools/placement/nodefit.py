@@ -139,7 +139,7 @@ def _choose(
     return sorted(usable, key=lambda pair: _card_order(pair[0], demand, hints, overlay))[:want]
 
 
-def _admissible(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> bool:
+def admissible(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> bool:
     """The common case, cheaply: nothing keeps this demand off the node whatever its load."""
     labels = cap.labels
     tolerated = cap.schedulable or (
@@ -155,7 +155,7 @@ def _admissible(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> boo
 
 def exclusions(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> list[str]:
     """Reasons independent of load that keep every replica of this demand off the node."""
-    if _admissible(cap, demand, hints):
+    if admissible(cap, demand, hints):
         return []
     reasons = list(cap.unschedulable)
     reasons += [desc for key, desc in cap.hard_taints if key not in hints.tolerations]
@@ -186,7 +186,7 @@ def evaluate(
     no earlier replica touched reuses the answer of a node of the same shape (a fleet is
     mostly alike nodes), with its own cards, name and replica count.
     """
-    if not _admissible(cap, demand, hints):
+    if not admissible(cap, demand, hints):
         excluded = exclusions(cap, demand, hints) if explain else []
         if excluded or not explain:
             return excluded

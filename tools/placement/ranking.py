@@ -7,13 +7,11 @@ no PreferNoSchedule taint first, then the preferred card model, then fewer whole
 a workload that can share, then the strategy (spread: fewest replicas of the workload, most left;
 pack: least left), then the faster link, then the names.
 
-`pick_nodes` places many replicas greedily without over-committing anything: a heap of fits,
-each re-evaluated only when a replica lands on its node, over capacity computed once per state.
+`Ranking` holds one ranking's inputs; tools/placement/picking.py drives it.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 
 from pydantic import Field
@@ -21,14 +19,16 @@ from pydantic import Field
 from tools.model import ClusterState, Frozen, Link, Workload
 from tools.placement.anomalies import Anomaly, sharing_anomalies
 from tools.placement.capacity import NodeCapacity, node_capacity
-from tools.placement.catalog import Catalog, default_catalog
+from tools.placement.catalog import Catalog
 from tools.placement.demand import Demand, PlacementHints, demand_of
 from tools.placement.memoryfit import gib
-from tools.placement.nodefit import Memo, NodeFit, Overlay, evaluate
+from tools.placement.nodefit import Memo, NodeFit, Overlay, admissible, evaluate
 from tools.placement.statecache import StateCache
 
 Unit = tuple[str, ...]
 SortKey = tuple[int, int, int, int, int, int, float, Unit]
+KeyPrefix = tuple[int, int, int, int, int, int, float]
+"""A sort key without its last element, the unit's names."""
 
 
 class Candidate(Frozen):
@@ -114,7 +114,7 @@ def _selected(state: ClusterState, catalog: Catalog, selector: dict[str, str]) -
     return names
 
 
-class _Ranking:
+class Ranking:
     """One ranking's fixed inputs and its running overlay."""
 
     def __init__(
@@ -264,6 +264,29 @@ class _Ranking:
         out += [f"{f.node}: {note}" for note in cap.notes]
         return out
 
+    def grouped(self) -> list[tuple[KeyPrefix, list[Unit]]]:
+        """Single nodes that rank alike, best-named first, with the key they share.
+
+        On a fleet most nodes are alike: the same cards in the same state, no soft taint, no
+        replica of the workload yet. One fit per group stands for all its members (they differ
+        only in name, the last tie-break), so ranking costs one evaluation per kind of node.
+        """
+        groups: dict[tuple[object, ...], list[Unit]] = {}
+        workload = self.demand.workload
+        for unit in self.units:
+            cap = self.caps[unit[0]]
+            if admissible(cap, self.demand, self.hints):
+                kind = (cap.shape, bool(cap.soft_taints), cap.replicas.get(workload, 0))
+                groups.setdefault(kind, []).append(unit)
+        out: list[tuple[KeyPrefix, list[Unit]]] = []
+        for members in groups.values():
+            result = self.fit(members[0])
+            fits = [r for r in result if isinstance(r, NodeFit)]
+            if fits:
+                key = self.key(members[0], fits)
+                out.append((key[:-1], members))
+        return out
+
     def initial(self) -> list[tuple[SortKey, Unit, list[NodeFit]]]:
         fitting: list[tuple[SortKey, Unit, list[NodeFit]]] = []
         for unit in self.units:
@@ -284,92 +307,3 @@ class _Ranking:
             rejected=tuple(rejected),
             anomalies=tuple(self.anomalies),
         )
-
-
-def explain_placement(
-    workload: Workload,
-    state: ClusterState,
-    hints: PlacementHints | None = None,
-    *,
-    replicas: int | None = None,
-    catalog: Catalog | None = None,
-    explain: bool = True,
-) -> Placement:
-    """Rank every node for one replica (`replicas=None`), or place `replicas` one by one.
-
-    With `replicas`, candidate i is where replica i goes, each choice seeing the cards and
-    memory the earlier ones took; fewer come back when capacity runs out. `explain=False`
-    leaves the rejected nodes out (pick_node and pick_nodes do not return them).
-    """
-    ranking = _Ranking(
-        workload, state, hints or PlacementHints(), catalog or default_catalog(), explain=explain
-    )
-    fitting = ranking.initial()
-    if replicas is None:
-        fitting.sort(key=lambda item: item[0])
-        chosen = [ranking.candidate(i + 1, unit, fits) for i, (_, unit, fits) in enumerate(fitting)]
-        return ranking.placement(chosen)
-    version: dict[Unit, int] = {unit: 0 for _, unit, _ in fitting}
-    heap = [(key, 0, unit, fits) for key, unit, fits in fitting]
-    heapq.heapify(heap)
-    by_node: dict[str, list[Unit]] = {}
-    for unit in ranking.units:
-        for name in unit:
-            by_node.setdefault(name, []).append(unit)
-    placed: list[Candidate] = []
-    while heap and len(placed) < replicas:
-        _, seen, unit, fits = heapq.heappop(heap)
-        if seen != version.get(unit):
-            continue
-        placed.append(ranking.candidate(len(placed) + 1, unit, fits))
-        for f in fits:
-            ranking.overlay.take(f, ranking.demand)
-        for touched in {u for name in unit for u in by_node[name]}:
-            version[touched] = version.get(touched, 0) + 1
-            result = ranking.fit(touched)
-            if result and isinstance(result[0], NodeFit):
-                again = [r for r in result if isinstance(r, NodeFit)]
-                heapq.heappush(
-                    heap, (ranking.key(touched, again), version[touched], touched, again)
-                )
-    return ranking.placement(placed)
-
-
-def pick_node(
-    workload: Workload,
-    state: ClusterState,
-    hints: PlacementHints | None = None,
-    *,
-    catalog: Catalog | None = None,
-) -> list[Candidate]:
-    """Every node (or linked pair) that fits one more replica, best first, with reasons.
-
-    Empty when nothing fits; `explain_placement` says why each node was rejected.
-    """
-    placement = explain_placement(workload, state, hints, catalog=catalog, explain=False)
-    return list(placement.candidates)
-
-
-def pick_nodes(
-    workload: Workload,
-    state: ClusterState,
-    replicas: int,
-    hints: PlacementHints | None = None,
-    *,
-    catalog: Catalog | None = None,
-) -> list[Candidate]:
-    """Where each of `replicas` new replicas goes, in order, never over-committing a node."""
-    placement = explain_placement(
-        workload, state, hints, replicas=replicas, catalog=catalog, explain=False
-    )
-    return list(placement.candidates)
-
-
-__all__ = [
-    "Candidate",
-    "Placement",
-    "Rejection",
-    "explain_placement",
-    "pick_node",
-    "pick_nodes",
-]
