@@ -118,6 +118,7 @@ def assess(
         mode_favoured_since=since,
         mode_seen_at=seen_at,
         mode_because=why,
+        denied=memory.denied,
     )
     return signals, new_memory
 

@@ -53,6 +53,9 @@ class LoopContext:
     persist: Callable[[], object] | None = None
     """Saves the backend's state after each executed action (the simulated cluster lives in
     the data dir; a real cluster keeps its own state and needs none)."""
+    hold_denied: bool = True
+    """Do not propose again, for a while, what the guard just denied (off for dry runs, which
+    show every proposal with its verdict)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
 

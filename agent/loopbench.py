@@ -6,6 +6,8 @@ decision log with fsync, the simulated cluster saved after every tick):
   steady demand (target: p99_ms <= 100 at 1,000 nodes);
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
+`sim` times the simulator's own share of a fleet tick (15 s of demand, then observing 8,000
+cards), so `loop_own_median_ms` shows what the loop itself adds.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from agent.commands.bench import measure, peak_rss_mb
+from agent.commands.bench import Figures, measure, peak_rss_mb
 from agent.runtime import Runtime
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
@@ -33,8 +35,9 @@ INTERVAL_S = 15.0
 def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
-        fleet_tick = _ticks(Path(tmp) / "fleet", _fleet(nodes), _fleet_policy(), runs, "tick")
-        idle_tick = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")
+        fleet_tick, sim = _ticks(Path(tmp) / "fleet", _fleet(nodes), _fleet_policy(), runs, "tick")
+        simulated = measure("sim", lambda: _sim_tick(sim), runs)
+        idle_tick, _ = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")
     return {
         "name": "loop",
         "nodes": nodes,
@@ -44,8 +47,15 @@ def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
         "p99_ms": fleet_tick.p99_ms,
         "tick": fleet_tick.model_dump(),
         "idle_homelab": idle_tick.model_dump(),
+        "sim": simulated.model_dump(),
+        "loop_own_median_ms": round(fleet_tick.median_ms - simulated.median_ms, 3),
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
+
+
+def _sim_tick(sim: SimCluster) -> None:
+    sim.advance(INTERVAL_S)
+    sim.observe()
 
 
 def _fleet(nodes: int) -> Scenario:
@@ -67,11 +77,13 @@ def _fleet_policy() -> Policy | None:
     return load_policy(FLEET_POLICY) if FLEET_POLICY.is_file() else None
 
 
-def _ticks(data_dir: Path, scenario: Scenario, policy: Policy | None, runs: int, name: str) -> Any:
+def _ticks(
+    data_dir: Path, scenario: Scenario, policy: Policy | None, runs: int, name: str
+) -> tuple[Figures, SimCluster]:
     sim = SimCluster.open(data_dir, scenario)
     runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
     try:
         runtime.start()
-        return measure(name, lambda: runtime.tick(INTERVAL_S), runs)
+        return measure(name, lambda: runtime.tick(INTERVAL_S), runs), sim
     finally:
         runtime.close()

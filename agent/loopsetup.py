@@ -100,6 +100,7 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
             planner=planner_for(planner_name, policy),
             fallback=RulesPlanner(settings),
             crash_at=None,
+            hold_denied=False,
         )
         d = Decision(decision_id=new_decision_id(), dry_run=True, memory=read_memory(data_dir))
         d = _step(d, observe(d, ctx))

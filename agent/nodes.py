@@ -33,7 +33,7 @@ from agent.planners.errors import PlannerFailed
 from agent.state import ActionVerdict, Decision, Memory
 from agent.state import Approval as Answer
 from policies.engine import judge
-from tools.actions import RotateMode
+from tools.actions import Action, Plan, RotateMode
 
 Update = dict[str, Any]
 
@@ -65,16 +65,32 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         proposed = ctx.fallback.plan(state, d.signals)
     elapsed = time.perf_counter() - started
     ctx.telemetry.planner_seconds.labels(planner=proposed.planner).observe(elapsed)
-    waiting = ctx.inbox.open_keys()
-    kept = tuple(a for a in proposed.actions if (a.type, a.target) not in waiting)
-    if len(kept) != len(proposed.actions):
-        proposed = proposed.model_copy(update={"actions": kept})
+    proposed = _hold_back(proposed, d, ctx, state.observed_at)
     return {
         "plan": proposed,
         "fallback_reason": reason,
         "planner_ms": round(elapsed * 1000, 3),
         "stage": "guard",
     }
+
+
+def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> Plan:
+    """Drop what already waits for a human, and (in the daemon) what was denied lately."""
+    waiting = ctx.inbox.open_keys()
+    held = denied_recently(d.memory, now) if ctx.hold_denied else {}
+    kept: list[Action] = []
+    notes: list[str] = []
+    for action in proposed.actions:
+        if (action.type, action.target) in waiting:
+            notes.append(f"{action.describe()}: already waits for approval")
+        elif action_key(action) in held:
+            notes.append(f"{action.describe()}: denied at {held[action_key(action)]:%H:%M:%S}")
+        else:
+            kept.append(action)
+    if not notes:
+        return proposed
+    rationale = "; ".join(filter(None, (proposed.rationale, "held back: " + "; ".join(notes))))
+    return proposed.model_copy(update={"actions": tuple(kept), "rationale": rationale[:8000]})
 
 
 def guard(d: Decision, ctx: LoopContext) -> Update:
@@ -96,7 +112,25 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     for v in verdicts:
         ctx.telemetry.decisions.labels(verdict=v.decision).inc()
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
-    return {"verdicts": verdicts, "plan_findings": findings, "stage": "act"}
+    denied = {action_key(v.action): state.observed_at for v in verdicts if v.decision == "deny"}
+    memory = d.memory
+    if denied:
+        kept = denied_recently(memory, state.observed_at)
+        memory = memory.model_copy(update={"denied": {**kept, **denied}})
+    return {"verdicts": verdicts, "plan_findings": findings, "memory": memory, "stage": "act"}
+
+
+DENIED_HOLD_S = 600.0
+"""An action the guard denied is not proposed again for this long (the log is not a ticker)."""
+
+
+def action_key(action: Action) -> str:
+    """An action's identity without its reason: two proposals of one change share it."""
+    return action.model_dump_json(exclude={"reason"})
+
+
+def denied_recently(memory: Memory, now: datetime) -> dict[str, datetime]:
+    return {k: at for k, at in memory.denied.items() if (now - at).total_seconds() < DENIED_HOLD_S}
 
 
 def approve(d: Decision, ctx: LoopContext) -> Update:
@@ -201,11 +235,12 @@ def _reconcile(d: Decision, ctx: LoopContext) -> Update:
 
 def verify(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("verify")
+    ran = [o for o in d.outcomes if o.executed and o.ok]
+    if not ran:
+        return {"verification": (), "verified": True, "stage": "record"}
     state = ctx.cluster.observe()
     checks: list[Check] = []
-    for outcome in d.outcomes:
-        if not outcome.executed or not outcome.ok:
-            continue
+    for outcome in ran:
         action = d.verdicts[outcome.index].action
         ok, detail = applied(action, state)
         checks.append(Check(name=action.describe(), ok=ok is not False, detail=detail))

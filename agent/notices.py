@@ -8,8 +8,10 @@ themselves call a planner.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from agent.state import LinkSignal
-from tools.model import ClusterState
+from tools.model import ClusterState, Node
 
 
 def sharing_suspects(state: ClusterState) -> ClusterState:
@@ -19,25 +21,9 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     exclusive with at most one client, cannot hold one; skipping those keeps a 1,000-node tick
     cheap. Placement's `sharing_anomalies` then judges the rest exactly as it would the whole.
     """
-    clients: dict[str, set[str]] = {}
-    for workload in state.workloads:
-        for replica in workload.placement:
-            for uuid in replica.gpus:
-                clients.setdefault(uuid, set()).add(f"{workload.name}/{replica.index}")
-    suspects = tuple(
-        node
-        for node in state.nodes
-        if (
-            node.scheduler is not None
-            and node.scheduler.gpu_allocated > node.scheduler.gpu_allocatable
-        )
-        or any(
-            gpu.sharing.mode != "exclusive"
-            or len(gpu.clients) > 1
-            or len(clients.get(gpu.uuid, ())) > 1
-            for gpu in node.gpus
-        )
-    )
+    uses = Counter(uuid for w in state.workloads for r in w.placement for uuid in r.gpus)
+    shared = {uuid for uuid, count in uses.items() if count > 1}
+    suspects = tuple(node for node in state.nodes if _suspect(node, shared))
     if len(suspects) == len(state.nodes):
         return state
     return ClusterState.model_construct(
@@ -50,6 +36,16 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
         active_mode=state.active_mode,
         links=state.links,
     )
+
+
+def _suspect(node: Node, shared: set[str]) -> bool:
+    view = node.scheduler
+    if view is not None and view.gpu_allocated > view.gpu_allocatable:
+        return True
+    for gpu in node.gpus:
+        if gpu.sharing.mode != "exclusive" or len(gpu.clients) > 1 or gpu.uuid in shared:
+            return True
+    return False
 
 
 def degraded_links(state: ClusterState, min_fraction: float) -> tuple[LinkSignal, ...]:

@@ -108,6 +108,8 @@ class Memory(_Model):
     mode_seen_at: datetime | None = None
     """The last observation that found demand favouring `mode_favoured`."""
     mode_because: str = ""
+    denied: dict[str, datetime] = {}
+    """Actions the guard denied lately (keyed by their JSON without the reason), and when."""
 
 
 class ActionVerdict(_Model):
