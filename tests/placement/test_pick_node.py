@@ -211,3 +211,9 @@ def test_the_ranking_is_deterministic() -> None:
     state = homelab()
     burst = _workload(state, "burst-llm")
     assert pick_node(burst, state) == pick_node(burst, homelab())
+
+
+def test_a_limit_keeps_the_head_of_the_same_ranking() -> None:
+    state = _two_render_boxes()
+    burst = _workload(state, "burst-llm")
+    assert pick_node(burst, state, limit=1) == pick_node(burst, state)[:1]

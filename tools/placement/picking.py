@@ -32,18 +32,20 @@ def explain_placement(
     replicas: int | None = None,
     catalog: Catalog | None = None,
     explain: bool = True,
+    limit: int | None = None,
 ) -> Placement:
     """Rank every node for one replica (`replicas=None`), or place `replicas` one by one.
 
     With `replicas`, candidate i is where replica i goes, each choice seeing the cards and
     memory the earlier ones took; fewer come back when capacity runs out. `explain=False`
-    leaves the rejected nodes out (pick_node and pick_nodes do not return them).
+    leaves the rejected nodes out (pick_node and pick_nodes do not return them); `limit`
+    keeps only the best candidates of the ranking (the others are not put into words).
     """
     ranking = Ranking(
         workload, state, hints or PlacementHints(), catalog or default_catalog(), explain=explain
     )
     if replicas is None:
-        fitting = sorted(ranking.initial(), key=lambda item: item[0])
+        fitting = sorted(ranking.initial(), key=lambda item: item[0])[:limit]
         chosen = [ranking.candidate(i + 1, unit, fits) for i, (_, unit, fits) in enumerate(fitting)]
         return ranking.placement(chosen)
     return ranking.placement(_place(ranking, replicas))
@@ -102,12 +104,16 @@ def pick_node(
     hints: PlacementHints | None = None,
     *,
     catalog: Catalog | None = None,
+    limit: int | None = None,
 ) -> list[Candidate]:
     """Every node (or linked pair) that fits one more replica, best first, with reasons.
 
-    Empty when nothing fits; `explain_placement` says why each node was rejected.
+    Empty when nothing fits; `explain_placement` says why each node was rejected. `limit`
+    returns only the best few (cheaper on a large fleet when only the first is wanted).
     """
-    placement = explain_placement(workload, state, hints, catalog=catalog, explain=False)
+    placement = explain_placement(
+        workload, state, hints, catalog=catalog, explain=False, limit=limit
+    )
     return list(placement.candidates)
 
 
