@@ -19,6 +19,9 @@ from tools.sim.faults import FaultBook
 from tools.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
 from tools.sim.state import Replica, SimState, card_uuid
 
+MAX_REASONS = 4
+"""Nodes named in a refusal: enough to act on, short enough to read."""
+
 
 def gib(n: float) -> str:
     return f"{n / GIB:.0f} GiB"
@@ -51,12 +54,16 @@ class Placer:
             for n, uuids in self.node_cards.items()
         }
         self._selected: dict[tuple[tuple[str, str], ...], list[str]] = {}
+        self._card_set = {n: set(uuids) for n, uuids in self.node_cards.items()}
+        self.used: dict[str, int] = dict.fromkeys(self.node_cards, 0)
+        """Per node: card device slots taken (what the scheduler counts as allocated)."""
         self.rebuild()
 
     def rebuild(self) -> None:
         for c in self.clients.values():
             c.clear()
         self.owners.clear()
+        self.used = dict.fromkeys(self.node_cards, 0)
         for name, run in self.state.workloads.items():
             spec = next(w for w in self.profile.workloads if w.name == name)
             for r in run.replicas:
@@ -79,10 +86,14 @@ class Placer:
         per_card = spec.memory_per_node_bytes // max(1, self._cards_per_node(spec))
         for u in cards:
             self.clients[u][r.client] = per_card
+        for n in nodes:
+            self.used[n] += sum(1 for u in cards if u in self._card_set[n])
         if r.index >= 0:  # trial replicas (negative indices) are not owners
             self.owners[r.client] = r
 
     def release(self, r: Replica) -> None:
+        for n in r.nodes:
+            self.used[n] -= sum(1 for u in r.cards if u in self._card_set[n])
         for u in r.cards:
             self.clients[u].pop(r.client, None)
         if self.owners.get(r.client) is r:
@@ -95,10 +106,9 @@ class Placer:
 
     def scheduler_counts(self, node: str, t: float) -> tuple[int, int]:
         """(gpu allocatable, gpu allocated) as the scheduler counts them on a node."""
-        uuids = self.node_cards[node]
-        allocated = sum(len(self.clients[u]) for u in uuids)
+        allocated = self.used[node]
         if self.faults.mps_double_count(node, t):
-            return len(uuids), allocated
+            return len(self.node_cards[node]), allocated
         return self.slots[node], allocated
 
     # -- placement ------------------------------------------------------------------------------
@@ -147,6 +157,8 @@ class Placer:
         cards: list[str] = []
         reasons: list[str] = []
         for node in candidates:
+            if self.slots[node] - self.used[node] < need_cards and len(reasons) >= MAX_REASONS:
+                continue  # full, and enough reasons collected: skip it cheaply
             refused = self.refusal(node, t)
             if refused is not None:
                 reasons.append(refused)
@@ -162,7 +174,7 @@ class Placer:
         if not candidates:
             reasons.append("no node matches its node selector")
         span = f"{spec.nodes_per_replica} nodes" if spec.nodes_per_replica > 1 else "a node"
-        return f"no room for a replica of {spec.name} ({span}): " + "; ".join(reasons[:4])
+        return f"no room for a replica of {spec.name} ({span}): " + "; ".join(reasons[:MAX_REASONS])
 
     def _cards_on(
         self, node: str, need: int, per_card: int, reasons: list[str]
