@@ -29,6 +29,9 @@ AUTOCHECKPOINT_PAGES = 4000
 more fsyncs; the daemon calls `AuditLog.checkpoint()` between ticks so that appends — on the
 path of every action — rarely pay for it. This is the safety net when nobody does."""
 
+LAYOUT_VERSION = "2"
+"""The tables' shape; a file with another layout is refused, never migrated silently."""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY,
@@ -55,6 +58,19 @@ BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS records_append_only_delete BEFORE DELETE ON records
 BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
 """
+
+
+def check_layout(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    """Refuse a file of another layout; a writer stamps a new file with this one."""
+    row = conn.execute("SELECT value FROM meta WHERE name = 'layout'").fetchone()
+    if row is None and create:
+        conn.execute("INSERT INTO meta (name, value) VALUES ('layout', ?)", (LAYOUT_VERSION,))
+    elif row is None or row[0] != LAYOUT_VERSION:
+        found = row[0] if row else "none"
+        raise AuditError(
+            f"{path} has table layout {found}, this steward uses layout {LAYOUT_VERSION}: open "
+            "it with the steward that wrote it, or move it away and use another --data-dir"
+        )
 
 
 def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:

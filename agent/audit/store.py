@@ -20,7 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.audit.db import SCHEMA, connect, fsync_dir, release, take_writer_lock
+from agent.audit.db import (
+    SCHEMA,
+    check_layout,
+    connect,
+    fsync_dir,
+    release,
+    take_writer_lock,
+)
 from agent.audit.errors import AuditError
 from agent.audit.queries import SELECT_RECORD, export_stream, find, record_of, where
 from agent.audit.records import (
@@ -44,7 +51,6 @@ from tools.actions import Action
 
 DB_NAME = "audit.db"
 KEY_ENV = "STEWARD_AUDIT_KEY"
-LAYOUT_VERSION = "1"
 INTERRUPTED_REASON = "the process stopped between intent and outcome; re-observe before acting"
 
 
@@ -108,7 +114,13 @@ class AuditLog:
                     f"no decision log at {path}: nothing was recorded there yet; pass the "
                     "--data-dir the agent runs with"
                 )
-            return cls(path, connect(path, readonly=True), key, clock, None)
+            reader = cls(path, connect(path, readonly=True), key, clock, None)
+            try:
+                check_layout(reader._conn, path, create=False)
+            except BaseException:
+                reader.close()
+                raise
+            return reader
         data_dir.mkdir(parents=True, exist_ok=True)
         lock_fd = take_writer_lock(path)
         try:
@@ -378,14 +390,7 @@ class AuditLog:
 
     def _check_layout_and_key(self) -> None:
         conn = self._conn
-        layout = conn.execute("SELECT value FROM meta WHERE name = 'layout'").fetchone()
-        if layout is None:
-            conn.execute("INSERT INTO meta (name, value) VALUES ('layout', ?)", (LAYOUT_VERSION,))
-        elif layout[0] != LAYOUT_VERSION:
-            raise AuditError(
-                f"{self.path} has layout {layout[0]}; this steward writes layout "
-                f"{LAYOUT_VERSION} — upgrade steward or use another --data-dir"
-            )
+        check_layout(conn, self.path, create=True)
         head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
         if head is None or head[2] is None:
             return
