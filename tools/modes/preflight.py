@@ -186,7 +186,7 @@ def _link_checks(link: Link, limits: PreflightLimits) -> list[Check]:
         else:
             speed = path.negotiated_gbps.value
             ok = fraction >= limits.link_min_fraction
-            verdict = "ok" if ok else "below"
+            verdict = "at or above" if ok else "below"
             hint = "" if ok else "; reboot pending or hot-plugged? re-seat or reboot both nodes"
             checks.append(
                 Check(
