@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from agent.audit import AuditLog
 from agent.cli import app
 from tools.backends.sim import SimCluster
-from tools.modes import Journal
+from tools.modes import Journal, RotationPlan
 
 runner = CliRunner()
 
@@ -71,7 +71,8 @@ def test_a_rotation_before_the_dwell_is_denied_and_recorded(tmp_path: Path) -> N
     kinds = [r.kind for r in log.decision(doc["decision_id"])]
     log.close()
     assert kinds == ["intent", "outcome"]
-    assert SimCluster.open(tmp_path).observe().active_mode.name == "cluster"  # type: ignore[union-attr]
+    active = SimCluster.open(tmp_path).observe().active_mode
+    assert active is not None and active.name == "cluster"
 
 
 def test_a_rotation_in_working_hours_waits_for_approval_then_runs(tmp_path: Path) -> None:
@@ -92,9 +93,9 @@ def test_a_rotation_in_working_hours_waits_for_approval_then_runs(tmp_path: Path
     checks = done["outcome"]["preflight"]["checks"]
     assert any("approved by homelab-owner via cli" in c["message"] for c in checks)
     (txn,) = Journal.open(tmp_path).transactions()
-    plan = txn.begin.detail["plan"]
-    assert isinstance(plan, dict) and plan["decision_id"] == decision
-    assert [a["principal"] for a in plan["approvals"]] == ["homelab-owner"]  # type: ignore[index, union-attr]
+    plan = RotationPlan.model_validate(txn.begin.detail["plan"])
+    assert plan.decision_id == decision
+    assert [a.principal for a in plan.approvals] == ["homelab-owner"]
     code, verify = steward("audit", "verify", "--data-dir", where)
     assert code == 0, verify
     log = AuditLog.open(tmp_path, readonly=True)
