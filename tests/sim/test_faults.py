@@ -101,6 +101,9 @@ def test_transient_api_errors_raise_temporary_errors_then_pass() -> None:
     with pytest.raises(BackendUnavailable):
         sim.observe()
     sim.observe()
+    sim.inject(ApiErrors(count=1, operations=("scale",)))  # a second fault, after a spent one
+    with pytest.raises(BackendUnavailable, match="1 of 1"):
+        sim.scale("tts", 1)
 
 
 def test_mps_double_count_shows_and_blocks_the_node() -> None:

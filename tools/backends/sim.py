@@ -26,7 +26,7 @@ from tools.sim import control, lifecycle, store
 from tools.sim.clock import VirtualClock
 from tools.sim.demand import Generator
 from tools.sim.engine import Engine
-from tools.sim.faults import ApiErrors, Fault, FaultBook
+from tools.sim.faults import Fault, FaultBook
 from tools.sim.scenario import Scenario
 from tools.sim.series import SeriesPoint, SimSeries
 from tools.sim.snapshot import SnapshotBuilder
@@ -181,19 +181,16 @@ class SimCluster:
 
     def _api(self, operation: str) -> None:
         """Raise the transient error an injected `api_errors` fault asks for, if any is left."""
-        faults = self.engine.faults
-        index = faults.api_error_budget(operation, self.engine.state.t)
-        if index is None:
+        used = self.engine.state.api_errors_used
+        found = self.engine.faults.api_error(operation, self.engine.state.t, used)
+        if found is None:
             return
-        fault = faults.faults[index]
-        assert isinstance(fault, ApiErrors)
-        used = self.engine.state.api_errors_used.get(index, 0)
-        if used < fault.count:
-            self.engine.state.api_errors_used[index] = used + 1
-            raise BackendUnavailable(
-                f"simulated API: {operation} failed with HTTP 503 (injected api_errors fault, "
-                f"{used + 1} of {fault.count}); retry"
-            )
+        index, count = found
+        used[index] = used.get(index, 0) + 1
+        raise BackendUnavailable(
+            f"simulated API: {operation} failed with HTTP 503 (injected api_errors fault, "
+            f"{used[index]} of {count}); retry"
+        )
 
     def observe(self) -> ClusterState:
         self._api("observe")

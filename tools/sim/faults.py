@@ -136,11 +136,14 @@ class FaultBook:
             isinstance(f, MpsDoubleCount) and f.node == node and f.active(t) for f in self.faults
         )
 
-    def api_error_budget(self, operation: str, t: float) -> int | None:
-        """Index of an active api_errors fault covering `operation`, or None."""
+    def api_error(self, operation: str, t: float, used: dict[int, int]) -> tuple[int, int] | None:
+        """An active api_errors fault covering `operation` with calls left to fail, as
+        (its index, its count), or None; `used` counts the calls each has failed so far."""
         for i, f in enumerate(self.faults):
-            if isinstance(f, ApiErrors) and operation in f.operations and f.active(t):
-                return i
+            covers = isinstance(f, ApiErrors) and operation in f.operations and f.active(t)
+            if covers and used.get(i, 0) < f.count:
+                assert isinstance(f, ApiErrors)
+                return i, f.count
         return None
 
     def changes_at(self) -> list[float]:
