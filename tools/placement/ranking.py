@@ -240,9 +240,14 @@ class Ranking:
             out.append(f"{f.node}: no card needed")
         if f.memory_after is not None and f.memory_total is not None:
             where = "unified memory" if f.host_checked else "card memory"
+            source = (
+                cap.memory_source
+                if f.host_checked
+                else ", ".join(sorted({card.memory_source for card in f.cards}))
+            )
             out.append(
                 f"{f.node}: {gib(f.memory_after)} of {gib(f.memory_total)} {where} free after "
-                f"the fit ({cap.memory_source if f.host_checked else 'cards'})"
+                f"the fit ({source})"
             )
         out.append(f"{f.node}: {f.slots_after} card slot(s) free after")
         if self.hints.prefer_gpu_models:
