@@ -89,9 +89,12 @@ def status(
     where = data_dir(data_dir_opt)
     sim, the_policy = _setup(where, scenario, policy)
     state = sim.observe()
-    journal = Journal.open(where)
-    last = next((t for t in reversed(journal.transactions()) if t.finished), None)
-    open_txn = journal.unfinished()
+    try:
+        found = Journal.open(where).transactions()
+    except InvalidInput as exc:
+        fail(str(exc))
+    last = next((t for t in reversed(found) if t.finished), None)
+    open_txn = found[-1] if found and not found[-1].finished else None
     advice = rotation_gain(state, demand_from_state(state), advice_settings(the_policy))
     doc: dict[str, Any] = {
         "active_mode": state.active_mode.name if state.active_mode else None,
@@ -201,6 +204,8 @@ def resume(
     audit = _audit(where, sim)
     try:
         outcome = RotationRequests(sim, where, the_policy, audit).finish_open()
+    except InvalidInput as exc:
+        fail(str(exc))
     except (AuditError, TemporaryError) as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     finally:

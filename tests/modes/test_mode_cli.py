@@ -133,3 +133,26 @@ def test_bench_rotate_prints_its_figures(tmp_path: Path) -> None:
     rates = doc["success_rate"] + doc["rollback_rate"] + doc["refused_rate"] + doc["fallback_rate"]
     assert abs(rates - 1.0) < 1e-6
     assert doc["median_ms"] > 0 and doc["p99_ms"] >= doc["median_ms"]
+
+
+def test_a_damaged_journal_is_refused_with_its_place(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path)
+    journal.path.parent.mkdir(parents=True)
+    journal.path.write_text("{not json\n")
+    result = runner.invoke(app, ["mode", "status", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "journal.jsonl:1" in result.stderr
+
+
+def test_the_journal_prints_every_step(tmp_path: Path) -> None:
+    where = str(tmp_path)
+    day_past_dwell(tmp_path)
+    _, asked = as_json("mode", "rotate", "split", "--data-dir", where)
+    steward("approve", asked["decision_id"], "--as", "homelab-owner", "--data-dir", where)
+    steward("mode", "rotate", "split", "--decision", asked["decision_id"], "--data-dir", where)
+    code, found = as_json("mode", "journal", "--data-dir", where)
+    assert code == 0
+    (txn,) = found
+    steps = [(e["step"], e["status"]) for e in txn["entries"] if e["step"]]
+    assert steps[0] == ("preflight", "started") and steps[-1] == ("commit", "done")
+    assert txn["entries"][-1]["result"] == "committed"
