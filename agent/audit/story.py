@@ -165,13 +165,13 @@ def explain(records: Sequence[Record]) -> Story:
 def render(story: Story) -> str:
     """The story as text a person reads top to bottom."""
     by = story.planner + (f" (model {story.model})" if story.model else "")
-    signals = ", ".join(f"{k}={v}" for k, v in story.signals.items()) or "none recorded"
     lines = [
         f"Decision {story.decision_id} — {story.status} "
         f"(seq {story.seq}, {story.time:%Y-%m-%d %H:%M:%S} UTC)",
         "",
         f"Seen: the cluster as observed at {story.observed_at:%Y-%m-%d %H:%M:%S} "
-        f"(digest {story.observation_digest[:12]}); signals: {signals}.",
+        f"(digest {story.observation_digest[:12]}).",
+        *_signal_lines(story.signals),
         f"Planned by: {by}.",
         *(f"Fallback: {f}." for f in story.fallbacks),
     ]
@@ -200,6 +200,23 @@ def render(story: Story) -> str:
     for c in story.verification:
         lines.append(f"  check {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}".rstrip())
     return "\n".join(lines)
+
+
+def _signal_lines(signals: dict[str, JsonValue]) -> list[str]:
+    """Signals, readable: scalars on one line, short lists on their own, nested ones counted."""
+    scalars: list[str] = []
+    lines: list[str] = []
+    for name, value in signals.items():
+        if value is None or value in ("", [], {}):
+            continue
+        if isinstance(value, list) and all(not isinstance(v, list | dict) for v in value):
+            lines.append(f"  {name}: {'; '.join(str(v) for v in value)}")
+        elif isinstance(value, list | dict):
+            lines.append(f"  {name}: {len(value)} entries (`--json` shows them)")
+        else:
+            scalars.append(f"{name}={value}")
+    head = [f"  signals: {', '.join(scalars)}"] if scalars else []
+    return head + lines if head or lines else ["  signals: none recorded"]
 
 
 def _ending(story: Story) -> str:

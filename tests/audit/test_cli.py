@@ -97,8 +97,8 @@ def test_explain_tells_the_whole_story(data: Path) -> None:
     assert code == 0
     for line in (
         "Decision d-1 — completed (seq 2, 2026-11-30 09:00:01 UTC)",
-        "Seen: the cluster as observed at 2026-11-30 09:00:00 (digest abababababab); "
-        "signals: burst-llm.queue_depth=14, render.idle_min=42.5, slo_breach=True.",
+        "Seen: the cluster as observed at 2026-11-30 09:00:00 (digest abababababab).",
+        "  signals: burst-llm.queue_depth=14, render.idle_min=42.5, slo_breach=True",
         "Planned by: llm (model qwen3-32b).",
         "  1. scale burst-llm to 2 replica(s) — allowed by pools.burst.max_cards",
         "  2. rotate to mode cluster — needs approval by approval.rotate_mode.working_hours",

@@ -201,3 +201,20 @@ def test_the_story_of_a_rotation_lists_its_journal_steps(log: AuditLog) -> None:
         "rotation r-7 to cluster: commit done (09:00:04)",
     )
     assert "  rotation r-7 to cluster: commit done (09:00:04)" in render(story).splitlines()
+
+
+def test_the_story_shows_signals_readably(log: AuditLog) -> None:
+    signals = {
+        "idle_cards": 5,
+        "favoured_mode": None,
+        "stale_metrics": [],
+        "findings": ["burst-llm: idle for 300 s", "render: idle"],
+        "workloads": [{"workload": "tts"}, {"workload": "render"}],
+    }
+    log.write_intent(intent("d-1").model_copy(update={"signals": signals}))
+    text = render(explain(log.decision("d-1"))).splitlines()
+    assert text[3:6] == [
+        "  signals: idle_cards=5",
+        "  findings: burst-llm: idle for 300 s; render: idle",
+        "  workloads: 2 entries (`--json` shows them)",
+    ]
