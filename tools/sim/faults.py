@@ -119,9 +119,9 @@ class FaultBook:
     def gid_index(self, link: str, path: str, t: float) -> int | None:
         """The GID index a fault set for the path, or None if no fault touches it."""
         for f in reversed(self.faults):
-            covers = isinstance(f, GidChanged) and f.link == link and f.path in (None, path)
-            if covers and f.active(t):
-                assert isinstance(f, GidChanged)
+            if not isinstance(f, GidChanged) or f.link != link:
+                continue
+            if f.path in (None, path) and f.active(t):
                 return f.gid_index
         return None
 
@@ -140,9 +140,9 @@ class FaultBook:
         """An active api_errors fault covering `operation` with calls left to fail, as
         (its index, its count), or None; `used` counts the calls each has failed so far."""
         for i, f in enumerate(self.faults):
-            covers = isinstance(f, ApiErrors) and operation in f.operations and f.active(t)
-            if covers and used.get(i, 0) < f.count:
-                assert isinstance(f, ApiErrors)
+            if not isinstance(f, ApiErrors) or operation not in f.operations:
+                continue
+            if f.active(t) and used.get(i, 0) < f.count:
                 return i, f.count
         return None
 
