@@ -112,8 +112,8 @@ class RotationRequests:
             )
         return self._run(decision, target, verdict, ())
 
-    def answered(self, decision: str) -> RequestResult:
-        """Run a rotation that waited for approval, once a person answered it."""
+    def answered(self, decision: str, target: str) -> RequestResult:
+        """Run a rotation to `target` that waited for approval, once a person answered it."""
         inbox = Inbox.open(self.data_dir)
         try:
             found = inbox.get(decision)
@@ -122,6 +122,11 @@ class RotationRequests:
                     f"no rotation decision {decision} in {inbox.path}; `steward pending` lists them"
                 )
             action = found.actions[0]
+            if action.target_mode != target:
+                raise InvalidInput(
+                    f"decision {decision} rotates to {action.target_mode}, not {target}; "
+                    f"run `steward mode rotate {action.target_mode} --decision {decision}`"
+                )
             state = self.sim.observe()
             _, verdict = judge_rotation(
                 action.target_mode, state, self.policy, history_of(self.audit, state)

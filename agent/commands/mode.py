@@ -182,7 +182,7 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     audit = _audit(where, sim)
     try:
         desk = RotationRequests(sim, where, the_policy, audit)
-        result = desk.answered(decision) if decision else desk.request(target)
+        result = desk.answered(decision, target) if decision else desk.request(target)
     except InvalidInput as exc:
         fail(str(exc))
     except (AuditError, TemporaryError) as exc:

@@ -86,6 +86,8 @@ def test_a_rotation_in_working_hours_waits_for_approval_then_runs(tmp_path: Path
     assert [p["decision_id"] for p in waiting] == [decision]
     code, _ = steward("approve", decision, "--as", "homelab-owner", "--data-dir", where)
     assert code == 0
+    code, _ = steward("mode", "rotate", "cluster", "--decision", decision, "--data-dir", where)
+    assert code == 2  # the decision was for split
 
     code, done = as_json("mode", "rotate", "split", "--decision", decision, "--data-dir", where)
     assert code == 0, done
