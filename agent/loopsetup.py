@@ -122,7 +122,7 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
                     decision_id=d.decision_id,
                     observed_at=observed_at,
                     observation_digest=digest,
-                    signals=signals.model_dump(mode="json"),
+                    signals=signals.for_log({v.action.target for v in d.verdicts}),
                     planner=made.planner,
                     model=made.model,
                     rationale=made.rationale,

@@ -284,13 +284,22 @@ def restart_mode_dwell(memory: Memory, at: datetime | None) -> Memory:
     return memory.model_copy(update={"mode_favoured_since": at})
 
 
+def _targets(d: Decision) -> set[str]:
+    """The workloads a decision is about: its actions' targets and those its findings name."""
+    targets = {v.action.target for v in d.verdicts}
+    if d.signals is not None:
+        said = " ".join(d.signals.findings)
+        targets |= {w.workload for w in d.signals.workloads if f"{w.workload}:" in said}
+    return targets
+
+
 def _intent(d: Decision, digest: str) -> Intent:
     assert d.plan is not None and d.observed_at is not None
     return Intent(
         decision_id=d.decision_id,
         observed_at=d.observed_at,
         observation_digest=digest,
-        signals=d.signals.model_dump(mode="json") if d.signals else {},
+        signals=d.signals.for_log(_targets(d)) if d.signals else {},
         planner=d.plan.planner,
         model=d.plan.model,
         rationale=d.plan.rationale,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent.audit import ActionOutcome, Check
 from tools.actions import Action, Plan
@@ -48,6 +48,23 @@ class WorkloadSignals(_Model):
     """Seconds the queue wait has stayed below the scale-down watermark."""
     stale: bool = False
     """A demand metric is stale or missing: the planner holds this workload as it is."""
+
+    def line(self) -> str:
+        """One readable line: replicas, queue, wait against the SLO, trend, idleness."""
+        parts = [f"{self.ready_replicas}/{self.desired_replicas} ready"]
+        if self.stale:
+            parts.append("demand metrics stale or missing")
+        if self.queue_depth is not None:
+            parts.append(f"queue {self.queue_depth:g}")
+        if self.queue_wait_s is not None:
+            parts.append(f"wait {self.queue_wait_s:.1f} s (SLO {self.slo_wait_s:g} s)")
+        if self.demand_trend is not None:
+            parts.append(f"trend {self.demand_trend:+.1f}/min")
+        if self.idle_for_s:
+            parts.append(f"idle {self.idle_for_s:.0f} s")
+        if self.calm_for_s:
+            parts.append(f"calm {self.calm_for_s:.0f} s")
+        return ", ".join(parts)
 
     @property
     def wait_ratio(self) -> float | None:
@@ -86,6 +103,25 @@ class Signals(_Model):
 
     def workload(self, name: str) -> WorkloadSignals | None:
         return next((w for w in self.workloads if w.workload == name), None)
+
+    def for_log(self, targets: set[str]) -> dict[str, JsonValue]:
+        """A compact, readable form for the decision log: findings, notices, and one line per
+        workload the decision is about (the full per-workload table stays out of the log)."""
+        lines: dict[str, JsonValue] = {
+            w.workload: w.line() for w in self.workloads if w.workload in targets
+        }
+        return {
+            "findings": list(self.findings),
+            "active_mode": self.active_mode,
+            "favoured_mode": self.favoured_mode,
+            "idle_cards": self.idle_cards,
+            "shared_card_anomalies": list(self.shared_card_anomalies),
+            "degraded_links": [
+                f"{link.link}/{link.path}: {link.problem}" for link in self.degraded_links
+            ],
+            "stale_metrics": list(self.stale_metrics),
+            "workloads": lines,
+        }
 
 
 class WorkloadMemory(_Model):
