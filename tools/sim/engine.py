@@ -62,6 +62,7 @@ class Engine:
         self.dirty_nodes: set[str] = {n.name for n in profile.nodes}
         self.dirty_workloads: set[str] = set(self.specs)
         self.dirty_links = True
+        self._lost: set[str] = {name for name, node in state.nodes.items() if node.lost}
         self.version = 0
         """Bumped whenever anything observable may have changed."""
 
@@ -91,14 +92,17 @@ class Engine:
 
     def _apply_node_faults(self, t: float) -> None:
         lost = self.faults.lost_nodes(t)
-        for name, node in self.state.nodes.items():
-            if (name in lost) != node.lost:
-                node.lost = name in lost
-                lifecycle.node_changed(self, name, lost=node.lost, t=t)
-                self.dirty_nodes.add(name)
-            elif node.lost:
-                self.dirty_nodes.add(name)  # its readings age: stale, then missing
-                self.dirty_links = True
+        nodes = self.state.nodes
+        was_lost = {name for name in self._lost if nodes[name].lost}
+        for name in sorted(lost ^ was_lost):  # sorted: the same order on every run
+            node = nodes[name]
+            node.lost = name in lost
+            lifecycle.node_changed(self, name, lost=node.lost, t=t)
+            self.dirty_nodes.add(name)
+        self._lost = lost
+        if lost:
+            self.dirty_nodes.update(lost)  # their readings age: stale, then missing
+            self.dirty_links = True
 
     # -- demand -------------------------------------------------------------------------------
 
