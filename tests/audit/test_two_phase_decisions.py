@@ -21,6 +21,7 @@ from agent.audit import (
     proposals,
     render,
 )
+from policies.history import Executed, History
 from tests.audit.builders import T0, FakeClock, approval, intent, outcome
 from tools.actions import Plan, ScaleWorkload
 from tools.backends.base import ActionResult
@@ -135,6 +136,8 @@ def test_executed_actions_feed_the_policy_history(log: AuditLog) -> None:
     ]
     assert done[0].at == T0 + timedelta(seconds=1)
     assert log.executed_actions(since=T0 + timedelta(seconds=2)) == []
+    history = History.of(Executed(at=e.at, action=e.action) for e in done if e.ok)
+    assert [x.action for x in history.executed] == [e.action for e in done]
 
 
 def test_records_filter_by_time_kind_and_decision(log: AuditLog) -> None:
