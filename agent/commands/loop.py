@@ -138,16 +138,18 @@ def plan(
         emit_json(result)
         return
     console.print(f"[bold]plan[/bold] {result['decision_id']} at {result['observed_at']} (dry run)")
-    for finding in result["findings"]:
-        console.print(f"  finding: {finding}")
+    lines = [f"  finding: {finding}" for finding in result["findings"]]
     if not result["actions"]:
-        console.print(f"  no action: {result['rationale'] or 'nothing to decide'}")
+        lines.append(f"  no action: {result['rationale'] or 'nothing to decide'}")
     for a in result["actions"]:
-        console.print(
-            f"  [{a['verdict']}] {a['describe']} — rules: {', '.join(a['rule_ids']) or '-'}"
-            f"\n      why: {a['reason']}\n      policy: {a['message']}"
-            f"\n      expected: {a['expected_effect']}"
-        )
+        lines += [
+            f"  [{a['verdict']}] {a['describe']} — rules: {', '.join(a['rule_ids']) or '-'}",
+            f"      why: {a['reason']}",
+            f"      policy: {a['message']}",
+            f"      expected: {a['expected_effect']}",
+        ]
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
     if result["recorded"] is None:
         err_console.print(f"not recorded in the decision log: {result['not_recorded']}")
     else:
@@ -169,7 +171,7 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
     for p in waiting:
         console.print(f"[bold]{p.decision_id}[/bold] since {p.created_at.isoformat()}")
         for action, message in zip(p.actions, p.messages, strict=True):
-            console.print(f"  {action.describe()} — {message}")
+            console.print(f"  {action.describe()} — {message}", markup=False, highlight=False)
 
 
 def approve(
