@@ -13,8 +13,14 @@ from tools.sim.demand import TraceDemand
 from tools.sim.scenario import load_scenario
 
 SHIPPED = sorted((Path(__file__).resolve().parents[2] / "evals" / "scenarios").glob("*.yaml"))
-SIM_SCENARIOS = ["homelab-default-day", "azure-conv-replay", "link-11-percent", "gid-changed",
-                 "mps-double-count"]  # fmt: skip
+SIM_SCENARIOS = [
+    "homelab-default-day",
+    "azure-conv-replay",
+    "link-11-percent",
+    "gid-changed",
+    "mps-double-count",
+    "servegen-week",
+]
 
 
 @pytest.mark.parametrize("name", SIM_SCENARIOS)

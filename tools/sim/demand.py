@@ -1,6 +1,6 @@
 """Demand: where the simulator's requests come from.
 
-Four kinds of arrival process, each a pydantic spec (what a scenario file writes) and a
+Five kinds of arrival process, each a pydantic spec (what a scenario file writes) and a
 generator that yields the requests arriving in a time window, deterministically for a seed:
 
 - `poisson`: a constant rate;
@@ -8,7 +8,9 @@ generator that yields the requests arriving in a time window, deterministically 
 - `burst`: a rate during one window only;
 - `trace`: replay of a real request trace (the CSVs in shared/traces: TIMESTAMP, ContextTokens,
   GeneratedTokens), thinned or replicated by `rate_scale` (a real service's trace is many times
-  what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it).
+  what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it);
+- `rates`: Poisson arrivals following a per-window rate file (ServeGen's rates per 10-minute
+  window over two weeks), scaled by `rate_scale`: the shape of days when a trace is an hour.
 
 A request targets a workload or a pool (then the router picks one of the pool's workloads).
 """
@@ -76,8 +78,20 @@ class TraceDemand(_Demand):
     loop: bool = False
 
 
+class RatesDemand(_Demand):
+    """Poisson arrivals at the rate a rates CSV gives per window (ServeGen's days and weeks)."""
+
+    kind: Literal["rates"] = "rates"
+    path: Path
+    column: str = Field(min_length=1, description="The service column, e.g. m-mid.")
+    rate_scale: float = Field(default=1.0, gt=0, le=1000)
+    offset_s: float = Field(default=0.0, ge=0, description="Start this far into the file.")
+    loop: bool = True
+
+
 DemandSpec = Annotated[
-    PoissonDemand | DiurnalDemand | BurstDemand | TraceDemand, Field(discriminator="kind")
+    PoissonDemand | DiurnalDemand | BurstDemand | TraceDemand | RatesDemand,
+    Field(discriminator="kind"),
 ]
 
 
@@ -124,6 +138,12 @@ class Generator:
             return rate / 60
         if isinstance(spec, BurstDemand):
             return spec.rate_per_min / 60 if spec.at_s <= t < spec.at_s + spec.duration_s else 0.0
+        if isinstance(spec, RatesDemand):
+            window_s, rates = load_rates(spec.path, spec.column)
+            i = int((t + spec.offset_s) // window_s)
+            if i >= len(rates) and not spec.loop:
+                return 0.0
+            return rates[i % len(rates)] * spec.rate_scale / 60
         return 0.0
 
     def _peak_rate_per_s(self) -> float:
@@ -132,6 +152,8 @@ class Generator:
             return max(spec.min_rate_per_min, spec.max_rate_per_min) / 60
         if isinstance(spec, PoissonDemand | BurstDemand):
             return spec.rate_per_min / 60
+        if isinstance(spec, RatesDemand):
+            return max(load_rates(spec.path, spec.column)[1]) * spec.rate_scale / 60
         return 0.0
 
     def window(self, t0: float, t1: float) -> list[Request]:
@@ -204,6 +226,27 @@ def _poisson(rng: random.Random, mean: float) -> int:
         if p <= limit:
             return k
         k += 1
+
+
+@cache
+def load_rates(path: Path, column: str) -> tuple[float, tuple[float, ...]]:
+    """(window length in seconds, requests per minute per window) of one column of a rates CSV
+    (`window_start_s` then one column per service; an empty cell is no traffic)."""
+    try:
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the rates file: {exc.strerror}") from exc
+    if not rows or column not in rows[0] or "window_start_s" not in rows[0]:
+        known = ", ".join(k for k in (rows[0] if rows else {}) if k != "window_start_s")
+        raise InvalidInput(f"{path}: no column {column!r} next to window_start_s (has: {known})")
+    try:
+        starts = [float(r["window_start_s"]) for r in rows]
+        rates = tuple(float(r[column]) if r[column] else 0.0 for r in rows)
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: column {column!r}: not a number ({exc})") from exc
+    window_s = starts[1] - starts[0] if len(starts) > 1 else 600.0
+    return window_s, rates
 
 
 @cache

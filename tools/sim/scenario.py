@@ -18,7 +18,14 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from tools.errors import InvalidInput
-from tools.sim.demand import DemandSpec, DiurnalDemand, PoissonDemand, TraceDemand
+from tools.sim.demand import (
+    DemandSpec,
+    DiurnalDemand,
+    PoissonDemand,
+    RatesDemand,
+    TraceDemand,
+    load_rates,
+)
 from tools.sim.faults import Fault, GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss, ProbeFailing
 from tools.sim.profiles import Profile, fleet, homelab
 
@@ -97,8 +104,13 @@ class Scenario(BaseModel):
                     f"min_rate_per_min ({d.min_rate_per_min:g}) is above max_rate_per_min "
                     f"({d.max_rate_per_min:g})",
                 )
-            if isinstance(d, TraceDemand) and not d.path.is_file():
-                yield ("demand", i, "path"), f"no trace file at {d.path}"
+            if isinstance(d, TraceDemand | RatesDemand) and not d.path.is_file():
+                yield ("demand", i, "path"), f"no file at {d.path}"
+            elif isinstance(d, RatesDemand):
+                try:
+                    load_rates(d.path, d.column)
+                except InvalidInput as exc:
+                    yield ("demand", i, "column"), str(exc)
         for i, f in enumerate(self.faults):
             if isinstance(f, NodeLoss | MpsDoubleCount) and f.node not in nodes:
                 yield ("faults", i, "node"), f"no node named {f.node!r}"
@@ -148,9 +160,13 @@ def _plain(node: Any) -> Any:
 
 
 def _resolve_traces(data: dict[str, Any], base: Path) -> None:
-    """Trace paths are relative to the scenario file."""
+    """Trace and rates paths are relative to the scenario file."""
     for d in data.get("demand") or ():
-        if isinstance(d, dict) and d.get("kind") == "trace" and isinstance(d.get("path"), str):
+        if (
+            isinstance(d, dict)
+            and d.get("kind") in ("trace", "rates")
+            and isinstance(d.get("path"), str)
+        ):
             p = Path(d["path"]).expanduser()
             d["path"] = str(p if p.is_absolute() else (base / p).resolve())
 
