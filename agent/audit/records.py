@@ -120,14 +120,16 @@ class _Decision(_Payload):
     @model_validator(mode="before")
     @classmethod
     def _pending_from_verdicts(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "approvals_pending" not in data:
-            found = [
-                i
-                for i, p in enumerate(data.get("proposals", ()))
-                if (p.get("verdict") if isinstance(p, dict) else p.verdict) == "needs_approval"
-            ]
-            data = {**data, "approvals_pending": tuple(found)}
-        return data
+        if not isinstance(data, dict) or "approvals_pending" in data:
+            return data
+        given = data.get("proposals", ())
+        if not isinstance(given, list | tuple):
+            return data  # the field's own validation names the problem
+        verdicts = [
+            p.get("verdict") if isinstance(p, dict) else getattr(p, "verdict", None) for p in given
+        ]
+        pending = tuple(i for i, v in enumerate(verdicts) if v == "needs_approval")
+        return {**data, "approvals_pending": pending}
 
     @model_validator(mode="after")
     def _pending_points_at_proposals(self) -> _Decision:
