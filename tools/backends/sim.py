@@ -112,10 +112,11 @@ class SimCluster:
         """Every workload at its initial replicas, placed and already serving at t=0."""
         st = self.engine.state
         initial = {w.name: w.replicas for w in self.profile.workloads}
-        if self.scenario.mode is not None and self.profile.modes:
+        active = self.scenario.mode or self.profile.default_mode
+        if active is not None:
             for mode in self.profile.modes:
                 for w in mode.workloads:
-                    initial[w] = 1 if mode.name == self.scenario.mode else 0
+                    initial[w] = 1 if mode.name == active else 0
         initial.update(self.scenario.replicas)
         st.nodes = {n.name: NodeRun() for n in self.profile.nodes}
         st.workloads = {w.name: WorkloadRun(desired=0) for w in self.profile.workloads}

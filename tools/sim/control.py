@@ -102,13 +102,11 @@ def place(
         )
     r = Replica(workload=workload, index=run.next_index, since_s=engine.state.t)
     run.next_index += 1
-    if gpus:
-        found = engine.placer.find(spec, engine.state.t, node)
-        assert not isinstance(found, str)  # checked by _room_for just above
-        engine.placer.bind(spec, r, found[0], list(gpus))
-        r.phase, r.since_s, r.ready_at_s = "starting", engine.state.t, engine.state.t + spec.load_s
-    else:
-        lifecycle.start(engine, r, engine.state.t, pinned=node)
+    found = engine.placer.find(spec, engine.state.t, node)
+    if isinstance(found, str):  # _room_for just said there is room: the same question
+        return ActionResult(ok=False, dry_run=False, message=found)
+    engine.placer.bind(spec, r, found[0], list(gpus) or found[1])
+    r.phase, r.since_s, r.ready_at_s = "starting", engine.state.t, engine.state.t + spec.load_s
     run.replicas.append(r)
     run.desired += 1
     engine.dirty_nodes.update(r.nodes)

@@ -122,6 +122,8 @@ class Profile(_Spec):
     workloads: tuple[WorkloadSpec, ...]
     pools: tuple[Pool, ...]
     modes: tuple[Mode, ...] = ()
+    default_mode: str | None = None
+    """The mode serving when a scenario does not say (its workloads start with one replica)."""
     links: tuple[LinkSpec, ...] = ()
     tick_s: float = Field(default=0.5, gt=0)
     """The engine's time step."""
@@ -238,7 +240,13 @@ def homelab() -> Profile:
         ),
     )
     return Profile(
-        name="homelab", nodes=nodes, workloads=workloads, pools=pools, modes=modes, links=links
+        name="homelab",
+        nodes=nodes,
+        workloads=workloads,
+        pools=pools,
+        modes=modes,
+        default_mode="cluster",  # the seeds: GLM-5.3-Flash over both GX10 by default
+        links=links,
     )
 
 

@@ -60,7 +60,8 @@ class Scenario(BaseModel):
     start: datetime = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
     duration_s: float = Field(default=3600.0, gt=0, description="How long an eval runs it.")
     mode: Literal["split", "cluster"] | None = Field(
-        default="cluster", description="The GX10 pair's mode at the start (homelab); None: off."
+        default=None,
+        description="The GX10 pair's mode at the start (homelab); None: the profile's default.",
     )
     replicas: dict[str, int] = Field(default={}, description="Initial replicas, by workload.")
     demand: tuple[DemandSpec, ...] = ()
@@ -89,7 +90,7 @@ class Scenario(BaseModel):
         nodes = {n.name for n in prof.nodes}
         paths = {lk.name: {p.name for p in lk.paths} for lk in prof.links}
         if self.mode is not None and isinstance(self.profile, FleetProfile):
-            yield ("mode",), "a fleet profile has no modes: leave `mode` out or set it to null"
+            yield ("mode",), "a fleet profile has no modes: leave `mode` out"
         for name, count in self.replicas.items():
             if name not in workloads:
                 yield ("replicas", name), f"no workload named {name!r} in {prof.name}"
