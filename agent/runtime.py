@@ -12,6 +12,7 @@ let the current step finish; then the log is closed and the cluster saved.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -47,8 +48,8 @@ LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
 VERSION = "0.1.0"
 SAVE_EVERY_S = 1.0
-"""Between actions the simulated cluster is saved at most this often (and always at the end):
-what `steward status` shows of a running agent lags by up to this much."""
+"""Between decisions the simulated cluster and the loop's memory are saved at most this often
+(and always at the end): what `steward status` shows of a running agent lags by up to this."""
 
 log = structlog.get_logger("steward.loop")
 
@@ -154,9 +155,18 @@ class Runtime:
             seen[str(item.config["configurable"]["thread_id"])] = None
         return list(seen)
 
+    def _persist(self, *, force: bool) -> None:
+        """Save the simulated cluster and the loop's memory after a decision, and otherwise at
+        most every SAVE_EVERY_S (an idle tick stays cheap; both are soft state a restart can
+        afford to find a second old — executed actions are saved as they run)."""
+        if force or time.monotonic() - self._saved_at >= SAVE_EVERY_S:
+            self.sim.save(self.data_dir)
+            _write_memory(self.data_dir, self.tick_no, self.memory)
+            self._saved_at = time.monotonic()
+
     def close(self) -> None:
         """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
-        self.sim.save(self.data_dir)
+        self._persist(force=True)
         self.ctx.audit.close()
         self.ctx.inbox.close()
         _release(self._lock_fd)
@@ -204,13 +214,11 @@ class Runtime:
         self.memory = final.memory
         if not waiting:
             self._delete(decision_id)
-        if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
-            self.sim.save(self.data_dir)
-            self._saved_at = time.monotonic()
-        _write_memory(self.data_dir, self.tick_no, self.memory)
+        report = _report(self.tick_no, final, waiting, resumed, 0.0)
+        self._persist(force=report.decided or bool(resumed))
         seconds = time.perf_counter() - started
         self.ctx.telemetry.tick_done(seconds)
-        report = _report(self.tick_no, final, waiting, resumed, seconds)
+        report = dataclasses.replace(report, seconds=round(seconds, 4))
         if report.decided or resumed:
             log.info("decision", **_fields(report, final))
         return report
