@@ -10,7 +10,7 @@ import pytest
 from tools.sim.demand import PoissonDemand, TraceDemand
 from tools.sim.scenario import Scenario
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "evals" / "traces"
 CONV = TRACES / "azure-2023-conv.csv"
 
 
