@@ -20,7 +20,6 @@ from tools.actions import (
     Action,
     CordonNode,
     DrainNode,
-    NoOp,
     PlaceReplica,
     RotateMode,
     ScaleWorkload,
@@ -35,18 +34,18 @@ ROTATION_KEY = "mode-rotation"
 
 def action_key(action: Action) -> str:
     """The thing an action changes, as `kind:name`; empty for NoOp."""
-    if isinstance(action, ScaleWorkload | PlaceReplica):
+    if type(action) is ScaleWorkload or type(action) is PlaceReplica:
         return f"workload:{action.workload}"
-    if isinstance(action, CordonNode | UncordonNode | DrainNode):
+    if type(action) is CordonNode or type(action) is UncordonNode or type(action) is DrainNode:
         return f"node:{action.node}"
-    if isinstance(action, RotateMode):
+    if type(action) is RotateMode:
         return ROTATION_KEY
     return ""
 
 
 def direction(action: Action, state: ClusterState) -> Direction:
     """Whether the action adds capacity, removes it, empties a workload or neither."""
-    if isinstance(action, ScaleWorkload):
+    if type(action) is ScaleWorkload:
         workload = state.workload(action.workload)
         current = workload.desired_replicas if workload else 0
         if action.replicas == current:
@@ -54,28 +53,27 @@ def direction(action: Action, state: ClusterState) -> Direction:
         if action.replicas <= 0:
             return "to_zero"
         return "up" if action.replicas > current else "down"
-    if isinstance(action, PlaceReplica | UncordonNode):
+    if type(action) is PlaceReplica or type(action) is UncordonNode:
         return "up"
-    if isinstance(action, CordonNode | DrainNode):
+    if type(action) is CordonNode or type(action) is DrainNode:
         return "down"
     return "neutral"
 
 
 def pools_touched(action: Action, state: ClusterState) -> frozenset[str]:
     """The pools whose cards or replicas the action may change."""
-    if isinstance(action, ScaleWorkload | PlaceReplica):
+    if type(action) is ScaleWorkload or type(action) is PlaceReplica:
         workload = state.workload(action.workload)
         return frozenset({workload.pool}) if workload else frozenset()
-    if isinstance(action, CordonNode | UncordonNode | DrainNode):
+    if type(action) is CordonNode or type(action) is UncordonNode or type(action) is DrainNode:
         return frozenset(
             w.pool for w in state.workloads if any(action.node in p.nodes for p in w.placement)
         )
-    if isinstance(action, RotateMode):
+    if type(action) is RotateMode:
         mode = state.mode(action.target_mode)
         if mode is None:
             return frozenset()
         group = set(mode.nodes)
         names = {w for m in state.modes if group & set(m.nodes) for w in m.workloads}
         return frozenset(w.pool for w in state.workloads if w.name in names)
-    assert isinstance(action, NoOp)
-    return frozenset()
+    return frozenset()  # NoOp, or something that is no action at all

@@ -49,6 +49,8 @@ _LIMIT_RULES = {
     pools.IDLE_BEFORE_ZERO,
     protection.NEVER_BELOW_CURRENT,
 }
+_Found = tuple[str, str, tuple[int, ...]]
+"""A plan-level finding in the making: rule id, message, plan positions."""
 _BUDGET_RULES = {budgets.ACTIONS_PER_HOUR, budgets.BLAST_RADIUS}
 RULE_IDS: tuple[str, ...] = (
     NOOP,
@@ -118,14 +120,14 @@ class _Books:
         self.base = Ledger.of(ctx.state)
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
-        self.findings: list[Finding] = []
+        self.findings: list[_Found] = []
         self._effects: dict[int, Effect] = {}
         """The last judged action's effect on each ledger (by id), reused to commit it."""
 
     def judge(self, index: int, action: Action) -> Verdict:
         self._effects = {}
         verdict = self._verdict(index, action, suggest=True)
-        if verdict.decision == "deny" or isinstance(action, NoOp):
+        if verdict.decision == "deny" or type(action) is NoOp:
             return verdict
         key = action_key(action)
         if verdict.decision == "needs_approval" and self.pending is self.committed:
@@ -142,7 +144,7 @@ class _Books:
         return effect if effect is not None else effect_of(action, self.ctx, ledger)
 
     def _verdict(self, index: int, action: Action, *, suggest: bool) -> Verdict:
-        if isinstance(action, NoOp):
+        if type(action) is NoOp:
             return _verdict(index, action, "allow", (NOOP,), f"Allowed: {_describe(action)}.")
         denials = targets.check(action, self.ctx)
         if not denials:
@@ -164,14 +166,14 @@ class _Books:
         rule_ids = tuple(dict.fromkeys(d.rule_id for d in denials))
         message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
         instead = None
-        if suggest and isinstance(action, ScaleWorkload) and targets.ACTION_INVALID not in rule_ids:
+        if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
         return _verdict(index, action, "deny", rule_ids, message + ".", instead)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending
-        found: list[Finding] = []
+        found: list[_Found] = []
         denials = cooldowns.check(action, ctx, pending)
         if denials and denials[0].rule_id == cooldowns.DUPLICATE:
             earlier = pending.keys[action_key(action)]
@@ -244,28 +246,26 @@ class _Books:
         return candidate, f". Would allow: scale {action.workload} to {bound} {replicas}"
 
 
-def _merged(findings: list[Finding]) -> tuple[Finding, ...]:
+def _merged(findings: list[_Found]) -> tuple[Finding, ...]:
     """One finding per budget rule (listing every action it stopped); others as they are."""
-    out: list[Finding | list[Finding]] = []
-    groups: dict[str, list[Finding]] = {}
-    for finding in findings:
-        if finding.rule_id not in _BUDGET_RULES:
-            out.append(finding)
-        elif finding.rule_id in groups:
-            groups[finding.rule_id].append(finding)
-        else:
-            out.append(groups.setdefault(finding.rule_id, [finding]))
-    merged: list[Finding] = []
-    for item in out:
-        if isinstance(item, Finding):
-            merged.append(item)
+    groups: dict[str, list[_Found]] = {}
+    order: list[list[_Found]] = []
+    for found in findings:
+        rule_id = found[0]
+        if rule_id in _BUDGET_RULES and rule_id in groups:
+            groups[rule_id].append(found)
             continue
-        first = item[0]
-        message = first.message
-        if len(item) > 1:
-            message += f" (and {len(item) - 1} more stopped)"
-        actions = tuple(i for f in item for i in f.actions)
-        merged.append(Finding(rule_id=first.rule_id, message=message, actions=actions))
+        group = [found]
+        order.append(group)
+        if rule_id in _BUDGET_RULES:
+            groups[rule_id] = group
+    merged = []
+    for group in order:
+        rule_id, message, _ = group[0]
+        if len(group) > 1:
+            message += f" (and {len(group) - 1} more stopped)"
+        actions = tuple(i for _, _, indices in group for i in indices)
+        merged.append(Finding(rule_id=rule_id, message=message, actions=actions))
     return tuple(merged)
 
 
@@ -273,8 +273,8 @@ def _rule_text(name: str, window: Window | None) -> str:
     return f"{name} ({window.describe()})" if window else name
 
 
-def _finding(denial: Denial, actions: tuple[int, ...]) -> Finding:
-    return Finding(rule_id=denial.rule_id, message=denial.message, actions=actions)
+def _finding(denial: Denial, actions: tuple[int, ...]) -> _Found:
+    return denial.rule_id, denial.message, actions
 
 
 def _verdict(  # noqa: PLR0917 - one call shape, internal
@@ -286,15 +286,23 @@ def _verdict(  # noqa: PLR0917 - one call shape, internal
     instead: Action | None = None,
     approvers: tuple[str, ...] = (),
 ) -> Verdict:
-    return Verdict.model_construct(
-        index=index,
-        action=action,
-        decision=decision,
-        rule_ids=rule_ids,
-        message=message,
-        allowed_instead=instead,
-        approvers=approvers,
+    # A copy of a template is the cheapest way pydantic offers to build a trusted instance.
+    return _TEMPLATE.model_copy(
+        update={
+            "index": index,
+            "action": action,
+            "decision": decision,
+            "rule_ids": rule_ids,
+            "message": message,
+            "allowed_instead": instead,
+            "approvers": approvers,
+        }
     )
+
+
+_TEMPLATE = Verdict(
+    index=0, action=NoOp(reason="template"), decision="allow", rule_ids=(NOOP,), message=""
+)
 
 
 def _describe(action: Action) -> str:

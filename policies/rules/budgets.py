@@ -43,7 +43,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
     if radius is not None and ledger.cards_changed + effect.cards_changed > radius:
         left = max(0, radius - ledger.cards_changed)
         lower = upper = None
-        if isinstance(action, ScaleWorkload) and effect.changes:
+        if type(action) is ScaleWorkload and effect.changes:
             w = effect.changes[0].workload
             if w.cards_per_replica:
                 step = left // w.cards_per_replica

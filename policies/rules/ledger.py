@@ -147,9 +147,11 @@ class Ledger:
     pool_actions: dict[str, list[int]] = field(default_factory=dict)
     actions: int = 0
     cards_changed: int = 0
-    diverged_pools: set[str] = field(default_factory=set)
+    diverged_cards: set[str] = field(default_factory=set)
+    diverged_ready: set[str] = field(default_factory=set)
     diverged_nodes: set[str] = field(default_factory=set)
-    """What actions waiting for approval changed here and not in the committed ledger."""
+    """Pools whose cards or ready replicas, and nodes whose schedulability, actions waiting for
+    approval changed here and not in the committed ledger."""
 
     @classmethod
     def of(cls, state: ClusterState) -> Ledger:
@@ -174,7 +176,8 @@ class Ledger:
             pool_actions={k: list(v) for k, v in self.pool_actions.items()},
             actions=self.actions,
             cards_changed=self.cards_changed,
-            diverged_pools=set(self.diverged_pools),
+            diverged_cards=set(self.diverged_cards),
+            diverged_ready=set(self.diverged_ready),
             diverged_nodes=set(self.diverged_nodes),
         )
 
@@ -193,17 +196,28 @@ class Ledger:
         return observed.schedulable
 
     def diverges_for(self, action: Action, effect: Effect, committed: Ledger) -> bool:
-        """Whether this (pending) ledger may judge `action` differently from `committed`:
-        it touches a pool or node an action waiting for approval changed, or adds cards while
-        the totals differ."""
-        if not self.diverged_pools and not self.diverged_nodes:
+        """Whether this (pending) ledger may judge `action` differently from `committed`.
+
+        It may when the action touches a pool whose cards an action waiting for approval
+        changed, may lower ready replicas in a pool whose readiness one changed, names a node
+        whose schedulability one changed, or adds cards while this ledger holds more cards in
+        all (with fewer, the committed ledger's total-budget check is the stricter one).
+        """
+        if not (self.diverged_cards or self.diverged_ready or self.diverged_nodes):
             return False
-        if any(c.workload.pool in self.diverged_pools for c in effect.changes):
-            return True
+        grows = type(action) is PlaceReplica or type(action) is ScaleWorkload
+        for change in effect.changes:
+            pool = change.workload.pool
+            if pool in self.diverged_cards:
+                return True
+            if pool in self.diverged_ready and not (
+                grows and change.desired >= self.ready_of(change.workload)
+            ):
+                return True
         node = getattr(action, "node", None)
         if node is not None and node in self.diverged_nodes:
             return True
-        return self.total_cards != committed.total_cards and any(
+        return self.total_cards > committed.total_cards and any(
             c.desired > committed.desired_of(c.workload) for c in effect.changes
         )
 
@@ -213,7 +227,12 @@ class Ledger:
         `diverge`: the action waits for approval and counts in this ledger only.
         """
         if diverge:
-            self.diverged_pools.update(c.workload.pool for c in effect.changes)
+            for change in effect.changes:
+                w = change.workload
+                if change.desired != self.desired_of(w):
+                    self.diverged_cards.add(w.pool)
+                if change.ready != self.ready_of(w):
+                    self.diverged_ready.add(w.pool)
             self.diverged_nodes.update(n for n in (effect.cordon, effect.uncordon) if n)
         for change in effect.changes:
             w = change.workload
@@ -257,16 +276,16 @@ def mode_group_workloads(state: ClusterState, target: str) -> tuple[list[str], l
 def effect_of(action: Action, ctx: Context, ledger: Ledger) -> Effect:
     """What `action` would change on top of `ledger` (targets are known to exist)."""
     state = ctx.state
-    if isinstance(action, ScaleWorkload):
+    if type(action) is ScaleWorkload:
         w = _workload(state, action.workload)
         old = ledger.desired_of(w)
         change = Change(w, action.replicas, min(ledger.ready_of(w), action.replicas))
         return Effect((change,), cards_changed=abs(action.replicas - old) * w.cards_per_replica)
-    if isinstance(action, PlaceReplica):
+    if type(action) is PlaceReplica:
         w = _workload(state, action.workload)
         change = Change(w, ledger.desired_of(w) + 1, ledger.ready_of(w))
         return Effect((change,), cards_changed=w.cards_per_replica)
-    if isinstance(action, DrainNode):
+    if type(action) is DrainNode:
         changes = []
         cards = 0
         for w, ready_there, total_there in ctx.on_node.get(action.node, []):
@@ -274,11 +293,11 @@ def effect_of(action: Action, ctx: Context, ledger: Ledger) -> Effect:
             ready = max(0, ledger.ready_of(w) - ready_there)
             changes.append(Change(w, ledger.desired_of(w), ready))
         return Effect(tuple(changes), cordon=action.node, cards_changed=cards)
-    if isinstance(action, CordonNode):
+    if type(action) is CordonNode:
         return Effect(cordon=action.node)
-    if isinstance(action, UncordonNode):
+    if type(action) is UncordonNode:
         return Effect(uncordon=action.node)
-    if isinstance(action, RotateMode):
+    if type(action) is RotateMode:
         up, down = mode_group_workloads(state, action.target_mode)
         changes = []
         taken = freed = 0

@@ -22,7 +22,7 @@ GID_INDEX = "mode.gid_index"
 
 
 def check(action: Action, ctx: Context) -> list[Denial]:
-    if not isinstance(action, RotateMode):
+    if type(action) is not RotateMode:
         return []
     state, rules = ctx.state, ctx.policy.rotation
     mode = state.mode(action.target_mode)

@@ -15,7 +15,7 @@ GPU_MODEL = "pool.gpu_model"
 
 
 def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
-    if not isinstance(action, PlaceReplica):
+    if type(action) is not PlaceReplica:
         return []
     node = ctx.state.node(action.node)
     workload = ctx.state.workload(action.workload)

@@ -34,7 +34,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
         delta = deltas.setdefault(w.pool, [0, 0])
         delta[0] += (change.desired - ledger.desired_of(w)) * w.cards_per_replica
         delta[1] += change.ready - ledger.ready_of(w)
-    scale = action if isinstance(action, ScaleWorkload) else None
+    scale = action if type(action) is ScaleWorkload else None
     unit = 0
     old = ready_w = 0
     if scale is not None and effect.changes:

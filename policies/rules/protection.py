@@ -17,7 +17,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
     protected = set(ctx.policy.protected)
     if not protected:
         return []
-    if isinstance(action, DrainNode):
+    if type(action) is DrainNode:
         hosted = sorted(
             w.name for w, _, there in ctx.on_node.get(action.node, []) if w.name in protected
         )
@@ -35,7 +35,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
         w = change.workload
         current = ledger.desired_of(w)
         if w.name in protected and change.desired < current:
-            lower = current if isinstance(action, ScaleWorkload) else None
+            lower = current if type(action) is ScaleWorkload else None
             denials.append(
                 Denial(
                     NEVER_BELOW_CURRENT,

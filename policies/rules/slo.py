@@ -13,7 +13,7 @@ QUEUE_WAIT = "slo.queue_wait"
 
 
 def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
-    if not isinstance(action, ScaleWorkload):
+    if type(action) is not ScaleWorkload:
         return []
     workload = ctx.state.workload(action.workload)
     assert workload is not None

@@ -28,13 +28,13 @@ POOL_UNMANAGED = "pool.unmanaged"
 def check(action: Action, ctx: Context) -> list[Denial]:
     """Denials that make every other rule moot: the action cannot even be understood."""
     state = ctx.state
-    if isinstance(action, ScaleWorkload):
+    if type(action) is ScaleWorkload:
         replicas = action.replicas
         if type(replicas) is not int or replicas < 0:
             message = f"replicas must be a whole number >= 0, not {replicas!r}"
             return [Denial(ACTION_INVALID, message)]
         return _workload(action.workload, ctx)
-    if isinstance(action, PlaceReplica):
+    if type(action) is PlaceReplica:
         found = _workload(action.workload, ctx)
         if found:
             return found
@@ -46,14 +46,14 @@ def check(action: Action, ctx: Context) -> list[Denial]:
         if missing:
             return [Denial(TARGET_UNKNOWN, f"node {node.name} has no card {missing[0]!r}")]
         return []
-    if isinstance(action, CordonNode | UncordonNode | DrainNode):
+    if type(action) is CordonNode or type(action) is UncordonNode or type(action) is DrainNode:
         if not isinstance(action.node, str) or state.node(action.node) is None:
             return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
-        if isinstance(action, DrainNode) and not 0 < action.deadline_s <= 3600:
+        if type(action) is DrainNode and not 0 < action.deadline_s <= 3600:
             message = f"drain deadline {action.deadline_s!r} s is not in (0, 3600]"
             return [Denial(ACTION_INVALID, message)]
         return []
-    if isinstance(action, RotateMode):
+    if type(action) is RotateMode:
         mode = state.mode(action.target_mode) if isinstance(action.target_mode, str) else None
         if mode is None:
             known = ", ".join(m.name for m in state.modes) or "none"
@@ -70,7 +70,7 @@ def check(action: Action, ctx: Context) -> list[Denial]:
             if workload is not None and workload.pool not in ctx.policy.pools:
                 return [_unmanaged(workload.name, workload.pool)]
         return []
-    if isinstance(action, NoOp):
+    if type(action) is NoOp:
         return []
     return [Denial(ACTION_INVALID, f"{type(action).__name__} is not an action Steward knows")]
 
