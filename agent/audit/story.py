@@ -24,6 +24,7 @@ from agent.audit.records import (
     Interrupted,
     ModeStep,
     Outcome,
+    Proposal,
     Record,
     Startup,
     Verdict,
@@ -82,6 +83,74 @@ def _params(action_dump: dict[str, Any]) -> dict[str, JsonValue]:
     return {k: v for k, v in action_dump.items() if k not in ("type", "reason")}
 
 
+class _Trail:
+    """What the records after an intent add to it: approvals, fallbacks, steps, the ending."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.approvals: dict[int, list[str]] = {}
+        self.fallbacks: list[str] = []
+        self.steps: list[str] = []
+        self.outcome: Outcome | None = None
+        self.closed: Record | None = None
+        for r in records:
+            p = r.payload
+            if isinstance(p, Approval):
+                word = "approved" if p.approved else "refused"
+                note = f" ({p.note})" if p.note else ""
+                when = f"{p.decided_at:%Y-%m-%d %H:%M}"
+                text = f"{word} by {p.principal} via {p.channel} at {when}{note}"
+                self.approvals.setdefault(p.action_index, []).append(text)
+            elif isinstance(p, Fallback):
+                self.fallbacks.append(
+                    f"{p.from_planner} failed ({p.reason}); {p.to_planner} decided"
+                )
+            elif isinstance(p, ModeStep):
+                mode = f" to {p.target_mode}" if p.target_mode else ""
+                self.steps.append(
+                    f"rotation {p.rotation_id}{mode}: {p.step} {p.status} ({r.time:%H:%M:%S})"
+                )
+            elif isinstance(p, Outcome | Interrupted):
+                self.outcome = p if isinstance(p, Outcome) else None
+                self.closed = r
+
+    def status(self, decision: Intent | DryRunPlan) -> Status:
+        if isinstance(decision, DryRunPlan):
+            return "dry run"
+        if self.closed is None:
+            return "in progress"
+        if self.outcome is None:
+            return "interrupted"
+        return "completed" if self.outcome.succeeded else "failed"
+
+    def error(self) -> str | None:
+        if self.outcome is not None:
+            return self.outcome.error
+        if self.closed is not None and isinstance(self.closed.payload, Interrupted):
+            return self.closed.payload.reason
+        return None
+
+
+def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
+    dumped = dump_action(proposal.action)
+    results = trail.outcome.results if trail.outcome else ()
+    res = next((r for r in results if r.index == i), None)
+    return ActionStory(
+        index=i,
+        type=str(dumped["type"]),
+        target=proposal.action.target,
+        params=_params(dumped),
+        description=proposal.action.describe(),
+        reason=proposal.action.reason,
+        verdict=proposal.verdict,
+        rule_ids=proposal.rule_ids,
+        message=proposal.message,
+        approvals=tuple(trail.approvals.get(i, ())),
+        executed=res.executed if res else False,
+        ok=res.ok if res else None,
+        outcome=res.message if res else None,
+    )
+
+
 def explain(records: Sequence[Record]) -> Story:
     """The story of the decision these records belong to (they must include its intent/plan)."""
     opening = next((r for r in records if isinstance(r.payload, Intent | DryRunPlan)), None)
@@ -89,76 +158,25 @@ def explain(records: Sequence[Record]) -> Story:
         raise ValueError("no intent or plan among these records: nothing to explain")
     decision = opening.payload
     assert isinstance(decision, Intent | DryRunPlan)
-    approvals: dict[int, list[str]] = {}
-    fallbacks: list[str] = []
-    steps: list[str] = []
-    outcome: Outcome | None = None
-    closed: Record | None = None
-    for r in records:
-        p = r.payload
-        if isinstance(p, Approval):
-            word = "approved" if p.approved else "refused"
-            note = f" ({p.note})" if p.note else ""
-            text = f"{word} by {p.principal} via {p.channel} at {p.decided_at:%Y-%m-%d %H:%M}{note}"
-            approvals.setdefault(p.action_index, []).append(text)
-        elif isinstance(p, Fallback):
-            fallbacks.append(f"{p.from_planner} failed ({p.reason}); {p.to_planner} decided")
-        elif isinstance(p, ModeStep):
-            mode = f" to {p.target_mode}" if p.target_mode else ""
-            steps.append(f"rotation {p.rotation_id}{mode}: {p.step} {p.status} ({r.time:%H:%M:%S})")
-        elif isinstance(p, Outcome | Interrupted):
-            outcome = p if isinstance(p, Outcome) else None
-            closed = r
-    results = {res.index: res for res in outcome.results} if outcome else {}
-    actions = []
-    for i, proposal in enumerate(decision.proposals):
-        dumped = dump_action(proposal.action)
-        res = results.get(i)
-        actions.append(
-            ActionStory(
-                index=i,
-                type=str(dumped["type"]),
-                target=proposal.action.target,
-                params=_params(dumped),
-                description=proposal.action.describe(),
-                reason=proposal.action.reason,
-                verdict=proposal.verdict,
-                rule_ids=proposal.rule_ids,
-                message=proposal.message,
-                approvals=tuple(approvals.get(i, ())),
-                executed=res.executed if res else False,
-                ok=res.ok if res else None,
-                outcome=res.message if res else None,
-            )
-        )
-    status: Status
-    if isinstance(decision, DryRunPlan):
-        status = "dry run"
-    elif closed is None:
-        status = "in progress"
-    elif outcome is None:
-        status = "interrupted"
-    else:
-        status = "completed" if outcome.succeeded else "failed"
-    interrupted = closed.payload if closed and isinstance(closed.payload, Interrupted) else None
+    trail = _Trail(records)
     return Story(
         decision_id=decision.decision_id,
         seq=opening.seq,
         time=opening.time,
-        status=status,
+        status=trail.status(decision),
         observed_at=decision.observed_at,
         observation_digest=decision.observation_digest,
         signals=decision.signals,
         planner=decision.planner,
         model=decision.model,
-        fallbacks=tuple(fallbacks),
+        fallbacks=tuple(trail.fallbacks),
         rationale=decision.rationale,
         findings=decision.findings,
-        actions=tuple(actions),
-        verification=outcome.verification if outcome else (),
-        mode_steps=tuple(steps),
-        error=outcome.error if outcome else (interrupted.reason if interrupted else None),
-        closed_at=closed.time if closed else None,
+        actions=tuple(_action_story(i, p, trail) for i, p in enumerate(decision.proposals)),
+        verification=trail.outcome.verification if trail.outcome else (),
+        mode_steps=tuple(trail.steps),
+        error=trail.error(),
+        closed_at=trail.closed.time if trail.closed else None,
     )
 
 

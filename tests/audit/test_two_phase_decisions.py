@@ -11,6 +11,7 @@ from agent.audit import (
     ActionOutcome,
     AuditError,
     AuditLog,
+    DryRunPlan,
     Fallback,
     Intent,
     Interrupted,
@@ -221,3 +222,28 @@ def test_the_story_shows_signals_readably(log: AuditLog) -> None:
         "  findings: burst-llm: idle for 300 s; render: idle",
         "  workloads: 2 entries (`--json` shows them)",
     ]
+
+
+def test_the_story_of_an_interrupted_decision_says_so(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    log.reconcile()
+    story = explain(log.decision("d-1"))
+    assert story.status == "interrupted"
+    assert render(story).splitlines()[-1] == (
+        "What happened: interrupted — the process stopped between intent and outcome; "
+        "re-observe before acting."
+    )
+
+
+def test_the_story_of_a_failed_action_and_of_a_dry_run(log: AuditLog) -> None:
+    log.write_intent(intent("d-1"))
+    failed = ActionOutcome(index=0, executed=True, ok=False, message="API server said 409")
+    log.write_outcome(Outcome(decision_id="d-1", results=(failed,)))
+    story = explain(log.decision("d-1"))
+    assert story.status == "failed"
+    assert "     ran: FAILED — API server said 409" in render(story).splitlines()
+    plan = DryRunPlan.model_validate(intent("d-2").model_dump(exclude={"kind"}))
+    log.append(plan)
+    dry = explain(log.decision("d-2"))
+    assert dry.status == "dry run"
+    assert render(dry).splitlines()[-1] == "What happened: nothing — a dry-run plan."
