@@ -35,6 +35,8 @@ class Moves:
         settings: RotationSettings,
         persist: Callable[[], None],
     ) -> None:
+        """`persist` saves what the moves changed (the simulator's state, after every move and
+        every wait: its clock moves while the saga waits); a real cluster keeps its own."""
         self.cluster = cluster
         self.clock = clock
         self.settings = settings
@@ -89,6 +91,7 @@ class Moves:
             left = sum(self.call(partial(self.cluster.in_flight, name)) for name in names)
             waited = (self.clock.now() - start).total_seconds()
             if left == 0 or waited >= self.settings.drain_deadline_s:
+                self._persist()
                 return left, waited
             self.clock.sleep(min(self.settings.poll_s, self.settings.drain_deadline_s - waited))
 
@@ -102,6 +105,7 @@ class Moves:
             stuck = [n for n in names if _holds_memory(state, state.workload(n))]
             waited = (self.clock.now() - start).total_seconds()
             if not stuck or waited >= self.settings.gone_deadline_s:
+                self._persist()
                 return stuck
             self.clock.sleep(self.settings.poll_s)
 
@@ -135,8 +139,10 @@ class Moves:
                 elif _blocked(workload, down, waited, self.settings.unplaced_grace_s):
                     ended[name] = "node_down"
             if len(ended) == len(replicas):
+                self._persist()
                 return dict(ended)
             if waited >= self.settings.ready_deadline_s:
+                self._persist()
                 return {name: ended.get(name, "timeout") for name in replicas}
             self.clock.sleep(self.settings.poll_s)
 
