@@ -9,7 +9,7 @@ it starts (`00:00`–`00:00`) is the whole day.
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, PlainSerializer
@@ -76,3 +76,8 @@ def in_window(local: datetime, start: time, end: time, days: tuple[Weekday, ...]
         return today in days and start <= clock < end
     yesterday = WEEKDAYS[(local.weekday() - 1) % 7]
     return (today in days and clock >= start) or (yesterday in days and clock < end)
+
+
+def aware(when: datetime) -> datetime:
+    """`when` with a time zone: a naive time is taken as UTC (observations are stamped in UTC)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from policies.durations import aware
 from policies.effects import action_key
 from policies.history import History
 from policies.judgement import Decision, Finding, Judgement, Verdict
@@ -93,15 +94,15 @@ def judge(
 ) -> Judgement:
     """Judge every action of `plan` against `state` under `policy`, given what was done before.
 
-    `now` defaults to `state.observed_at`. The result lists one verdict per action, in order,
-    and the plan-level findings.
+    `now` defaults to `state.observed_at` (a naive time is taken as UTC). The result lists
+    one verdict per action, in order, and the plan-level findings.
     """
     drained = frozenset(a.node for a in plan.actions if isinstance(a, DrainNode))
     ctx = Context(
         state=state,
         policy=policy,
         history=history,
-        now=now or state.observed_at,
+        now=aware(now or state.observed_at),
         nodes_of_interest=drained,
     )
     books = _Books(ctx)

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import cached_property
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from policies.durations import aware
 from policies.effects import action_key
 from policies.model import Policy
 from tools.actions import Action, NoOp
@@ -30,6 +31,11 @@ class Executed(BaseModel):
     at: datetime
     action: Action
     cards_changed: int = Field(default=0, ge=0)
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return aware(value)
 
     @property
     def key(self) -> str:
@@ -48,6 +54,16 @@ class History(BaseModel):
     executed: tuple[Executed, ...] = ()
     last_busy: dict[str, datetime] = {}
     watching_since: datetime | None = None
+
+    @field_validator("last_busy")
+    @classmethod
+    def _aware_times(cls, value: dict[str, datetime]) -> dict[str, datetime]:
+        return {pool: aware(at) for pool, at in value.items()}
+
+    @field_validator("watching_since")
+    @classmethod
+    def _aware_since(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else aware(value)
 
     @classmethod
     def of(cls, executed: Iterable[Executed]) -> History:
@@ -69,7 +85,7 @@ class History(BaseModel):
         """This history after one more observation: busy (or unreadable) pools are stamped."""
         from policies.activity import pool_busy
 
-        at = state.observed_at
+        at = aware(state.observed_at)
         last_busy = dict(self.last_busy)
         for pool in policy.pools:
             if pool_busy(state, pool, policy) is not False:

@@ -10,7 +10,7 @@ Rule ids: mode.already_active, mode.min_dwell, mode.link_fraction, mode.gid_inde
 
 from __future__ import annotations
 
-from policies.durations import format_duration
+from policies.durations import aware, format_duration
 from policies.rules.ledger import Context, Denial
 from tools.actions import Action, RotateMode
 from tools.model import ClusterState, Mode
@@ -31,13 +31,14 @@ def check(action: Action, ctx: Context) -> list[Denial]:
     active = state.active_mode
     if active is not None and active.name == mode.name:
         denials.append(Denial(ALREADY_ACTIVE, f"mode {mode.name} is already active"))
-    elif active is not None and ctx.now - active.since < rules.min_dwell:
-        again = ctx.policy.local(active.since + rules.min_dwell)
+    elif active is not None and ctx.now - aware(active.since) < rules.min_dwell:
+        since = aware(active.since)
+        again = ctx.policy.local(since + rules.min_dwell)
         denials.append(
             Denial(
                 MIN_DWELL,
                 f"mode {active.name} has been active since "
-                f"{ctx.policy.local(active.since):%H:%M}; it must stay "
+                f"{ctx.policy.local(since):%H:%M}; it must stay "
                 f"{format_duration(rules.min_dwell)}, so rotation is allowed from {again:%H:%M}",
             )
         )

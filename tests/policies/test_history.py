@@ -44,3 +44,16 @@ def test_a_busy_observation_restarts_the_idle_clock() -> None:
     assert history.idle_since("render") == NIGHT - timedelta(minutes=5)
     # gx10 (utilization 70 %) is busy at every observation
     assert history.idle_since("gx10") == NIGHT
+
+
+def test_naive_times_are_taken_as_utc() -> None:
+    from datetime import datetime
+
+    from tests.policies.builders import run
+
+    naive = datetime(2026, 3, 2, 1, 59)  # one minute before NIGHT, without a zone
+    history = History().record(ScaleWorkload(workload="worker", replicas=1), naive)
+    assert history.executed[0].at == NIGHT - timedelta(minutes=1)
+    verdict = run(ScaleWorkload(workload="worker", replicas=0), history=history,
+                  now=NIGHT.replace(tzinfo=None)).verdicts[0]  # fmt: skip
+    assert verdict.rule_ids == ("cooldown.scale_workload",)
