@@ -101,9 +101,6 @@ class FaultBook:
     def add(self, fault: Fault) -> None:
         self.faults.append(fault)
 
-    def node_lost(self, node: str, t: float) -> bool:
-        return any(isinstance(f, NodeLoss) and f.node == node and f.active(t) for f in self.faults)
-
     def lost_nodes(self, t: float) -> set[str]:
         return {f.node for f in self.faults if isinstance(f, NodeLoss) and f.active(t)}
 
@@ -145,12 +142,3 @@ class FaultBook:
             if f.active(t) and used.get(i, 0) < f.count:
                 return i, f.count
         return None
-
-    def changes_at(self) -> list[float]:
-        """Moments at which some fault starts or ends (the simulator re-reads them there)."""
-        points: set[float] = set()
-        for f in self.faults:
-            points.add(f.at_s)
-            if f.duration_s is not None:
-                points.add(f.at_s + f.duration_s)
-        return sorted(points)
