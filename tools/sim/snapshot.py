@@ -130,29 +130,30 @@ class SnapshotBuilder:
         spec = placer.nodes[name]
         run = eng.state.nodes[name]
         source = HOST_MEMORY if spec.unified_memory else "dcgm"
+        gpu_cache = self._gpu_cache
+        metric = self.metric
+        statuses: dict[float | None, str] = {}  # a node's cards share one scrape time
         gpus = []
         for uuid in placer.node_cards[name]:
             s = run.cards.get(uuid)
             clients = tuple(placer.clients[uuid])
-            status = self._status(s.t if s else None)
-            cached = self._gpu_cache.get(uuid)
-            if (
-                cached is not None
-                and cached[0] is s
-                and cached[1] == clients
-                and cached[2] == status
-            ):
+            t = s.t if s else None
+            status = statuses.get(t)
+            if status is None:
+                status = statuses[t] = self._status(t)
+            cached = gpu_cache.get(uuid)
+            if cached and cached[0] is s and cached[1] == clients and cached[2] == status:
                 gpus.append(cached[3])  # nothing observable changed: share the frozen object
                 continue
             card = placer.card_spec[uuid]
-            total = float(spec.memory_bytes if spec.unified_memory else card.memory_bytes)
             if s is None:
                 used = total_m = util = power = self._missing("dcgm")
             else:
-                total_m = self.metric(total, s.t, source)
-                used = self.metric(float(s.memory_used), s.t, source)
-                util = self.metric(s.utilization, s.t, "dcgm")
-                power = self.metric(s.power_w, s.t, "dcgm")
+                total = spec.memory_bytes if spec.unified_memory else card.memory_bytes
+                total_m = metric(float(total), s.t, source)
+                used = metric(float(s.memory_used), s.t, source)
+                util = metric(s.utilization, s.t, "dcgm")
+                power = metric(s.power_w, s.t, "dcgm")
             gpu = Gpu(
                 uuid=uuid,
                 index=placer.card_index[uuid],
@@ -165,7 +166,7 @@ class SnapshotBuilder:
                 sharing=card.sharing,
                 clients=clients,
             )
-            self._gpu_cache[uuid] = (s, clients, status, gpu)
+            gpu_cache[uuid] = (s, clients, status, gpu)
             gpus.append(gpu)
         counts = placer.scheduler_counts(name, eng.state.t)
         scheduler = self._scheduler.get(counts)
