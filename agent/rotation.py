@@ -36,8 +36,6 @@ from tools.modes import (
     placement_fit,
 )
 
-Rotator = Callable[[RotateMode, str], ActionResult]
-
 
 def rotation_settings(policy: Policy) -> RotationSettings:
     """The saga's preflight thresholds from the policy's `rotation` section.
@@ -132,7 +130,9 @@ def result_of(outcome: RotationOutcome) -> ActionResult:
     )
 
 
-def loop_rotator(cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog) -> Rotator:
+def loop_rotator(
+    cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog
+) -> Callable[[RotateMode, str], ActionResult]:
     """What the loop's act step calls for a RotateMode: one saga per decision, idempotent."""
 
     def rotate(action: RotateMode, decision_id: str) -> ActionResult:

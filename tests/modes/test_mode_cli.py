@@ -158,3 +158,15 @@ def test_the_journal_prints_every_step(tmp_path: Path) -> None:
     steps = [(e["step"], e["status"]) for e in txn["entries"] if e["step"]]
     assert steps[0] == ("preflight", "started") and steps[-1] == ("commit", "done")
     assert txn["entries"][-1]["result"] == "committed"
+
+
+def test_a_rotation_is_refused_while_the_agent_writes_the_log(tmp_path: Path) -> None:
+    steward("mode", "status", "--data-dir", str(tmp_path))
+    daemon = AuditLog.open(tmp_path)
+    try:
+        result = runner.invoke(app, ["mode", "rotate", "split", "--data-dir", str(tmp_path)])
+    finally:
+        daemon.close()
+    assert result.exit_code == 1
+    assert "ask it for the rotation instead" in result.stderr
+    assert not Journal.open(tmp_path).path.exists()
