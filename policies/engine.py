@@ -199,18 +199,20 @@ class _Books:
         budget = budgets.check(action, self._effects[id(pending)], ctx, pending)
         found += [_finding(d, (index,)) for d in budget]
         denials += budget
-        combined = self._combined(index, action, denials)
+        combined = self._combined(action, denials)
         if combined is not None:
-            denials.append(combined)
-            touched = sorted({i for ids in pending.pool_actions.values() for i in ids})
-            found.append(_finding(combined, (*touched, index)))
+            denial, together_with = combined
+            denials.append(denial)
+            found.append(_finding(denial, (*together_with, index)))
         if record:
             self.findings += found
         return denials
 
-    def _combined(self, index: int, action: Action, denials: list[Denial]) -> Denial | None:
-        """A limit crossed only together with earlier actions of the plan, as one denial."""
-        del index
+    def _combined(
+        self, action: Action, denials: list[Denial]
+    ) -> tuple[Denial, tuple[int, ...]] | None:
+        """A limit crossed only together with earlier actions of the plan: one denial, and the
+        earlier actions that changed the same pools."""
         if not self.pending.actions or not any(d.rule_id in _LIMIT_RULES for d in denials):
             return None
         base, ctx = self.base, self.ctx
@@ -220,9 +222,13 @@ class _Books:
         crossed = [d for d in denials if d.rule_id in _LIMIT_RULES and d.rule_id not in alone]
         if not crossed:
             return None
-        touched = sorted({i for ids in self.pending.pool_actions.values() for i in ids})
-        earlier = ", ".join(f"#{i}" for i in touched)
-        return Denial(COMBINED, f"only together with action(s) {earlier}: {crossed[0].message}")
+        pools_hit = {change.workload.pool for change in effect.changes}
+        earlier = tuple(
+            sorted({i for p in pools_hit for i in self.pending.pool_actions.get(p, ())})
+        )
+        names = ", ".join(f"#{i}" for i in earlier) or "earlier ones"
+        message = f"only together with action(s) {names}: {crossed[0].message}"
+        return Denial(COMBINED, message), earlier
 
     def _instead(
         self, index: int, action: ScaleWorkload, denials: list[Denial]
