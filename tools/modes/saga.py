@@ -242,13 +242,14 @@ class Rotation:
             serving = self.moves.bring_up(plan.from_mode, plan.outgoing, problems)
         if serving:
             detail = _probe_detail(serving)
-            detail["serving"] = [c.workload for c in serving if c.ok]
+            names = [c.workload for c in serving if c.ok]
+            detail["serving"] = list(names)
             entry = self._log(
                 txn,
                 "step",
                 step="rollback",
                 status="done",
-                message=f"{plan.from_mode} serves again",
+                message=f"{plan.from_mode} serves again with {', '.join(names)}",
                 detail=detail,
             )
             return self._end_rolled_back(txn, entry)
