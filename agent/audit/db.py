@@ -1,6 +1,8 @@
 """The SQLite file behind the decision log: its tables, its pragmas and the writer's lock.
 
-Tables: `records` (one row per record; the hashed body plus indexed columns for queries),
+Tables: `records` (one row per record; the hashed body plus indexed columns for queries; the
+indexes end in seq, the rowid, so "the last N of a kind" reads N entries, and they are few because
+each one costs the append a page),
 `head` (the anchor: last seq, hash and MAC, updated in the same transaction as each append),
 `meta` (the file layout version). Triggers refuse UPDATE and DELETE on `records`.
 
@@ -44,8 +46,7 @@ CREATE TABLE IF NOT EXISTS records (
     mac TEXT
 );
 CREATE INDEX IF NOT EXISTS records_decision ON records(decision_id, kind);
-CREATE INDEX IF NOT EXISTS records_kind_time ON records(kind, time);
-CREATE INDEX IF NOT EXISTS records_time ON records(time);
+CREATE INDEX IF NOT EXISTS records_kind ON records(kind);
 CREATE TABLE IF NOT EXISTS head (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL,

@@ -7,9 +7,10 @@ export, stream the stored JSON as it is.
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,21 @@ SELECT_RECORD = "SELECT body, hash, mac FROM records"
 def record_of(row: tuple[str, str, str | None]) -> Record:
     """A row of SELECT_RECORD as a typed record."""
     return parse_body(row[0], row[1], row[2])
+
+
+def records_of(rows: Iterable[tuple[str, str, str | None]]) -> list[Record]:
+    """Many rows as records, with the cyclic garbage collector paused meanwhile.
+
+    Building 100,000 records keeps every one alive; the collector would rescan them all again
+    and again (half the time of reading a large log). Nothing built here is cyclic garbage.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [parse_body(*row) for row in rows]
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def where(
@@ -50,7 +66,7 @@ def find(conn: sqlite3.Connection, decision_id: str, *kinds: str) -> list[Record
         f"{SELECT_RECORD} WHERE decision_id = ? AND kind IN ({marks}) ORDER BY seq",
         (decision_id, *kinds),
     ).fetchall()
-    return [record_of(r) for r in rows]
+    return records_of(rows)
 
 
 def export_stream(path: Path) -> Iterator[dict[str, Any]]:

@@ -29,7 +29,7 @@ from agent.audit.db import (
     take_writer_lock,
 )
 from agent.audit.errors import AuditError
-from agent.audit.queries import SELECT_RECORD, export_stream, find, record_of, where
+from agent.audit.queries import SELECT_RECORD, export_stream, find, record_of, records_of, where
 from agent.audit.records import (
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -292,7 +292,7 @@ class AuditLog:
                 "EXISTS (SELECT 1 FROM records o WHERE o.decision_id = r.decision_id AND "
                 "o.kind IN ('outcome', 'interrupted')) ORDER BY r.seq"
             ).fetchall()
-        return [record_of(r) for r in rows]
+        return records_of(rows)
 
     def reconcile(self, keep: Collection[str] = (), reason: str = INTERRUPTED_REASON) -> list[str]:
         """Close every unfinished intent as interrupted; return their decision ids.
@@ -326,7 +326,7 @@ class AuditLog:
         sql = f"{SELECT_RECORD}{clause} ORDER BY seq DESC{last}"
         with self._mutex:
             rows = self._conn.execute(sql, (*args, limit) if limit is not None else args)
-            found = [record_of(r) for r in rows.fetchall()]
+            found = records_of(rows.fetchall())
         found.reverse()
         return found
 
@@ -353,8 +353,8 @@ class AuditLog:
                 (time_text(since),),
             ).fetchall()
         done: list[ExecutedAction] = []
-        for row in rows:
-            outcome, intent = record_of(row[:3]), record_of(row[3:])
+        outcomes, intents = records_of(r[:3] for r in rows), records_of(r[3:] for r in rows)
+        for outcome, intent in zip(outcomes, intents, strict=True):
             assert isinstance(outcome.payload, Outcome) and isinstance(intent.payload, Intent)
             for result in outcome.payload.results:
                 if result.executed:
