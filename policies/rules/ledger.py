@@ -65,17 +65,14 @@ class Context:
         out: dict[str, list[tuple[Workload, int, int]]] = {}
         if not wanted:
             return out
+        disjoint = wanted.isdisjoint
         for workload in self.state.workloads:
+            hits = [r for r in workload.placement if not disjoint(r.nodes)]
+            if not hits:
+                continue
             counts: dict[str, list[int]] = {}
-            for replica in workload.placement:
-                nodes = replica.nodes
-                # Most replicas sit on one node: test it without building a set.
-                hits = (
-                    (nodes if nodes[0] in wanted else ())
-                    if len(nodes) == 1
-                    else tuple(dict.fromkeys(n for n in nodes if n in wanted))
-                )
-                for node in hits:
+            for replica in hits:
+                for node in wanted.intersection(replica.nodes):
                     tally = counts.setdefault(node, [0, 0])
                     tally[0] += 1 if replica.ready else 0
                     tally[1] += 1
