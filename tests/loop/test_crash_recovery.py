@@ -40,6 +40,8 @@ def _run(data_dir: Path, ticks: int, *extra: str, crash_at: str | None = None) -
         "run", "--ticks", str(ticks), "--speed", "0", "--data-dir", str(data_dir), *extra,
         crash_at=crash_at,
     )  # fmt: skip
+    if done.returncode not in (0, -signal.SIGKILL):
+        print(done.stdout, done.stderr)  # shown by pytest when the test fails
     return done.returncode
 
 
@@ -81,7 +83,8 @@ def test_kill_at_each_node_then_restart(tmp_path: Path, node: str) -> None:
     assert verify.returncode == 0, verify.stdout + verify.stderr
     burst = SimCluster.open(data_dir).observe().workload("burst-llm")
     assert burst is not None
-    assert burst.desired_replicas == _placements(data_dir) >= 1
+    placed = _placements(data_dir)
+    assert burst.desired_replicas == placed >= 1, (burst.desired_replicas, placed)
 
 
 def test_kill_while_asking_for_approval_then_approve(tmp_path: Path) -> None:
