@@ -99,11 +99,12 @@ def reforge(
         conn.execute("UPDATE head SET hash = ?, mac = ?", (prev_hash, head_mac))
 
 
-def rehash(db: Path, seq: int, change: Callable[[Body], None]) -> None:
-    """Edit one record and give it a fresh, matching hash — but leave its successors alone."""
+def rehash(db: Path, seq: int, change: Callable[[Body], None], whole: bool = False) -> None:
+    """Edit one record (its payload, or the `whole` body) and give it a fresh, matching hash —
+    but leave its successors alone."""
     with closing(connect(db)) as conn:
         data = body(conn, seq)
-        change(data["payload"])
+        change(data if whole else data["payload"])
         text = canonical_json(data)
         conn.execute(
             "UPDATE records SET body = ?, hash = ? WHERE seq = ?", (text, hash_body(text), seq)

@@ -111,6 +111,14 @@ def test_a_rewritten_record_with_a_fresh_hash_is_named_by_its_successor(tmp_path
     assert "rewritten with a new hash" in report.summary()
 
 
+def test_a_record_of_a_newer_schema_is_named_unsupported(tmp_path: Path) -> None:
+    db = build(tmp_path)
+    tamper.rehash(db, 4, lambda body: body.update(v=2), whole=True)
+    report = verify(tmp_path)
+    assert first(report) == (4, "unsupported")
+    assert "schema version 2; upgrade steward" in report.summary()
+
+
 def test_without_a_key_a_fully_reforged_chain_is_not_detectable(tmp_path: Path) -> None:
     # The documented limit that the HMAC key exists for.
     db = build(tmp_path)
