@@ -14,6 +14,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+import structlog
 from langgraph.types import interrupt
 
 from agent.assess import assess as assess_signals
@@ -29,6 +30,7 @@ from agent.audit import (
 from agent.context import LoopContext
 from agent.effects import expected_effect
 from agent.execute import ROTATION_MISSING, applied, run_action
+from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.state import ActionVerdict, Decision, Memory
 from agent.state import Approval as Answer
@@ -36,6 +38,7 @@ from policies.engine import judge
 from tools.actions import Action, Plan, RotateMode
 
 Update = dict[str, Any]
+log = structlog.get_logger("steward.loop")
 
 
 def observe(d: Decision, ctx: LoopContext) -> Update:
@@ -64,7 +67,11 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         ctx.telemetry.fallbacks.labels(planner=ctx.planner.name).inc()
         proposed = ctx.fallback.plan(state, d.signals)
     elapsed = time.perf_counter() - started
-    ctx.telemetry.planner_seconds.labels(planner=proposed.planner).observe(elapsed)
+    ctx.telemetry.planner_seconds.labels(planner=ctx.planner.name).observe(elapsed)
+    report = getattr(ctx.planner, "last_report", None)
+    if isinstance(report, PlannerReport):
+        ctx.telemetry.planner_report(report)
+        log.info("planner", decision=d.decision_id, **report.model_dump(mode="json"))
     proposed = _hold_back(proposed, d, ctx, state.observed_at)
     return {
         "plan": proposed,

@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 
+from agent.planners.base import PlannerReport
+
 
 class Telemetry:
     """Counters and histograms of the loop."""
@@ -40,6 +42,18 @@ class Telemetry:
             ["planner"],
             registry=self.registry,
         )
+        self.planner_tokens = Counter(
+            "steward_planner_tokens",
+            "Tokens a model-backed planner used, by kind (prompt, completion).",
+            ["planner", "kind"],
+            registry=self.registry,
+        )
+        self.planner_requests = Counter(
+            "steward_planner_requests",
+            "Requests a model-backed planner sent, retries included.",
+            ["planner"],
+            registry=self.registry,
+        )
         self.planner_seconds = Histogram(
             "steward_planner_seconds",
             "Time a planner took for one plan.",
@@ -56,6 +70,14 @@ class Telemetry:
         self.last_tick_monotonic: float | None = None
         self.tick_count = 0
         self.interval_s = 15.0
+
+    def planner_report(self, report: PlannerReport) -> None:
+        """Count what one model-backed decision cost."""
+        self.planner_tokens.labels(planner=report.planner, kind="prompt").inc(report.prompt_tokens)
+        self.planner_tokens.labels(planner=report.planner, kind="completion").inc(
+            report.completion_tokens
+        )
+        self.planner_requests.labels(planner=report.planner).inc(report.requests)
 
     def tick_done(self, seconds: float) -> None:
         self.ticks.inc()

@@ -41,10 +41,14 @@ def test_llm_endpoint_down_rules_decide_and_the_log_says_why(data_dir: Path) -> 
         counted = runtime.ctx.telemetry.registry.get_sample_value(
             "steward_planner_fallbacks_total", {"planner": "llm"}
         )
+        requests = runtime.ctx.telemetry.registry.get_sample_value(
+            "steward_planner_requests_total", {"planner": "llm"}
+        )
     decided = [r for r in reports if r.decided]
     asked = [r for r in reports if r.findings]  # the LLM is asked only when there is a finding
     assert decided and decided[0].executed == 1
     assert len(fallbacks) == len(asked) == int(counted or 0)
+    assert (requests or 0) >= len(asked)  # the planner's own report is counted in /metrics
     fallback = fallbacks[0].payload
     assert isinstance(fallback, Fallback)
     assert fallback.from_planner == "llm" and fallback.to_planner == "rules"
