@@ -211,8 +211,7 @@ class Ledger:
                 grows and change.desired >= self.ready_of(change.workload)
             ):
                 return True
-        node = getattr(action, "node", None)
-        if node is not None and node in self.diverged_nodes:
+        if _node_of(action) in self.diverged_nodes:
             return True
         return self.total_cards > committed.total_cards and any(
             c.desired > committed.desired_of(c.workload) for c in effect.changes
@@ -251,6 +250,15 @@ class Ledger:
             self.keys[key] = index
             self.actions += 1
         self.cards_changed += effect.cards_changed
+
+
+def _node_of(action: Action) -> str | None:
+    """The node an action names, if any (without pydantic's slow miss on a missing attribute)."""
+    if type(action) is PlaceReplica or type(action) is DrainNode:
+        return action.node
+    if type(action) is CordonNode or type(action) is UncordonNode:
+        return action.node
+    return None
 
 
 def mode_group_workloads(state: ClusterState, target: str) -> tuple[list[str], list[str]]:
