@@ -12,9 +12,10 @@ reads this one model.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -242,6 +243,13 @@ class ClusterState(Frozen):
     @cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; the name indexes are rebuilt for it, never carried over from this state."""
+        copy = super().model_copy(update=update, deep=deep)
+        for index in ("_nodes_by_name", "_workloads_by_name"):
+            copy.__dict__.pop(index, None)
+        return copy
 
     def node(self, name: str) -> Node | None:
         return self._nodes_by_name.get(name)
