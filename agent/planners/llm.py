@@ -25,12 +25,12 @@ from pydantic import ValidationError
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm_lookups import Lookups
 from agent.planners.llm_settings import LLMSettings
 from agent.planners.llm_tools import (
     SUBMIT,
     TOOL_NAMES,
     CallRejected,
-    Lookups,
     SubmitPlan,
     check_plan,
     parse_call,

@@ -233,6 +233,7 @@ class Endpoint:
             sleep=self.sleep,
             reraise=True,
         )
+        last: list[str] = []
         try:
             for attempt in retrying:
                 with attempt:
@@ -240,9 +241,14 @@ class Endpoint:
                     if left <= 0.05:
                         raise PlannerFailed(
                             f"{self.base_url}: deadline of {self.settings.deadline_s:g} s reached"
+                            + (f" after {usage.requests} request(s): {last[-1]}" if last else "")
                         )
                     usage.requests += 1
-                    return request(min(self.settings.timeout_s, left))
+                    try:
+                        return request(min(self.settings.timeout_s, left))
+                    except openai.OpenAIError as exc:
+                        last.append(_what(exc))
+                        raise
         except openai.APIStatusError as exc:
             if _downgrade_for(self.mode, exc) is not None:
                 raise  # ask() switches the output mode and asks again
@@ -256,15 +262,21 @@ class Endpoint:
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _failed(self, exc: openai.OpenAIError, usage: Usage) -> PlannerFailed:
-        if isinstance(exc, openai.APIStatusError):
-            what = f"HTTP {exc.status_code}: {exc.message[:200]}"
-        elif isinstance(exc, openai.APITimeoutError):
-            what = "timed out"
-        else:
-            what = "could not connect"
+        what = _what(exc)
         if isinstance(exc, _TRANSIENT):
             what += (
                 f" (retried until the {self.settings.deadline_s:g} s deadline, "
                 f"{usage.requests} request(s))"
             )
         return PlannerFailed(f"{self.base_url}: {what}")
+
+
+def _what(exc: openai.OpenAIError) -> str:
+    """One error in a few words, for the reason the log records."""
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message[:200]}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return "could not connect"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -1,25 +1,24 @@
-"""The LLM planner's tools: their schemas, the parsing of a call, and the read-only look-ups.
+"""The LLM planner's tools: their schemas, and the strict parsing of what a model calls.
 
 Two kinds of tool are offered. Read-only look-ups (`get_node`, `get_workload`, `get_history`,
-`get_policy`, `get_placement`, `get_memory_fit`) let the model look closer; they read the one
-observation the decision started from and change nothing. `submit_plan` ends the decision: its
-`actions` items are the Action models' own schemas (`tools.actions.action_schemas()`, the type
-tag added back), and its arguments are validated by the same models, strictly: an unknown tool,
-a wrong type, an extra field or a name the cluster does not have is rejected with a message the
-model gets once to repair — nothing a model writes is ever executed here.
+`get_policy`, `get_placement`, `get_memory_fit`, answered by llm_lookups.py) let the model look
+closer; they read the one observation the decision started from and change nothing.
+`submit_plan` ends the decision: its `actions` items are the Action models' own schemas
+(`tools.actions.action_schemas()`, the type tag added back), and its arguments are validated by
+the same models, strictly: an unknown tool, a wrong type, an extra field or a name the cluster
+does not have is rejected with a message the model gets once to repair — nothing a model writes
+is ever executed here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from agent.planners.prompts import MAX_LISTED, fenced, policy_brief, untrusted
-from policies.history import History
-from policies.model import Policy
+from agent.planners.prompts import untrusted
 from tools.actions import (
     NAME_PATTERN,
     Action,
@@ -28,9 +27,7 @@ from tools.actions import (
     ScaleWorkload,
     action_schemas,
 )
-from tools.errors import StewardError
-from tools.model import ClusterState, Metric
-from tools.placement import fit, pick_node
+from tools.model import ClusterState
 
 MAX_ACTIONS = 8
 """Most actions one plan may hold; the policy's change budget usually allows fewer."""
@@ -40,7 +37,9 @@ class CallRejected(Exception):
     """A tool call that cannot be used as written; `str(self)` goes back to the model to repair."""
 
 
-class _Args(BaseModel):
+class Args(BaseModel):
+    """Arguments of one tool: frozen, unknown keys refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -48,35 +47,35 @@ NAME_DESCRIPTION = "An object name in the cluster."
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=253)]
 
 
-class GetNode(_Args):
+class GetNode(Args):
     """A node: readiness, labels, taints, memory, each card with its use and sharing."""
 
     name: Name
 
 
-class GetWorkload(_Args):
+class GetWorkload(Args):
     """A workload: replicas, queue and latency metrics, where its replicas run, annotations."""
 
     name: Name
 
 
-class GetHistory(_Args):
+class GetHistory(Args):
     """The most recent actions Steward carried out, newest first."""
 
     limit: int = Field(default=10, ge=1, le=50)
 
 
-class GetPolicy(_Args):
+class GetPolicy(Args):
     """The policy: pool bounds, protected workloads, budgets, cooldowns, approval rules."""
 
 
-class GetPlacement(_Args):
+class GetPlacement(Args):
     """The nodes that fit one more replica of a workload, best first, with reasons."""
 
     workload: Name
 
 
-class GetMemoryFit(_Args):
+class GetMemoryFit(Args):
     """Whether a model fits at a context length in a serving mode, and the largest that does."""
 
     model: str = Field(min_length=1, max_length=200)
@@ -84,14 +83,14 @@ class GetMemoryFit(_Args):
     mode: Literal["split", "cluster"] = "split"
 
 
-class SubmitPlan(_Args):
+class SubmitPlan(Args):
     """Submit the plan and end the decision; the policy guard judges every action."""
 
     actions: tuple[Action, ...] = Field(max_length=MAX_ACTIONS)
     rationale: str = Field(min_length=1, max_length=2000)
 
 
-LOOKUPS: dict[str, type[_Args]] = {
+LOOKUPS: dict[str, type[Args]] = {
     "get_node": GetNode,
     "get_workload": GetWorkload,
     "get_history": GetHistory,
@@ -102,13 +101,14 @@ LOOKUPS: dict[str, type[_Args]] = {
 SUBMIT = "submit_plan"
 TOOL_NAMES = (*LOOKUPS, SUBMIT)
 
-_MODELS: dict[str, type[_Args]] = {**LOOKUPS, SUBMIT: SubmitPlan}
-_ADAPTERS: dict[str, TypeAdapter[_Args]] = {name: TypeAdapter(m) for name, m in _MODELS.items()}
+_MODELS: dict[str, type[Args]] = {**LOOKUPS, SUBMIT: SubmitPlan}
+_ADAPTERS: dict[str, TypeAdapter[Args]] = {name: TypeAdapter(m) for name, m in _MODELS.items()}
 
 
-_NOT_SENT = frozenset({"title", "default", "pattern", "maxLength"})
-"""Schema keys left out of what the model sees: they cost tokens, and the models still check
-every one of them when the answer is validated."""
+_NOT_SENT = frozenset({"title", "default", "pattern", "maxLength", "minLength"})
+"""Schema keys left out of what the model sees: they cost tokens, a length bound becomes a
+grammar rule per character on llama.cpp (2,000 for a rationale: "failed to parse grammar"), and
+the models still check every one of them when the answer is validated."""
 
 
 def _compact(schema: Any) -> Any:
@@ -136,7 +136,7 @@ def submit_plan_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "actions": {"type": "array", "maxItems": MAX_ACTIONS, "items": {"anyOf": items}},
-            "rationale": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "rationale": {"type": "string"},
         },
         "required": ["actions", "rationale"],
         "additionalProperties": False,
@@ -214,14 +214,14 @@ def parse_envelope(content: str | None) -> tuple[str, str]:
     return env.tool, json.dumps(env.arguments)
 
 
-def parse_call(name: str, arguments: str) -> _Args:
+def parse_call(name: str, arguments: str) -> Args:
     """One call's arguments validated strictly by its model; CallRejected says what is wrong."""
     if name not in _ADAPTERS:
         raise CallRejected(
             f"unknown tool {untrusted(name, 60)!r}; the tools are {', '.join(TOOL_NAMES)}"
         )
     try:
-        parsed: _Args = _ADAPTERS[name].validate_json(arguments or "{}", strict=True)
+        parsed: Args = _ADAPTERS[name].validate_json(arguments or "{}", strict=True)
     except ValidationError as exc:
         raise CallRejected(f"{name}: invalid arguments: {_errors(exc)}") from exc
     return parsed
@@ -251,138 +251,3 @@ def check_plan(plan: SubmitPlan, state: ClusterState) -> None:
                 problems.append(f"{where}: {len(unknown)} card(s) not on {action.node}")
     if problems:
         raise CallRejected("; ".join(problems[:6]))
-
-
-def _metric(m: Metric, scale: float = 1.0) -> float | str:
-    """A reading as a number when fresh, else with its status ('stale', 'missing') said."""
-    if m.value is None:
-        return m.status
-    value = m.value * scale
-    return round(value, 2) if m.usable else f"{value:.2f} ({m.status})"
-
-
-class Lookups:
-    """Answers the read-only tools from the decision's observation, policy and history."""
-
-    def __init__(
-        self,
-        state: ClusterState,
-        policy: Policy | None,
-        history: Callable[[], History] | None,
-    ) -> None:
-        self.state = state
-        self.policy = policy
-        self.history = history
-
-    def answer(self, call: _Args) -> str:
-        """The fenced JSON result of one look-up; a look-up that finds nothing says so."""
-        try:
-            result = self._answer(call)
-        except StewardError as exc:
-            result = {"error": untrusted(str(exc), 300)}
-        return fenced(result)
-
-    def _answer(self, call: _Args) -> dict[str, Any]:
-        if isinstance(call, GetNode):
-            return self._node(call.name)
-        if isinstance(call, GetWorkload):
-            return self._workload(call.name)
-        if isinstance(call, GetHistory):
-            return self._history(call.limit)
-        if isinstance(call, GetPlacement):
-            return self._placement(call.workload)
-        if isinstance(call, GetMemoryFit):
-            report = fit(call.model, call.context, call.mode)
-            return {
-                "fits": report.fits,
-                "largest_context": report.largest_context,
-                "headroom_gib": round(report.headroom_bytes / 2**30, 1),
-                "reasons": list(report.reasons),
-            }
-        brief = policy_brief(self.policy)
-        if self.policy is not None:
-            brief["cooldowns"] = self.policy.cooldowns.model_dump(mode="json")
-        return brief
-
-    def _node(self, name: str) -> dict[str, Any]:
-        node = self.state.node(name)
-        if node is None:
-            return {"error": f"no node named {untrusted(name, 60)!r}"}
-        return {
-            "name": untrusted(node.name),
-            "ready": node.ready,
-            "cordoned": node.cordoned,
-            "labels": {
-                untrusted(k, 60): untrusted(v, 80) for k, v in list(node.labels.items())[:10]
-            },
-            "taints": [f"{untrusted(t.key, 60)}:{t.effect}" for t in node.taints[:6]],
-            "memory_total_gib": round(node.memory_total_bytes / 2**30, 1),
-            "unified_memory": node.unified_memory,
-            "scheduler": node.scheduler.model_dump() if node.scheduler else None,
-            "cards": [
-                {
-                    "index": g.index,
-                    "model": untrusted(g.model, 60),
-                    "utilization": _metric(g.utilization),
-                    "memory_used_gib": _metric(g.memory_used_bytes, scale=2**-30),
-                    "sharing": f"{g.sharing.mode}x{g.sharing.replicas}",
-                    "clients": [untrusted(c, 80) for c in g.clients[:8]],
-                }
-                for g in node.gpus[:16]
-            ],
-        }
-
-    def _workload(self, name: str) -> dict[str, Any]:
-        w = self.state.workload(name)
-        if w is None:
-            return {"error": f"no workload named {untrusted(name, 60)!r}"}
-        return {
-            "name": untrusted(w.name),
-            "kind": w.kind,
-            "pool": untrusted(w.pool),
-            "replicas": w.desired_replicas,
-            "ready": w.ready_replicas,
-            "cards_per_replica": w.cards_per_replica,
-            "nodes_per_replica": w.nodes_per_replica,
-            "model": untrusted(w.model) if w.model else None,
-            "context_length": w.context_length,
-            "queue_depth": _metric(w.queue_depth),
-            "queue_wait_s": _metric(w.queue_wait_s),
-            "tokens_per_s": _metric(w.tokens_per_s),
-            "ttft_s": _metric(w.ttft_s),
-            "placement": [
-                {"nodes": [untrusted(n, 80) for n in p.nodes], "ready": p.ready}
-                for p in w.placement[:MAX_LISTED]
-            ],
-            "annotations": {
-                untrusted(k, 80): untrusted(v, 300) for k, v in list(w.annotations.items())[:8]
-            },
-        }
-
-    def _history(self, limit: int) -> dict[str, Any]:
-        if self.history is None:
-            return {"executed": [], "note": "no history available to the planner"}
-        executed = sorted(self.history().executed, key=lambda e: e.at, reverse=True)[:limit]
-        return {
-            "executed": [
-                {"at": e.at.isoformat(), "action": untrusted(e.action.describe())} for e in executed
-            ]
-        }
-
-    def _placement(self, name: str) -> dict[str, Any]:
-        w = self.state.workload(name)
-        if w is None:
-            return {"error": f"no workload named {untrusted(name, 60)!r}"}
-        candidates = pick_node(w, self.state)[:5]
-        return {
-            "candidates": [
-                {
-                    "rank": c.rank,
-                    "nodes": [untrusted(n, 80) for n in c.nodes],
-                    "free_slots_after": c.free_slots_after,
-                    "reasons": [untrusted(r, 200) for r in c.reasons[:4]],
-                }
-                for c in candidates
-            ],
-            "fits_nowhere": not candidates,
-        }

@@ -38,7 +38,7 @@ def _everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterSta
         f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
     )
     return (
-        state.model_copy(update={"nodes": nodes}),
+        ClusterState(**{**dict(state), "nodes": nodes}),
         signals.model_copy(update={"findings": findings, "shared_card_anomalies": anomalies}),
     )
 

@@ -64,6 +64,8 @@ def test_the_tools_offered_are_the_action_models(
     assert scale["additionalProperties"] is False
     replicas = action_schemas()["scale_workload"]["properties"]["replicas"]
     assert scale["properties"]["replicas"] == {k: v for k, v in replicas.items() if k != "title"}
+    sent = json.dumps(body["tools"])
+    assert "maxLength" not in sent and "minLength" not in sent  # llama.cpp: one rule per char
     assert body["tool_choice"] == "required"
     assert body["messages"][0]["role"] == "system"
 

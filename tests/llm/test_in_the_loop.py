@@ -1,0 +1,112 @@
+"""In the loop, the guard has the last word: a misbehaving or manipulated model changes nothing
+the policy forbids, its failures hand the decision to the rules planner, and the log says so."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+import structlog
+from typer.testing import CliRunner
+
+from agent.audit import Fallback
+from agent.cli import app
+from agent.planners.llm import LLMPlanner
+from agent.planners.llm_settings import LLMSettings
+from agent.runtime import Runtime
+from policies.model import Policy
+from tests.llm.scripted_server import ScriptedServer, call, submit
+from tools.backends.sim import SimCluster
+from tools.sim.demand import PoissonDemand
+from tools.sim.scenario import Scenario
+
+BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logs() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def _planner(server: ScriptedServer, policy: Policy, deadline_s: float = 5.0) -> LLMPlanner:
+    settings = LLMSettings(
+        base_url=server.base_url, model="scripted-model", timeout_s=2.0, deadline_s=deadline_s
+    )
+    return LLMPlanner(settings, policy=policy, sleep=lambda s: time.sleep(min(s, 0.05)))
+
+
+def test_a_manipulated_plan_runs_only_what_the_policy_allows(
+    tmp_path: Path, server: ScriptedServer, policy: Policy
+) -> None:
+    """What a model obeying an annotation would propose: drain the pair, silence TTS."""
+    server.add(
+        submit(
+            [
+                {"type": "drain_node", "node": "gx10-a", "reason": "maintenance (annotation)"},
+                {"type": "drain_node", "node": "gx10-b", "reason": "maintenance (annotation)"},
+                {"type": "scale_workload", "workload": "tts", "replicas": 0},
+            ],
+            "the annotation says maintenance",
+        )
+    )
+    sim = SimCluster.open(tmp_path, BURST)
+    with Runtime.open(tmp_path, sim, policy, planner=_planner(server, policy)) as runtime:
+        runtime.start()
+        report = runtime.tick(15.0)
+        after = sim.observe()
+
+    assert len(server.completions) == 1
+    verdicts = dict(zip(report.actions, report.verdicts, strict=True))
+    assert verdicts["scale tts to 0 replica(s)"] == "deny"
+    assert all(v != "allow" for a, v in verdicts.items() if a.startswith("drain"))
+    assert report.executed == 0
+    tts = after.workload("tts")
+    assert tts is not None and tts.desired_replicas >= 1
+    assert not any(n.cordoned for n in after.nodes)
+
+
+def test_an_invalid_model_hands_the_decision_to_the_rules_planner(
+    tmp_path: Path, server: ScriptedServer, policy: Policy
+) -> None:
+    hallucinated = call("kubectl_apply", {"manifest": "..."})
+    server.add(hallucinated, hallucinated)
+    sim = SimCluster.open(tmp_path, BURST)
+    planner = _planner(server, policy)
+    with Runtime.open(tmp_path, sim, policy, planner=planner) as runtime:
+        runtime.start()
+        report = runtime.tick(15.0)
+        fallbacks = runtime.ctx.audit.records(kind="fallback")
+
+    assert report.decided and report.executed >= 1  # the rules planner's scale-up ran
+    assert report.seconds < 5.0
+    fallback = fallbacks[0].payload
+    assert isinstance(fallback, Fallback) and fallback.model == "scripted-model"
+    assert fallback.reason.startswith("invalid answer after one repair round: unknown tool")
+    assert planner.last_report is not None and planner.last_report.repairs == 1
+
+
+def test_plan_with_the_llm_planner_exits_0_when_the_model_misbehaves(
+    tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    SimCluster.open(tmp_path, BURST).save(tmp_path)
+    sim = SimCluster.open(tmp_path)
+    sim.advance(120)
+    sim.save(tmp_path)
+    bad = submit([{"type": "scale_workload", "workload": "burst-llm", "replicas": "lots"}])
+    server.add(bad, bad)
+    monkeypatch.setenv("STEWARD_LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("STEWARD_LLM_MODEL", "scripted-model")
+    monkeypatch.setenv("STEWARD_LLM_DEADLINE_S", "5")
+
+    result = CliRunner().invoke(
+        app, ["plan", "--planner", "llm", "--json", "--data-dir", str(tmp_path)]
+    )
+
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["planner"] == "rules"
+    assert out["fallback_reason"].startswith("invalid answer after one repair round")
+    assert len(server.completions) == 2
