@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
 from agent.audit import AuditLog
 from agent.inbox import Inbox
 from agent.planners.base import Planner
@@ -25,6 +27,7 @@ from policies.history import Executed, History
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.base import ActionResult, Cluster
+from tools.errors import TemporaryError
 from tools.model import ClusterState
 
 Rotator = Callable[[RotateMode, str], ActionResult]
@@ -35,6 +38,15 @@ CRASH_ENV = "STEWARD_TEST_CRASH_AT"
 itself with SIGKILL, to prove that a restart resumes or reconciles."""
 
 HISTORY_WINDOW = timedelta(hours=24)
+
+OBSERVE_RETRY = Retrying(
+    retry=retry_if_exception_type(TemporaryError),
+    stop=stop_after_attempt(4),
+    wait=wait_exponential(multiplier=0.05, max=1.0),
+    reraise=True,
+)
+"""An observation that fails transiently (a 503, a timeout) is tried again, then given up on
+for this tick: the runtime keeps the decision and resumes it on the next tick."""
 
 
 @dataclass
@@ -65,8 +77,8 @@ class LoopContext:
             self.rotate = loop_rotator(self.cluster, data_dir, self.policy, self.audit)
 
     def observe(self, decision_id: str) -> ClusterState:
-        """A fresh observation, remembered as this decision's snapshot."""
-        state = self.cluster.observe()
+        """A fresh observation (retried on transient errors), remembered as this decision's."""
+        state = OBSERVE_RETRY(self.cluster.observe)
         self._snapshots.clear()
         self._snapshots[decision_id] = state
         return state

@@ -42,7 +42,7 @@ from agent.telemetry import Telemetry
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.sim import SimCluster
-from tools.errors import InvalidInput
+from tools.errors import InvalidInput, TemporaryError
 
 LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
@@ -87,6 +87,7 @@ class Runtime:
         self.memory: Memory = saved[1]
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
+        self._failed: list[str] = []
 
     @classmethod
     def open(
@@ -206,13 +207,29 @@ class Runtime:
         resumed = self.resume_answered()
         self.sim.advance(interval_s)
         self.tick_no += 1
-        decision_id = new_decision_id()
+        # One decision in flight: one that a transient error stopped goes on before a new one.
+        retrying = bool(self._failed)
+        decision_id = self._failed[0] if retrying else new_decision_id()
         first = Decision(decision_id=decision_id, tick=self.tick_no, memory=self.memory)
-        result = self.graph.invoke(first, _config(decision_id), durability="sync")
+        failed = False
+        try:
+            result = self.graph.invoke(
+                None if retrying else first, _config(decision_id), durability="sync"
+            )
+        except TemporaryError as exc:
+            # The step that failed was not committed: the thread goes on from it next tick.
+            log.warning("tick failed; the decision goes on next tick", decision=decision_id,
+                        error=str(exc))  # fmt: skip
+            failed = True
+            result = first.model_dump()
+        if retrying and not failed:
+            self._failed.remove(decision_id)
+        elif failed and not retrying:
+            self._failed.append(decision_id)
         waiting = "__interrupt__" in result
         final = _decision(result)
         self.memory = final.memory
-        if not waiting:
+        if not waiting and not failed:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
         self._persist(force=report.decided or bool(resumed))

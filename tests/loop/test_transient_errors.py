@@ -1,0 +1,43 @@
+"""A backend that fails for a while (HTTP 503s) stops neither the loop nor the decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.loop.conftest import open_runtime
+from tests.loop.test_scale_up import SPIKE
+from tools.sim.faults import ApiErrors
+
+
+def test_a_few_failed_calls_are_retried_within_the_tick(data_dir: Path) -> None:
+    with open_runtime(data_dir, SPIKE) as runtime:
+        runtime.sim.inject(ApiErrors(count=2, operations=("observe", "place")))
+        reports = [runtime.tick(15.0) for _ in range(6)]
+        outcomes = runtime.ctx.audit.records(kind="outcome")
+    first = next(r for r in reports if r.decided)
+    assert first.executed == 1
+    assert all(r.ok for o in outcomes for r in o.payload.results)  # type: ignore[union-attr]
+
+
+def test_a_failed_action_is_recorded_and_proposed_again(data_dir: Path) -> None:
+    with open_runtime(data_dir, SPIKE) as runtime:
+        runtime.sim.inject(ApiErrors(count=4, operations=("place",)))  # one tick of attempts
+        reports = [runtime.tick(15.0) for _ in range(6)]
+    decided = [r for r in reports if r.decided]
+    assert decided[0].executed == 0 and decided[1].executed == 1
+
+
+def test_an_outage_longer_than_a_tick_resumes_the_same_decision(data_dir: Path) -> None:
+    with open_runtime(data_dir, SPIKE) as runtime:
+        for _ in range(2):
+            runtime.tick(15.0)
+        # Observation fails for three ticks' worth of attempts (four per tick).
+        runtime.sim.inject(ApiErrors(count=9, operations=("observe",)))
+        stalled = [runtime.tick(15.0) for _ in range(2)]
+        later = [runtime.tick(15.0) for _ in range(4)]
+        assert runtime.open_threads() == []
+        assert runtime.ctx.audit.verify().ok
+    assert stalled[0].decision_id == stalled[1].decision_id
+    assert not any(r.executed for r in stalled)
+    assert later[0].decision_id == stalled[0].decision_id
+    assert sum(r.executed for r in later) >= 1
