@@ -20,6 +20,8 @@ APPROVE_BURST = DATA / "approve-burst.yaml"
 
 @pytest.fixture(autouse=True)
 def _quiet_logs() -> None:
+    # `steward run` through CliRunner points structlog at the runner's stream; start afresh.
+    structlog.reset_defaults()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
