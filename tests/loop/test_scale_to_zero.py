@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from agent.audit import Intent
 from tests.loop.conftest import open_runtime
 from tools.sim.demand import BurstDemand
 from tools.sim.scenario import Scenario
@@ -32,8 +33,8 @@ def test_idle_pool_goes_to_zero_after_its_idle_time_and_returns(data_dir: Path) 
     assert to_zero, "the burst pool never went to zero"
     zero_at = to_zero[0]
     # The last request of the first burst arrived before 330 s; idle time is five minutes.
-    intents = {r.payload.decision_id: r for r in records}
-    zeroed = intents[zero_at.decision_id].payload
+    intents = {r.payload.decision_id: r.payload for r in records if isinstance(r.payload, Intent)}
+    zeroed = intents[zero_at.decision_id]
     start = runtime.sim.scenario.start
     assert zeroed.observed_at - start >= timedelta(seconds=330 + 300)
     back = [
@@ -44,7 +45,7 @@ def test_idle_pool_goes_to_zero_after_its_idle_time_and_returns(data_dir: Path) 
     ]
     assert back, "the burst pool did not come back on the second burst"
     assert back[0].executed == 1
-    back_at = intents[back[0].decision_id].payload.observed_at - start
+    back_at = intents[back[0].decision_id].observed_at - start
     assert timedelta(seconds=1800) <= back_at <= timedelta(seconds=1800 + 45)
 
 
