@@ -27,7 +27,7 @@ from agent.state import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState, Workload
-from tools.modes import demand_from_state, rotation_gain
+from tools.modes import AdviceSettings, demand_from_state, rotation_gain
 from tools.placement import pick_node
 
 
@@ -46,6 +46,8 @@ class RulesSettings(BaseModel):
 
     assess: AssessSettings = AssessSettings()
     pools: dict[str, PoolRules] = {}
+    advice: AdviceSettings = AdviceSettings()
+    """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
 
     def pool(self, name: str) -> PoolRules:
         return self.pools.get(name, PoolRules())
@@ -74,7 +76,8 @@ class RulesSettings(BaseModel):
             k: PoolRules(min_cards=p.min_cards, max_cards=p.max_cards, priority=p.priority)
             for k, p in policy.pools.items()
         }
-        return cls(assess=assess, pools=pools)
+        advice = AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
+        return cls(assess=assess, pools=pools, advice=advice)
 
 
 class RulesPlanner:
@@ -105,7 +108,7 @@ class RulesPlanner:
                 continue
             actions.extend(self._one(workload, signal, state, cards, notes))
         if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
-            advice = rotation_gain(state, demand_from_state(state))  # does the switch pay?
+            advice = rotation_gain(state, demand_from_state(state), self.settings.advice)
             if advice.rotate and advice.target == signals.favoured_mode:
                 actions.append(
                     RotateMode(
