@@ -12,7 +12,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -69,6 +69,9 @@ class LoopContext:
     """Do not propose again, for a while, what the guard just denied (off for dry runs, which
     show every proposal with its verdict)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
+    planner_resting_until: datetime | None = None
+    """Until when the chosen planner is not asked, after it failed (the rules decide)."""
+    planner_failure: str = ""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

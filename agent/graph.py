@@ -38,10 +38,10 @@ def after_assess(d: Decision) -> str:
 
 
 def after_plan(d: Decision) -> str:
-    """An empty plan has nothing to judge; a fallback is still written to the log."""
+    """An empty plan has nothing to judge; a fresh planner failure is still written to the log."""
     if d.plan is not None and d.plan.actions:
         return "guard"
-    return "record" if d.fallback_reason else END
+    return "record" if d.fallback_fresh else END
 
 
 def after_guard(d: Decision) -> str:

@@ -11,7 +11,7 @@ does before the interrupt is an idempotent insert into the inbox.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -38,6 +38,9 @@ from policies.engine import judge
 from tools.actions import Action, Plan, RotateMode
 
 Update = dict[str, Any]
+PLANNER_REST = timedelta(minutes=5)
+"""After a planner fails, the rules planner decides alone for this long (simulated time on the
+simulator): a down endpoint is not hammered every tick, nor the log filled with its failures."""
 log = structlog.get_logger("steward.loop")
 
 
@@ -60,15 +63,30 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     assert d.signals is not None, "plan runs only after assess"
     started = time.perf_counter()
     reason: str | None = None
-    try:
-        proposed = ctx.planner.plan(state, d.signals)
-    except PlannerFailed as failed:
-        reason = failed.reason
-        ctx.telemetry.fallbacks.labels(planner=ctx.planner.name).inc()
+    fresh, asked = False, False
+    now = state.observed_at
+    resting = ctx.planner_resting_until
+    if ctx.planner is not ctx.fallback and resting is not None and now < resting:
+        # The planner failed lately: the rules decide without waiting on it again.
+        reason = (
+            f"{ctx.planner.name} planner not asked until {resting:%H:%M:%S} after it failed: "
+            f"{ctx.planner_failure}"
+        )
         proposed = ctx.fallback.plan(state, d.signals)
+    else:
+        asked = True
+        try:
+            proposed = ctx.planner.plan(state, d.signals)
+        except PlannerFailed as failed:
+            reason, fresh = failed.reason, True
+            ctx.planner_failure = failed.reason
+            ctx.planner_resting_until = now + PLANNER_REST
+            proposed = ctx.fallback.plan(state, d.signals)
+    if reason is not None:
+        ctx.telemetry.fallbacks.labels(planner=ctx.planner.name).inc()
     elapsed = time.perf_counter() - started
     ctx.telemetry.planner_seconds.labels(planner=ctx.planner.name).observe(elapsed)
-    report = getattr(ctx.planner, "last_report", None)
+    report = getattr(ctx.planner, "last_report", None) if asked else None
     if isinstance(report, PlannerReport):
         ctx.telemetry.planner_report(report)
         log.info("planner", decision=d.decision_id, **report.model_dump(mode="json"))
@@ -76,6 +94,7 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     return {
         "plan": proposed,
         "fallback_reason": reason,
+        "fallback_fresh": fresh,
         "planner_ms": round(elapsed * 1000, 3),
         "stage": "guard",
     }

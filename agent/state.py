@@ -181,6 +181,8 @@ class Decision(BaseModel):
     plan: Plan | None = None
     fallback_reason: str | None = None
     """Why the chosen planner failed and the rules planner decided instead."""
+    fallback_fresh: bool = False
+    """The chosen planner failed on this very decision (not merely resting after a failure)."""
     planner_ms: float | None = None
     verdicts: tuple[ActionVerdict, ...] = ()
     plan_findings: tuple[str, ...] = ()
