@@ -12,7 +12,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -105,6 +105,18 @@ class LoopContext:
             last_busy=dict(memory.last_busy),
             watching_since=memory.watching_since,
         )
+
+    def recent_history(self) -> History:
+        """What was done in the last day, as of the latest observation (for a planner's
+        read-only look-ups; idleness is left out — it lives in the decision's signals)."""
+        latest = next(iter(self._snapshots.values()), None)
+        now = latest.observed_at if latest is not None else datetime.now(UTC)
+        executed = tuple(
+            Executed(at=e.at, action=e.action)
+            for e in self.audit.executed_actions(now - HISTORY_WINDOW)
+            if e.ok
+        )
+        return History(executed=executed)
 
     def maybe_crash(self, point: str) -> None:
         """The kill -9 test hook: die here, without cleanup, if asked to."""

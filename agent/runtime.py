@@ -20,11 +20,11 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from langgraph.types import Command
@@ -39,6 +39,7 @@ from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation import open_rotation
 from agent.state import Approval, Decision, Memory
 from agent.telemetry import Telemetry
+from policies.history import History
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.sim import SimCluster
@@ -69,6 +70,13 @@ class TickReport:
     resumed: tuple[str, ...]
     findings: tuple[str, ...]
     seconds: float
+
+
+@runtime_checkable
+class ReadsHistory(Protocol):
+    """A planner that can look up what was done lately (the LLM planner's `history`)."""
+
+    history: Callable[[], History] | None
 
 
 class Runtime:
@@ -116,6 +124,8 @@ class Runtime:
                 rotate=rotate,
                 persist=lambda: cluster.save(data_dir),
             )
+            if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:
+                ctx.planner.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
             _release(lock_fd)

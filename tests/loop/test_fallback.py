@@ -69,4 +69,6 @@ def test_no_decision_no_llm_call(data_dir: Path) -> None:
         for _ in range(4):
             runtime.tick(15.0)
         assert runtime.ctx.audit.records(kind="fallback") == []
+        # The loop hands the planner its read-only look-up of what was done lately.
+        assert llm.history is not None and llm.history().executed == ()
     assert llm.last_report is None
