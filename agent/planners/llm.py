@@ -225,7 +225,8 @@ def _append_turn(
         messages.append(
             {
                 "role": "assistant",
-                "content": turn.content,
+                # A string, never null: llama-cpp-python's server refuses null content (HTTP 500).
+                "content": turn.content or "",
                 "tool_calls": [
                     {
                         "id": c.id,

@@ -5,8 +5,10 @@ modes: `tools` (function calling), `json_schema` (OpenAI's structured output) or
 with a schema (llama.cpp's form). A server that refuses `json_schema` with a 400/500 naming
 response_format — llama-cpp-python's does — is downgraded to `json_object` for good; one that
 refuses tools, to `json_schema`. Timeouts, connection errors, 429 and 5xx are retried with
-jittered exponential backoff (honouring Retry-After) until the decision's deadline; after it,
-or on any other error, `PlannerFailed` says why. The openai client's own retries are off: the
+jittered exponential backoff (honouring Retry-After), at most MAX_ATTEMPTS times and never past
+the decision's deadline — except a 500 that is the server's validation error of the request
+(llama-cpp-python's way of saying 422), which no retry can fix; after that, or on any other
+error, `PlannerFailed` says why. The openai client's own retries are off: the
 deadline is ours to keep.
 """
 
@@ -33,6 +35,8 @@ _TRANSIENT = (
     openai.RateLimitError,
     openai.InternalServerError,
 )
+MAX_ATTEMPTS = 5
+"""Requests sent for one turn at most, retries included (the deadline usually stops sooner)."""
 _DOWNGRADE: dict[OutputMode, tuple[OutputMode, tuple[str, ...]]] = {
     "json_schema": ("json_object", ("response_format", "json_schema")),
     "tools": ("json_schema", ("tool",)),
@@ -78,6 +82,12 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     requests: int = 0
+
+
+def _refused_request(exc: openai.APIStatusError) -> bool:
+    """A 500 that is the server refusing the request's shape (llama-cpp-python answers its
+    validation errors with 500): sending it again cannot help."""
+    return exc.status_code == 500 and "validation error" in f"{exc.message} {exc.body}".lower()
 
 
 def _downgrade_for(mode: OutputMode, exc: openai.APIStatusError) -> OutputMode | None:
@@ -220,11 +230,18 @@ class Endpoint:
             return min(max(jittered, hinted(state)), max(0.0, deadline.left() - 0.05))
 
         def stop(state: RetryCallState) -> bool:
-            return deadline.left() < 0.1 or hinted(state) >= deadline.left()
+            return (
+                state.attempt_number >= MAX_ATTEMPTS
+                or deadline.left() < 0.1
+                or hinted(state) >= deadline.left()
+            )
 
         def retryable(exc: BaseException) -> bool:
-            downgrade = isinstance(exc, openai.APIStatusError) and _downgrade_for(self.mode, exc)
-            return isinstance(exc, _TRANSIENT) and not downgrade
+            if isinstance(exc, openai.APIStatusError) and (
+                _downgrade_for(self.mode, exc) or _refused_request(exc)
+            ):
+                return False
+            return isinstance(exc, _TRANSIENT)
 
         retrying = Retrying(
             retry=retry_if_exception(retryable),

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from agent.planners.errors import PlannerFailed
+from agent.planners.llm_client import MAX_ATTEMPTS
 from agent.planners.llm_tools import MAX_ACTIONS
 from agent.state import Signals
 from tests.llm.conftest import PlannerFactory
@@ -52,8 +53,19 @@ def test_a_server_that_keeps_failing(
 
     reason, elapsed = _fails(planner, busy)
 
-    assert f"HTTP {status}" in reason and len(server.completions) > 1
+    assert f"HTTP {status}" in reason and 1 < len(server.completions) <= MAX_ATTEMPTS
     assert elapsed < 1.5
+
+
+def test_a_500_refusing_the_request_is_not_retried(
+    make: PlannerFactory, server: ScriptedServer, busy: tuple[ClusterState, Signals]
+) -> None:
+    """llama-cpp-python answers a request it cannot validate with 500, not 422."""
+    planner = make(*[error(500, "1 validation error: messages.2.content")] * 3, deadline_s=5.0)
+
+    reason, elapsed = _fails(planner, busy)
+
+    assert "HTTP 500" in reason and len(server.completions) == 1 and elapsed < 1.0
 
 
 def test_a_429_is_retried_after_the_time_it_asks(
@@ -128,8 +140,9 @@ def test_an_invalid_answer_gets_one_repair_round(
     assert reason.startswith("invalid answer after one repair round")
     assert len(server.completions) == 2
     assert planner.last_report is not None and planner.last_report.repairs == 1
-    sent_back = server.completions[1]["messages"][-1]["content"]
-    assert "REJECTED, nothing was done" in sent_back
+    repair = server.completions[1]["messages"]
+    assert "REJECTED, nothing was done" in repair[-1]["content"]
+    assert all(isinstance(m["content"], str) for m in repair)  # llama.cpp refuses null content
 
 
 def test_a_repaired_answer_is_used(

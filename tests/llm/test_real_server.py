@@ -92,13 +92,15 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _planner(
-    base: str, policy: Policy, output: OutputMode = "tools", max_tokens: int = 200
+    base: str, policy: Policy, output: OutputMode = "tools", max_tokens: int = 96
 ) -> LLMPlanner:
     # Generous limits: a 2-core machine shared with other work decodes a few tokens a second.
+    # The request timeout is the whole deadline: llama-cpp-python finishes a request the client
+    # gave up on before it takes the next, so an early timeout only queues the retry behind it.
     settings = LLMSettings(
         base_url=f"{base}/v1",
         output=output,
-        timeout_s=150,
+        timeout_s=300,
         deadline_s=300,
         max_steps=2,
         max_tokens=max_tokens,
