@@ -222,12 +222,21 @@ def act(d: Decision, ctx: LoopContext) -> Update:
         result = run_action(ctx, v.action, d.decision_id, d.dry_run)
         ctx.telemetry.actions.labels(type=v.action.type, ok=str(result.ok).lower()).inc()
         outcomes.append(ActionOutcome.from_result(i, result))
-        if ctx.persist is not None:
-            ctx.persist()
         if not result.ok:
             failed = f"an earlier action ({v.action.describe()}) failed: {result.message}"
-        ctx.maybe_crash("act.mid")
+        if ctx.crash_at == "act.mid":
+            _persist(ctx)  # the test hook dies after an action took effect in the cluster
+            ctx.maybe_crash("act.mid")
+    if any(o.executed for o in outcomes):
+        _persist(ctx)
     return {"outcomes": tuple(outcomes), "digest": digest, "stage": "verify"}
+
+
+def _persist(ctx: LoopContext) -> None:
+    """Save the backend's state (the simulated cluster) once the decision's actions ran; a
+    crash before this loses them from the cluster and the restart's reconcile says so."""
+    if ctx.persist is not None:
+        ctx.persist()
 
 
 def _why_not(v: ActionVerdict, approved: bool, failed: str | None) -> str:

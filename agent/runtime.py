@@ -167,17 +167,20 @@ class Runtime:
         return list(seen)
 
     def _persist(self, *, force: bool) -> None:
-        """Save the simulated cluster and the loop's memory after a decision, and otherwise at
-        most every SAVE_EVERY_S (an idle tick stays cheap; both are soft state a restart can
-        afford to find a second old — executed actions are saved as they run)."""
-        if force or time.monotonic() - self._saved_at >= SAVE_EVERY_S:
+        """Save the loop's memory after a decision, and it and the simulated cluster at most
+        every SAVE_EVERY_S otherwise (an idle tick stays cheap; both are soft state a restart
+        can afford to find a second old — act saves the cluster after its actions)."""
+        if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.sim.save(self.data_dir)
-            _write_memory(self.data_dir, self.tick_no, self.memory)
             self._saved_at = time.monotonic()
+        elif not force:
+            return
+        _write_memory(self.data_dir, self.tick_no, self.memory)
 
     def close(self) -> None:
         """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
-        self._persist(force=True)
+        self.sim.save(self.data_dir)
+        _write_memory(self.data_dir, self.tick_no, self.memory)
         self.ctx.audit.close()
         self.ctx.inbox.close()
         _release(self._lock_fd)
