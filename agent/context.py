@@ -72,6 +72,10 @@ class LoopContext:
     planner_resting_until: datetime | None = None
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
     planner_failure: str = ""
+    memory: Memory = field(default_factory=Memory)
+    """What the loop remembers between ticks. Assess, guard and record update it (loop-level
+    soft state, not the decision's: it stays out of the checkpoints and is saved by the runtime
+    to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -102,7 +102,8 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
             crash_at=None,
             hold_denied=False,
         )
-        d = Decision(decision_id=new_decision_id(), dry_run=True, memory=read_memory(data_dir))
+        ctx.memory = read_memory(data_dir)
+        d = Decision(decision_id=new_decision_id(), dry_run=True)
         d = _step(d, observe(d, ctx))
         d = _step(d, assess(d, ctx))
         assert d.signals is not None and d.observed_at is not None

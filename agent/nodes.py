@@ -53,8 +53,8 @@ def observe(d: Decision, ctx: LoopContext) -> Update:
 def assess(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("assess")
     state = ctx.snapshot(d.decision_id)
-    signals, memory = assess_signals(state, d.memory, ctx.settings.assess, ctx.policy)
-    return {"signals": signals, "memory": memory, "stage": "plan"}
+    signals, ctx.memory = assess_signals(state, ctx.memory, ctx.settings.assess, ctx.policy)
+    return {"signals": signals, "stage": "plan"}
 
 
 def plan(d: Decision, ctx: LoopContext) -> Update:
@@ -103,7 +103,7 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
 def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> Plan:
     """Drop what already waits for a human, and (in the daemon) what was denied lately."""
     waiting = ctx.inbox.open_keys()
-    held = denied_recently(d.memory, now) if ctx.hold_denied else {}
+    held = denied_recently(ctx.memory, now) if ctx.hold_denied else {}
     kept: list[Action] = []
     notes: list[str] = []
     for action in proposed.actions:
@@ -123,7 +123,7 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("guard")
     state = ctx.snapshot(d.decision_id)
     assert d.plan is not None, "guard runs only after plan"
-    history = ctx.history(state, d.memory)
+    history = ctx.history(state, ctx.memory)
     judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
     verdicts = tuple(
         ActionVerdict(
@@ -139,11 +139,10 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
         ctx.telemetry.decisions.labels(verdict=v.decision).inc()
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
     denied = {action_key(v.action): state.observed_at for v in verdicts if v.decision == "deny"}
-    memory = d.memory
     if denied:
-        kept = denied_recently(memory, state.observed_at)
-        memory = memory.model_copy(update={"denied": {**kept, **denied}})
-    return {"verdicts": verdicts, "plan_findings": findings, "memory": memory, "stage": "act"}
+        kept = denied_recently(ctx.memory, state.observed_at)
+        ctx.memory = ctx.memory.model_copy(update={"denied": {**kept, **denied}})
+    return {"verdicts": verdicts, "plan_findings": findings, "stage": "act"}
 
 
 DENIED_HOLD_S = 600.0
@@ -307,10 +306,9 @@ def record(d: Decision, ctx: LoopContext) -> Update:
             )
         )
     ctx.forget(d.decision_id)
-    update: Update = {"recorded": True, "stage": "done"}
     if any(isinstance(v.action, RotateMode) for v in d.verdicts):
-        update["memory"] = restart_mode_dwell(d.memory, d.observed_at)
-    return update
+        ctx.memory = restart_mode_dwell(ctx.memory, d.observed_at)
+    return {"recorded": True, "stage": "done"}
 
 
 def restart_mode_dwell(memory: Memory, at: datetime | None) -> Memory:

@@ -90,9 +90,7 @@ class Runtime:
         self.ctx = ctx
         self.graph = graph
         self._lock_fd = lock_fd
-        saved = _read_memory(data_dir)
-        self.tick_no: int = saved[0]
-        self.memory: Memory = saved[1]
+        self.tick_no, ctx.memory = _read_memory(data_dir)
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
@@ -166,6 +164,11 @@ class Runtime:
             seen[str(item.config["configurable"]["thread_id"])] = None
         return list(seen)
 
+    @property
+    def memory(self) -> Memory:
+        """What the loop remembers between ticks (idleness, calm spells, recent denials)."""
+        return self.ctx.memory
+
     def _persist(self, *, force: bool) -> None:
         """Save the loop's memory after a decision, and it and the simulated cluster at most
         every SAVE_EVERY_S otherwise (an idle tick stays cheap; both are soft state a restart
@@ -175,12 +178,12 @@ class Runtime:
             self._saved_at = time.monotonic()
         elif not force:
             return
-        _write_memory(self.data_dir, self.tick_no, self.memory)
+        _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
 
     def close(self) -> None:
         """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
         self.sim.save(self.data_dir)
-        _write_memory(self.data_dir, self.tick_no, self.memory)
+        _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
         self.ctx.inbox.close()
         _release(self._lock_fd)
@@ -223,7 +226,7 @@ class Runtime:
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self._failed)
         decision_id = self._failed[0] if retrying else new_decision_id()
-        first = Decision(decision_id=decision_id, tick=self.tick_no, memory=self.memory)
+        first = Decision(decision_id=decision_id, tick=self.tick_no)
         failed = False
         try:
             result = self.graph.invoke(
@@ -241,7 +244,6 @@ class Runtime:
             self._failed.append(decision_id)
         waiting = "__interrupt__" in result
         final = _decision(result)
-        self.memory = final.memory
         if not waiting and not failed:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
@@ -269,7 +271,7 @@ class Runtime:
                 self._finish(thread, result)
                 log.info("resumed", decision=thread, answer=answer.answer, by=answer.by)
             if any(isinstance(a, RotateMode) for a in pending.actions):
-                self.memory = restart_mode_dwell(self.memory, self.sim.now)
+                self.ctx.memory = restart_mode_dwell(self.ctx.memory, self.sim.now)
             self.ctx.inbox.mark_resumed(thread)
             done.append(thread)
         return tuple(done)

@@ -4,8 +4,10 @@
 small on purpose: every step is checkpointed to SQLite, so the observation itself is not stored
 in it — only its digest and time; a node that needs the snapshot asks the loop's context, which
 re-observes after a restart. `Signals` is what assess makes of a snapshot. `Memory` is the little
-the loop remembers between ticks (when each workload last had demand, recent queue samples), so
-that "idle for ten minutes" and "the queue has been calm for five" are facts, not guesses.
+the loop remembers between ticks (when each pool was last busy, recent queue samples, recent
+denials), so that "idle for ten minutes" and "the queue has been calm for five" are facts, not
+guesses; it belongs to the loop, not to one decision, so it lives in the loop context and the
+data dir (loop.json), outside the checkpoints.
 """
 
 from __future__ import annotations
@@ -173,7 +175,6 @@ class Decision(BaseModel):
     decision_id: str
     tick: int = 0
     dry_run: bool = False
-    memory: Memory = Memory()
     observed_at: datetime | None = None
     digest: str | None = None
     """The observation's SHA-256, taken when the decision is recorded (it costs a full dump)."""
