@@ -249,7 +249,7 @@ class Runtime:
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
         self._persist(force=report.decided or bool(resumed))
         seconds = time.perf_counter() - started
-        self.ctx.telemetry.tick_done(seconds)
+        self.ctx.telemetry.tick_done(seconds, failed=failed)
         report = dataclasses.replace(report, seconds=round(seconds, 4))
         if report.decided or resumed:
             log.info("decision", **_fields(report, final))

@@ -17,6 +17,9 @@ from prometheus_client.exposition import generate_latest
 
 from agent.planners.base import PlannerReport
 
+FAILING_TICKS = 3
+"""After this many failed ticks in a row /healthz answers 503."""
+
 
 class Telemetry:
     """Counters and histograms of the loop."""
@@ -69,6 +72,12 @@ class Telemetry:
         )
         self.last_tick_monotonic: float | None = None
         self.tick_count = 0
+        self.failing_ticks = 0
+        self.tick_failures = Counter(
+            "steward_tick_failures",
+            "Ticks whose decision a transient backend error stopped (it goes on next tick).",
+            registry=self.registry,
+        )
         self.interval_s = 15.0
 
     def planner_report(self, report: PlannerReport) -> None:
@@ -79,18 +88,30 @@ class Telemetry:
         )
         self.planner_requests.labels(planner=report.planner).inc(report.requests)
 
-    def tick_done(self, seconds: float) -> None:
+    def tick_done(self, seconds: float, *, failed: bool = False) -> None:
         self.ticks.inc()
         self.tick_count += 1
         self.tick_seconds.observe(seconds)
         self.last_tick_monotonic = time.monotonic()
+        self.failing_ticks = self.failing_ticks + 1 if failed else 0
+        if failed:
+            self.tick_failures.inc()
 
     def healthy(self) -> tuple[bool, dict[str, object]]:
-        """Whether ticks keep coming, with the figures /healthz shows."""
+        """Whether ticks keep coming and succeeding, with the figures /healthz shows.
+
+        Unhealthy when no tick completed for three intervals (the loop is stuck) or the last
+        FAILING_TICKS ticks all failed (the backend has been unreachable for a while)."""
         last = self.last_tick_monotonic
         age = None if last is None else time.monotonic() - last
-        ok = age is None or age <= 3 * max(self.interval_s, 1.0)
-        return ok, {"ok": ok, "last_tick_age_s": age, "ticks": self.tick_count}
+        fresh = age is None or age <= 3 * max(self.interval_s, 1.0)
+        ok = fresh and self.failing_ticks < FAILING_TICKS
+        return ok, {
+            "ok": ok,
+            "last_tick_age_s": age,
+            "ticks": self.tick_count,
+            "failing_ticks": self.failing_ticks,
+        }
 
     def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
         """Start /metrics and /healthz on `port` (0 picks a free one) in a daemon thread."""

@@ -34,10 +34,22 @@ def test_an_outage_longer_than_a_tick_resumes_the_same_decision(data_dir: Path) 
         # Observation fails for three ticks' worth of attempts (four per tick).
         runtime.sim.inject(ApiErrors(count=9, operations=("observe",)))
         stalled = [runtime.tick(15.0) for _ in range(2)]
+        assert runtime.ctx.telemetry.healthy()[1]["failing_ticks"] == 2
         later = [runtime.tick(15.0) for _ in range(4)]
+        assert runtime.ctx.telemetry.healthy()[0]
         assert runtime.open_threads() == []
         assert runtime.ctx.audit.verify().ok
     assert stalled[0].decision_id == stalled[1].decision_id
     assert not any(r.executed for r in stalled)
     assert later[0].decision_id == stalled[0].decision_id
     assert sum(r.executed for r in later) >= 1
+
+
+def test_health_turns_bad_after_three_failed_ticks_in_a_row(data_dir: Path) -> None:
+    with open_runtime(data_dir, SPIKE) as runtime:
+        runtime.sim.inject(ApiErrors(count=40, operations=("observe",)))
+        for expected in (True, True, False, False):
+            runtime.tick(15.0)
+            assert runtime.ctx.telemetry.healthy()[0] is expected
+        failures = runtime.ctx.telemetry.registry.get_sample_value("steward_tick_failures_total")
+    assert failures == 4
