@@ -129,22 +129,24 @@ class LLMPlanner:
 
     def _decide(self, state: ClusterState, decision: _Decision, deadline: Deadline) -> Plan:
         lookups = Lookups(state, self.policy, self.history)
-        steps = self.settings.max_steps
-        step = 0
-        while step < steps:
-            last = step == steps - 1
-            force = SUBMIT if last or not self.endpoint.required_honoured else None
+        probes = 0
+        turn_no = 0
+        # The repair round and the one turn that finds out a server ignores "required" come on
+        # top of max_steps; each happens at most once, so a decision is still bounded.
+        while turn_no < (budget := self.settings.max_steps + decision.repairs + probes):
+            force = SUBMIT if turn_no == budget - 1 or not self.endpoint.required_honoured else None
             names = (SUBMIT,) if force else TOOL_NAMES
             turn = self.endpoint.ask(
                 decision.messages, names, force=force, deadline=deadline, usage=decision.usage
             )
-            step += 1
+            turn_no += 1
             try:
                 calls = self._calls(turn, force)
             except _NotHonoured:
                 # The server ignores tool_choice="required" (llama-cpp-python does): from now
                 # on every turn names submit_plan, and this turn does not count as a repair.
                 self.endpoint.required_honoured = False
+                probes += 1
                 continue
             except CallRejected as exc:
                 self._repair(decision, turn, [], str(exc))

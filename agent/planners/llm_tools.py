@@ -105,10 +105,12 @@ _MODELS: dict[str, type[Args]] = {**LOOKUPS, SUBMIT: SubmitPlan}
 _ADAPTERS: dict[str, TypeAdapter[Args]] = {name: TypeAdapter(m) for name, m in _MODELS.items()}
 
 
-_NOT_SENT = frozenset({"title", "default", "pattern", "maxLength", "minLength"})
-"""Schema keys left out of what the model sees: they cost tokens, a length bound becomes a
-grammar rule per character on llama.cpp (2,000 for a rationale: "failed to parse grammar"), and
-the models still check every one of them when the answer is validated."""
+_NOT_SENT = frozenset({"title", "default", "pattern", "maxLength"})
+"""Schema keys left out of what the model sees: they cost tokens, an upper length bound becomes
+one grammar rule per character on llama.cpp (2,000 for a rationale: "failed to parse grammar";
+the name pattern's {0,252} likewise), and the models still check every one of them when the
+answer is validated. `minLength` stays: it is cheap and keeps a constrained model from writing
+an empty rationale."""
 
 
 def _compact(schema: Any) -> Any:
@@ -136,7 +138,7 @@ def submit_plan_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "actions": {"type": "array", "maxItems": MAX_ACTIONS, "items": {"anyOf": items}},
-            "rationale": {"type": "string"},
+            "rationale": {"type": "string", "minLength": 1},
         },
         "required": ["actions", "rationale"],
         "additionalProperties": False,

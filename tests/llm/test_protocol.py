@@ -65,7 +65,7 @@ def test_the_tools_offered_are_the_action_models(
     replicas = action_schemas()["scale_workload"]["properties"]["replicas"]
     assert scale["properties"]["replicas"] == {k: v for k, v in replicas.items() if k != "title"}
     sent = json.dumps(body["tools"])
-    assert "maxLength" not in sent and "minLength" not in sent  # llama.cpp: one rule per char
+    assert "maxLength" not in sent and "pattern" not in sent  # llama.cpp: a rule per char
     assert body["tool_choice"] == "required"
     assert body["messages"][0]["role"] == "system"
 
@@ -123,3 +123,16 @@ def test_a_server_that_ignores_required_gets_submit_plan_named(
     server.add(submit([]))
     planner.plan(*busy)
     assert server.completions[2]["tool_choice"]["function"]["name"] == "submit_plan"
+
+
+def test_the_repair_and_the_probe_come_on_top_of_the_steps(
+    make: PlannerFactory, server: ScriptedServer, busy: tuple[ClusterState, Signals]
+) -> None:
+    """What the real server did: prose, then a cut-short call; the repair still gets its turn."""
+    cut_short = call("submit_plan", '{"actions": [], "rationa')
+    planner = make(content("Let me think"), cut_short, submit([SCALE_BURST]), max_steps=2)
+
+    plan = planner.plan(*busy)
+
+    assert len(plan.actions) == 1 and len(server.completions) == 3
+    assert planner.last_report is not None and planner.last_report.repairs == 1
