@@ -219,9 +219,14 @@ class Runtime:
         return reports
 
     def tick(self, interval_s: float) -> TickReport:
+        """Let `interval_s` of the cluster's time pass, then decide."""
+        self.sim.advance(interval_s)
+        return self.decide()
+
+    def decide(self) -> TickReport:
+        """One pass of the agent: resume answered decisions, then observe … record once."""
         started = time.perf_counter()
         resumed = self.resume_answered()
-        self.sim.advance(interval_s)
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self._failed)

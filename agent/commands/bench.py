@@ -38,12 +38,25 @@ def peak_rss_mb() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
-def measure(name: str, fn: Callable[[], object], runs: int, warmup: int = 3) -> Figures:
-    """Time `fn` `runs` times after `warmup` untimed calls (garbage collection included)."""
+def measure(
+    name: str,
+    fn: Callable[[], object],
+    runs: int,
+    warmup: int = 3,
+    setup: Callable[[], object] | None = None,
+) -> Figures:
+    """Time `fn` `runs` times after `warmup` untimed calls (garbage collection included).
+
+    `setup`, when given, runs untimed before every call (e.g. letting simulated time pass).
+    """
     for _ in range(warmup):
+        if setup is not None:
+            setup()
         fn()
     samples: list[float] = []
     for _ in range(runs):
+        if setup is not None:
+            setup()
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000)
