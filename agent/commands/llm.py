@@ -90,6 +90,21 @@ def fleet_observation(nodes: int, gpus_per_node: int, seed: int = 0) -> ClusterS
     return cluster.observe()
 
 
+def everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterState, Signals]:
+    """The worst summary: every node lost, every workload a finding, every node an anomaly."""
+    nodes = tuple(n.model_copy(update={"ready": False}) for n in state.nodes)
+    findings = tuple(
+        f"{w.workload}: queue 999, wait 99.0 s against an SLO of 5 s" for w in signals.workloads
+    )
+    anomalies = tuple(
+        f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
+    )
+    return (
+        ClusterState(**{**dict(state), "nodes": nodes}),
+        signals.model_copy(update={"findings": findings, "shared_card_anomalies": anomalies}),
+    )
+
+
 def fleet_signals(state: ClusterState, policy: Policy) -> Signals:
     settings = RulesSettings.from_policy(policy).assess
     signals, _ = assess(state, Memory(), settings, policy)
@@ -127,12 +142,18 @@ def llm_prompt(
     nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000)] = 1000,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, max=16)] = 8,
     runs: Annotated[int, typer.Option("--runs", min=1, max=1000)] = 20,
+    worst: Annotated[
+        bool, typer.Option("--worst", help="Every node lost, every workload a finding.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """The LLM planner's first request in tokens for a fleet of N nodes (budget 3,000)."""
     policy = load_policy(FLEET_POLICY)
     state = fleet_observation(nodes, gpus_per_node)
-    size = measure_prompt(state, fleet_signals(state, policy), policy, runs)
+    signals = fleet_signals(state, policy)
+    if worst:
+        state, signals = everything_wrong(state, signals)
+    size = measure_prompt(state, signals, policy, runs)
     if json_out:
         emit_json(size)
     else:

@@ -12,15 +12,14 @@ from agent.cli import app
 from agent.commands.llm import (
     BUDGET_TOKENS,
     FLEET_POLICY,
+    everything_wrong,
     fleet_observation,
     fleet_signals,
     measure_prompt,
 )
 from agent.planners.prompts import MAX_LISTED, summary
-from agent.state import Signals
 from policies.loader import load_policy
 from policies.model import Policy
-from tools.model import ClusterState
 
 
 @pytest.fixture(scope="module")
@@ -28,25 +27,10 @@ def fleet_policy() -> Policy:
     return load_policy(FLEET_POLICY)
 
 
-def _everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterState, Signals]:
-    """Every node lost, every workload a finding, every card an anomaly: the worst summary."""
-    nodes = tuple(n.model_copy(update={"ready": False}) for n in state.nodes)
-    findings = tuple(
-        f"{w.workload}: queue 999, wait 99.0 s against an SLO of 5 s" for w in signals.workloads
-    )
-    anomalies = tuple(
-        f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
-    )
-    return (
-        ClusterState(**{**dict(state), "nodes": nodes}),
-        signals.model_copy(update={"findings": findings, "shared_card_anomalies": anomalies}),
-    )
-
-
 @pytest.mark.parametrize("nodes", [100, 1000])
 def test_the_worst_summary_is_the_same_size_at_any_scale(fleet_policy: Policy, nodes: int) -> None:
     state = fleet_observation(nodes, 8)
-    worst_state, worst = _everything_wrong(state, fleet_signals(state, fleet_policy))
+    worst_state, worst = everything_wrong(state, fleet_signals(state, fleet_policy))
 
     data = summary(worst_state, worst)
     size = measure_prompt(worst_state, worst, fleet_policy, runs=1)
@@ -61,7 +45,7 @@ def test_the_worst_summary_is_the_same_size_at_any_scale(fleet_policy: Policy, n
 
 def test_the_bench_prints_the_prompt_size_as_json() -> None:
     result = CliRunner().invoke(
-        app, ["bench", "llm-prompt", "--nodes", "200", "--runs", "3", "--json"]
+        app, ["bench", "llm-prompt", "--nodes", "200", "--runs", "3", "--worst", "--json"]
     )
 
     assert result.exit_code == 0, result.output
