@@ -128,7 +128,7 @@ class Endpoint:
             base_url=settings.base_url, api_key=key, max_retries=0, timeout=settings.timeout_s
         )
         self.base_url = str(self.client.base_url)
-        self.required_honoured = True
+        self.required_honoured = settings.tool_choice == "required"
         """False once the server answered tool_choice="required" without a tool call."""
 
     def resolve_model(self, deadline: Deadline, usage: Usage) -> str:

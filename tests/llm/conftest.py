@@ -3,7 +3,9 @@ signals and policy, and a planner pointed at a scripted server with short, test-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -60,7 +62,7 @@ PlannerFactory = Callable[..., LLMPlanner]
 def make(server: ScriptedServer, policy: Policy) -> PlannerFactory:
     """A planner for `server`: `make(*replies, output="tools", deadline_s=5.0, ...)`."""
 
-    def build(*replies: Reply, output: OutputMode = "tools", **limits: float) -> LLMPlanner:
+    def build(*replies: Reply, output: OutputMode = "tools", **limits: Any) -> LLMPlanner:
         server.add(*replies)
         settings = LLMSettings(
             base_url=server.base_url,
@@ -68,15 +70,13 @@ def make(server: ScriptedServer, policy: Policy) -> PlannerFactory:
             output=output,
             timeout_s=limits.pop("timeout_s", 2.0),
             deadline_s=limits.pop("deadline_s", 5.0),
-            **limits,  # type: ignore[arg-type]
+            **limits,
         )
-        return LLMPlanner(settings, policy=policy, sleep=lambda s: None if s <= 0 else _short(s))
+        return LLMPlanner(settings, policy=policy, sleep=_short)
 
     return build
 
 
 def _short(seconds: float) -> None:
     """Backoff sleeps are real but capped: the tests measure deadlines in wall time."""
-    import time
-
-    time.sleep(min(seconds, 0.05))
+    time.sleep(min(max(seconds, 0.0), 0.05))

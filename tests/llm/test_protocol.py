@@ -136,3 +136,14 @@ def test_the_repair_and_the_probe_come_on_top_of_the_steps(
 
     assert len(plan.actions) == 1 and len(server.completions) == 3
     assert planner.last_report is not None and planner.last_report.repairs == 1
+
+
+def test_tool_choice_submit_plan_names_it_from_the_first_turn(
+    make: PlannerFactory, server: ScriptedServer, busy: tuple[ClusterState, Signals]
+) -> None:
+    planner = make(submit([SCALE_BURST]), tool_choice="submit_plan")
+
+    plan = planner.plan(*busy)
+
+    assert len(plan.actions) == 1 and len(server.completions) == 1
+    assert server.completions[0]["tool_choice"]["function"]["name"] == "submit_plan"
