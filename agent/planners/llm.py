@@ -260,8 +260,13 @@ def make_planner(policy: Policy, history: Callable[[], History] | None = None) -
         settings = LLMSettings()
     except ValidationError as exc:
         problems = "; ".join(
-            f"STEWARD_LLM_{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors(include_url=False)
+            f"{_variable(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
         )
         raise InvalidInput(f"LLM planner settings: {problems}") from exc
     return LLMPlanner(settings, policy=policy, history=history)
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """The environment variable a settings error is about."""
+    name = ".".join(str(p) for p in loc).upper()
+    return name if name.startswith(("STEWARD_", "OPENAI_")) else f"STEWARD_LLM_{name}"

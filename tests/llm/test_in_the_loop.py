@@ -110,3 +110,18 @@ def test_plan_with_the_llm_planner_exits_0_when_the_model_misbehaves(
     assert out["planner"] == "rules"
     assert out["fallback_reason"].startswith("invalid answer after one repair round")
     assert len(server.completions) == 2
+
+
+def test_settings_that_do_not_parse_are_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STEWARD_LLM_OUTPUT", "xml")
+    monkeypatch.setenv("STEWARD_LLM_DEADLINE_S", "-1")
+
+    result = CliRunner().invoke(app, ["plan", "--planner", "llm", "--data-dir", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert "STEWARD_LLM_OUTPUT: Input should be 'tools', 'json_schema' or 'json_object'" in (
+        result.output
+    )
+    assert "STEWARD_LLM_DEADLINE_S: Input should be greater than 0" in result.output
