@@ -9,6 +9,11 @@ scale that leave a serving pool without a ready replica, more cards changed than
 radius. Actions waiting for approval count as if approved, so approving them cannot break a
 limit the allowed ones respect; the allowed ones must also hold without them.
 
+Preemption by priority (policies.rules.priority) is judged on the plan too: a scale-down that a
+higher-priority pool's scale-up later in the plan takes the cards of may pass the rules that keep
+a busy pool from shrinking, only if both actions pass every other rule. When one of them does not,
+the offer is withdrawn and the plan judged again without it (a finding says why).
+
 Rule ids are listed in RULE_IDS; approval.<name> and window.<name> come from the policy.
 """
 
@@ -28,6 +33,7 @@ from policies.rules import (
     modes,
     placement,
     pools,
+    priority,
     protection,
     slo,
     targets,
@@ -64,6 +70,7 @@ RULE_IDS: tuple[str, ...] = (
     pools.TOTAL_CARDS,
     pools.MIN_READY,
     pools.IDLE_BEFORE_ZERO,
+    priority.PRIORITY_PREEMPTION,
     protection.NEVER_BELOW_CURRENT,
     protection.NEVER_DRAINED,
     cooldowns.DUPLICATE,
@@ -105,19 +112,51 @@ def judge(
         now=aware(now or state.observed_at),
         nodes_of_interest=drained,
     )
-    books = _Books(ctx)
-    verdicts = [books.judge(index, action) for index, action in enumerate(plan.actions)]
+    offers = priority.offers(plan, state, policy)
+    withdrawn: list[_Found] = []
+    while True:
+        books = _Books(ctx, plan, offers)
+        verdicts = [books.judge(index, action) for index, action in enumerate(plan.actions)]
+        failed = [
+            offer
+            for offer in offers.values()
+            if offer.index in books.waived
+            and (
+                verdicts[offer.index].decision != "allow"
+                or verdicts[offer.beneficiary].decision != "allow"
+            )
+        ]
+        if not failed:
+            break
+        for offer in failed:  # each pass drops at least one offer: at most len(offers) passes
+            del offers[offer.index]
+            withdrawn.append(_withdrawn(offer, verdicts))
     return Judgement.model_construct(
-        now=ctx.now, verdicts=tuple(verdicts), findings=_merged(books.findings)
+        now=ctx.now, verdicts=tuple(verdicts), findings=_merged([*books.findings, *withdrawn])
     )
+
+
+def _withdrawn(offer: priority.Offer, verdicts: list[Verdict]) -> _Found:
+    taker, lender = verdicts[offer.beneficiary], verdicts[offer.index]
+    why = (
+        f"action #{offer.beneficiary} is {taker.decision} ({', '.join(taker.rule_ids)})"
+        if taker.decision != "allow"
+        else f"action #{offer.index} itself is {lender.decision} ({', '.join(lender.rule_ids)})"
+    )
+    message = f"no preemption by priority for action #{offer.index}: {why}"
+    return priority.PRIORITY_PREEMPTION, message, (offer.index, offer.beneficiary)
 
 
 class _Books:
     """The running account of one plan: the observed state (base), the state after the allowed
     actions (committed) and after those plus the ones waiting for approval (pending)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, plan: Plan, offers: dict[int, priority.Offer]) -> None:
         self.ctx = ctx
+        self.plan = plan
+        self.offers = offers
+        self.waived: dict[int, list[Denial]] = {}
+        """Scale-downs let through by a preemption offer: the denials it overrode."""
         self.base = Ledger.of(ctx.state)
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
@@ -150,6 +189,10 @@ class _Books:
         denials = targets.check(action, self.ctx)
         if not denials:
             denials = self._denials(index, action, record=suggest)
+        offer = self._offer(index, action, denials)
+        if offer is not None:
+            self.waived[index] = denials
+            denials = []
         if denials:
             return self._denied(index, action, denials, suggest=suggest)
         rules = approvals.required(action, self.ctx)
@@ -159,7 +202,23 @@ class _Books:
             message = f"Needs approval by {' or '.join(groups)} under {why}: {_describe(action)}."
             rule_ids = tuple(r.rule_id for r in rules)
             return _verdict(index, action, "needs_approval", rule_ids, message, approvers=groups)
+        if offer is not None:
+            overridden = "; ".join(f"{d.rule_id}: {d.message}" for d in self.waived[index])
+            message = (
+                f"Allowed by priority: {offer.message} (overrides {overridden}): "
+                f"{_describe(action)}."
+            )
+            return _verdict(index, action, "allow", (priority.PRIORITY_PREEMPTION,), message)
         return _verdict(index, action, "allow", (WITHIN,), f"Allowed: {_describe(action)}.")
+
+    def _offer(self, index: int, action: Action, denials: list[Denial]) -> priority.Offer | None:
+        """The preemption offer that lets this very action past `denials`, if any."""
+        offer = self.offers.get(index)
+        if offer is None or not denials or self.plan.actions[index] is not action:
+            return None  # an alternative judged for `allowed_instead` gets no offer
+        if any(d.rule_id not in priority.WAIVABLE for d in denials):
+            return None
+        return offer
 
     def _denied(
         self, index: int, action: Action, denials: list[Denial], *, suggest: bool

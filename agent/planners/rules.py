@@ -28,7 +28,7 @@ from policies.model import Policy
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState, Workload
 from tools.modes import AdviceSettings, demand_from_state, rotation_gain
-from tools.placement import pick_node
+from tools.placement import node_capacity, pick_node
 
 
 class PoolRules(BaseModel):
@@ -101,8 +101,8 @@ class RulesPlanner:
         )
         for signal in ordered:
             workload = state.workload(signal.workload)
-            if workload is None:
-                continue
+            if workload is None or signal.workload in _touched(actions):
+                continue  # a workload a higher-priority pool already scaled down is left alone
             if signal.stale:
                 notes.append(f"{signal.workload}: demand metrics stale or missing, held")
                 continue
@@ -190,6 +190,10 @@ class RulesPlanner:
         if pool.max_cards is not None and cards.pool(workload.pool) + need > pool.max_cards:
             notes.append(f"{workload.name}: pool {workload.pool} is at its maximum of cards")
             return []
+        waiting = self._waiting_above(workload, state)
+        if waiting is not None:
+            notes.append(f"{workload.name}: {waiting} waits for cards there first (priority)")
+            return []
         candidates = pick_node(workload, state)
         if candidates:
             best = candidates[0]
@@ -208,24 +212,52 @@ class RulesPlanner:
             return []
         scale_downs, node = lent
         cards.take(workload.pool, need)
+        # A scale, not a placement: the cards free when the lent replicas have exited, and the
+        # new replica waits for them (pending) wherever the pool's selector allows.
         return [
             *scale_downs,
-            PlaceReplica(workload=workload.name, node=node, reason=f"{why}; cards taken back"),
+            ScaleWorkload(
+                workload=workload.name,
+                replicas=workload.desired_replicas + 1,
+                reason=f"{why}; cards on {node} taken back from lower-priority pools",
+            ),
         ]
+
+    def _waiting_above(self, workload: Workload, state: ClusterState) -> str | None:
+        """A higher-priority workload whose wanted replicas are not placed yet (waiting for
+        cards being freed) on nodes this workload's pool could use too."""
+        mine = self.settings.pool(workload.pool).priority
+        selector = _selector(state, workload.pool)
+        for other in state.workloads:
+            if sum(1 for r in other.placement if r.nodes) >= other.desired_replicas:
+                continue  # every wanted replica has its node (a pending one has none yet)
+            if self.settings.pool(other.pool).priority <= mine:
+                continue
+            theirs = _selector(state, other.pool)
+            if any(
+                _matches(n.labels, selector) and _matches(n.labels, theirs) for n in state.nodes
+            ):
+                return other.name
+        return None
 
     def _reclaim(
         self, workload: Workload, state: ClusterState, cards: _Cards, need: int
     ) -> tuple[list[Action], str] | None:
-        """Scale-downs of lower-priority workloads that free `need` cards on one eligible node."""
+        """Scale-downs of lower-priority workloads that free, with the cards already free there,
+        `need` cards on one eligible node (policies.rules.priority judges the pair)."""
         mine = self.settings.pool(workload.pool).priority
         selector = _selector(state, workload.pool)
+        capacity = node_capacity(state)
         for node in state.nodes:
             if not node.schedulable or not _matches(node.labels, selector):
                 continue
-            freed = 0
+            found = capacity.get(node.name)
+            # Cards nobody holds count, and so do those of replicas already on their way out.
+            freed = (found.free_cards if found is not None else 0) + _leaving(state, node.name)
             actions: list[Action] = []
             for other in _lower_on(state, node.name, mine, self.settings):
                 on_node = sum(1 for r in other.placement if node.name in r.nodes)
+                on_node = min(on_node, other.desired_replicas)
                 take = min(on_node, -(-(need - freed) // max(other.cards_per_replica, 1)))
                 if take <= 0:
                     continue
@@ -242,6 +274,21 @@ class RulesPlanner:
                 if freed >= need:
                     return actions, node.name
         return None
+
+
+def _leaving(state: ClusterState, node: str) -> int:
+    """Cards on `node` held by replicas beyond their workload's desired count (terminating)."""
+    cards = 0
+    for w in state.workloads:
+        surplus = len(w.placement) - w.desired_replicas
+        if surplus > 0:
+            here = sum(1 for r in w.placement if node in r.nodes)
+            cards += min(surplus, here) * w.cards_per_replica
+    return cards
+
+
+def _touched(actions: list[Action]) -> set[str]:
+    return {a.workload for a in actions if isinstance(a, ScaleWorkload | PlaceReplica)}
 
 
 class _Cards:

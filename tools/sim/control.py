@@ -39,9 +39,11 @@ def scale(engine: Engine, workload: str, replicas: int, dry_run: bool) -> Action
         return ActionResult(ok=True, dry_run=dry_run, message=f"{workload} already at {before}")
     if replicas > before:
         refusal = _room_for(engine, workload, replicas - before)
-        if refusal is not None:
+        if refusal is not None and not _room_once_freed(engine, workload, replicas - before):
             return ActionResult(ok=False, dry_run=dry_run, message=refusal)
         what = f"{replicas - before} replica(s) start, ready in ~{spec.load_s:g} s (model load)"
+        if refusal is not None:
+            what += "; pending until replicas now terminating free their cards"
     else:
         what = (
             f"{before - replicas} replica(s) terminate after their in-flight requests "
@@ -76,6 +78,26 @@ def _room_for(engine: Engine, workload: str, extra: int, pinned: str | None = No
     finally:
         for trial in trials:
             engine.placer.release(trial)
+
+
+def _room_once_freed(engine: Engine, workload: str, extra: int) -> bool:
+    """Whether `extra` more replicas fit once the replicas now terminating have exited (a
+    Deployment scaled up then has pending pods that start when those cards free)."""
+    leaving = [
+        (r, list(r.nodes), list(r.cards))
+        for run in engine.state.workloads.values()
+        for r in run.replicas
+        if r.phase == "terminating" and r.nodes
+    ]
+    if not leaving:
+        return False
+    for r, _, _ in leaving:
+        engine.placer.release(r)
+    try:
+        return _room_for(engine, workload, extra) is None
+    finally:
+        for r, nodes, cards in leaving:
+            engine.placer.bind(engine.specs[r.workload], r, nodes, cards)
 
 
 def place(

@@ -1,7 +1,7 @@
 """Demand: where the simulator's requests come from.
 
-Five kinds of arrival process, each a pydantic spec (what a scenario file writes) and a
-generator that yields the requests arriving in a time window, deterministically for a seed:
+Six kinds of demand, each a pydantic spec (what a scenario file writes) and a generator that
+yields the requests arriving in a time window, deterministically for a seed:
 
 - `poisson`: a constant rate;
 - `diurnal`: a rate that follows the day, lowest at `trough_hour`, highest twelve hours later;
@@ -10,7 +10,10 @@ generator that yields the requests arriving in a time window, deterministically 
   GeneratedTokens), thinned or replicated by `rate_scale` (a real service's trace is many times
   what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it);
 - `rates`: Poisson arrivals following a per-window rate file (ServeGen's rates per 10-minute
-  window over two weeks), scaled by `rate_scale`: the shape of days when a trace is an hour.
+  window over two weeks), scaled by `rate_scale`: the shape of days when a trace is an hour;
+- `render`: render jobs, not token requests: each needs `gpu_s_per_job` seconds of one render
+  replica (its cards busy), arriving by `arrivals` (poisson, burst or diurnal, as above). A job
+  is a `Request` with `work_s` set (its tokens are 0); tools.sim.jobs runs them.
 
 A request targets a workload or a pool (then the router picks one of the pool's workloads).
 """
@@ -41,6 +44,8 @@ class Request:
     target: str
     count: int = 1
     """Identical requests this stands for: 1, or a fleet-scale cohort (see `Generator`)."""
+    work_s: float = 0.0
+    """A render job: seconds of one replica it needs (0 for a token request)."""
 
 
 class _Demand(BaseModel):
@@ -89,10 +94,67 @@ class RatesDemand(_Demand):
     loop: bool = True
 
 
+class _Arrivals(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PoissonArrivals(_Arrivals):
+    kind: Literal["poisson"] = "poisson"
+    rate_per_min: float = Field(ge=0)
+
+
+class BurstArrivals(_Arrivals):
+    kind: Literal["burst"] = "burst"
+    rate_per_min: float = Field(ge=0)
+    at_s: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+
+
+class DiurnalArrivals(_Arrivals):
+    kind: Literal["diurnal"] = "diurnal"
+    min_rate_per_min: float = Field(ge=0)
+    max_rate_per_min: float = Field(ge=0)
+    trough_hour: float = Field(default=4.0, ge=0, lt=24, description="Hour of the lowest rate.")
+
+
+Arrivals = Annotated[PoissonArrivals | BurstArrivals | DiurnalArrivals, Field(discriminator="kind")]
+
+
+class RenderDemand(BaseModel):
+    """Render jobs: each keeps one render replica busy for about `gpu_s_per_job` seconds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["render"] = "render"
+    target: str = Field(min_length=1, description="A render workload (or its pool).")
+    gpu_s_per_job: float = Field(gt=0, description="Mean seconds of one replica per job.")
+    arrivals: Arrivals
+
+
 DemandSpec = Annotated[
-    PoissonDemand | DiurnalDemand | BurstDemand | TraceDemand | RatesDemand,
+    PoissonDemand | DiurnalDemand | BurstDemand | TraceDemand | RatesDemand | RenderDemand,
     Field(discriminator="kind"),
 ]
+
+_Shape = (
+    PoissonDemand
+    | DiurnalDemand
+    | BurstDemand
+    | TraceDemand
+    | RatesDemand
+    | PoissonArrivals
+    | BurstArrivals
+    | DiurnalArrivals
+)
+"""What sets the arrival rate: the demand itself, or a render demand's `arrivals`."""
+
+JOB_SHAPE = 4.0
+"""Render job sizes are gamma-distributed with this shape (a coefficient of variation of 1/2:
+frames of one project take similar times, unlike chat replies' long tails)."""
+
+
+def _job_s(rng: random.Random, spec: RenderDemand) -> float:
+    return rng.gammavariate(JOB_SHAPE, spec.gpu_s_per_job / JOB_SHAPE)
 
 
 def _sizes(rng: random.Random, spec: _Demand) -> tuple[int, int]:
@@ -125,18 +187,19 @@ class Generator:
         self.cursor = 0
         """Trace kind: rows already replayed (over all loops)."""
         self.primed = False
+        self.shape: _Shape = spec.arrivals if isinstance(spec, RenderDemand) else spec
 
     def _rate_per_s(self, t: float) -> float:
-        spec = self.spec
-        if isinstance(spec, PoissonDemand):
+        spec = self.shape
+        if isinstance(spec, PoissonDemand | PoissonArrivals):
             return spec.rate_per_min / 60
-        if isinstance(spec, DiurnalDemand):
+        if isinstance(spec, DiurnalDemand | DiurnalArrivals):
             hour = (self.start_hour + t / 3600) % 24
             phase = 2 * math.pi * (hour - spec.trough_hour) / 24
             level = (1 - math.cos(phase)) / 2
             rate = spec.min_rate_per_min + (spec.max_rate_per_min - spec.min_rate_per_min) * level
             return rate / 60
-        if isinstance(spec, BurstDemand):
+        if isinstance(spec, BurstDemand | BurstArrivals):
             return spec.rate_per_min / 60 if spec.at_s <= t < spec.at_s + spec.duration_s else 0.0
         if isinstance(spec, RatesDemand):
             window_s, rates = load_rates(spec.path, spec.column)
@@ -147,10 +210,10 @@ class Generator:
         return 0.0
 
     def _peak_rate_per_s(self) -> float:
-        spec = self.spec
-        if isinstance(spec, DiurnalDemand):
+        spec = self.shape
+        if isinstance(spec, DiurnalDemand | DiurnalArrivals):
             return max(spec.min_rate_per_min, spec.max_rate_per_min) / 60
-        if isinstance(spec, PoissonDemand | BurstDemand):
+        if isinstance(spec, PoissonDemand | BurstDemand | PoissonArrivals | BurstArrivals):
             return spec.rate_per_min / 60
         if isinstance(spec, RatesDemand):
             return max(load_rates(spec.path, spec.column)[1]) * spec.rate_scale / 60
@@ -173,10 +236,17 @@ class Generator:
             t = self.next_s
             # Thinning (Lewis-Shedler): draw at the peak rate, keep with rate(t)/peak.
             if self.rng.random() * peak < self._rate_per_s(t):
-                inp, outp = _sizes(self.rng, self.spec)
-                out.append(Request(t, inp, outp, self.spec.target))
+                out.append(self._draw(t))
             self.next_s = t + self.rng.expovariate(peak)
         return out
+
+    def _draw(self, t: float) -> Request:
+        spec = self.spec
+        if isinstance(spec, RenderDemand):
+            return Request(t, 0, 0, spec.target, work_s=_job_s(self.rng, spec))
+        assert not isinstance(spec, TraceDemand)  # traces replay rows, they draw nothing
+        inp, outp = _sizes(self.rng, spec)
+        return Request(t, inp, outp, spec.target)
 
     def _cohort(self, t0: float, t1: float) -> list[Request]:
         mid = (t0 + t1) / 2
@@ -186,10 +256,14 @@ class Generator:
         if count == 0:
             return []
         spec = self.spec
+        if isinstance(spec, RenderDemand):
+            return [Request(mid, 0, 0, spec.target, count, work_s=spec.gpu_s_per_job)]
+        assert not isinstance(spec, TraceDemand)
         return [Request(mid, spec.input_tokens, spec.output_tokens, spec.target, count)]
 
     def _first_after(self, t0: float, peak: float) -> float:
-        start = self.spec.at_s if isinstance(self.spec, BurstDemand) else 0.0
+        shape = self.shape
+        start = shape.at_s if isinstance(shape, BurstDemand | BurstArrivals) else 0.0
         return max(t0, start) + self.rng.expovariate(peak)
 
     def _trace_window(self, spec: TraceDemand, t0: float, t1: float) -> list[Request]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from tools.sim import lifecycle, metrics
+from tools.sim import jobs, lifecycle, metrics
 from tools.sim.demand import Generator, Request
 from tools.sim.faults import FaultBook
 from tools.sim.placement import Placer
@@ -144,6 +144,9 @@ class Engine:
 
     def _serve(self, name: str, run: WorkloadRun, t: float, dt: float) -> None:
         spec = self.specs[name]
+        if spec.runs_jobs:
+            jobs.serve(run, spec, t, dt)
+            return
         if spec.serving is None:
             for r in run.replicas:
                 if r.phase == "ready":
@@ -179,6 +182,14 @@ class Engine:
             return r.server.in_flight
         run = self.state.workloads[r.workload]
         return run.server.in_flight // max(1, self.ready_count(run))
+
+    def steady_utilization(self, r: Replica) -> float:
+        """A ready replica's card share at its first reading: a batch worker's steady load, a
+        render replica's only while it runs a job."""
+        spec = self.specs[r.workload]
+        if spec.runs_jobs and not r.server.in_flight:
+            return 0.0
+        return spec.busy_utilization
 
     def replica_busy_s(self, r: Replica) -> float:
         """Cumulative busy seconds of one replica (a ready one shares its workload's)."""

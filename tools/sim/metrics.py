@@ -5,7 +5,8 @@ memory used and power (idle ~11 % of the limit, PARTS.md); a workload's gateway 
 depth, queue wait (the oldest waiting request's age, or the mean wait of those admitted since
 the last scrape), tokens per second and time to first token; a link's exporter reports each
 path's negotiated speed and GID index. A lost node reports nothing, so its last readings age.
-Workloads without a request queue (render, batch) export no queue metrics: they are missing.
+A render workload's job queue reports its depth and wait like a gateway (no tokens, no time to
+first token); a batch worker has no queue and exports no queue metrics: they are missing.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def scrape_node(engine: Engine, name: str) -> None:
                 util += (busy - node.last_busy[client]) / elapsed
             elif r.phase == "ready":
                 # First reading of a replica already running: its steady share (batch, render).
-                util += engine.specs[r.workload].busy_utilization
+                util += engine.steady_utilization(r)
         util = round(min(1.0, max(0.0, util)), 2)
         used = engine.placer.card_used(uuid)
         host_used += (
@@ -65,7 +66,7 @@ def scrape_node(engine: Engine, name: str) -> None:
 
 def scrape_workload(engine: Engine, name: str) -> None:
     spec = engine.specs[name]
-    if spec.serving is None:
+    if spec.serving is None and not spec.runs_jobs:
         return
     st = engine.state
     run = st.workloads[name]
@@ -77,8 +78,8 @@ def scrape_workload(engine: Engine, name: str) -> None:
     else:
         wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
     ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
-    tok_s = w.tokens / elapsed
-    run.sample = (t, float(sum(r.count for r in run.queue)), _r(wait), round(tok_s, 2), _r(ttft))
+    tok_s = None if spec.runs_jobs else round(w.tokens / elapsed, 2)
+    run.sample = (t, float(sum(r.count for r in run.queue)), _r(wait), tok_s, _r(ttft))
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)
@@ -111,7 +112,8 @@ def record_series(engine: Engine) -> None:
         if run.queue:
             wait: float | None = t - run.queue[0].arrival_s
         else:
-            wait = w.wait_sum / w.wait_n if w.wait_n else (0.0 if spec.serving else None)
+            queued = spec.serving is not None or spec.runs_jobs
+            wait = w.wait_sum / w.wait_n if w.wait_n else (0.0 if queued else None)
         st.series.append(
             SeriesRow(
                 t=t,

@@ -83,13 +83,19 @@ class WorkloadSpec(_Spec):
     context_length: int | None = None
     serving: ServingSpec | None = None
     busy_utilization: float = Field(default=0.0, ge=0, le=1)
-    """Card utilization while running, for workloads without a request queue (render, batch)."""
+    """Card utilization while running: a batch worker's steady load, a render replica's while it
+    runs a job (tools.sim.jobs)."""
     load_s: float = Field(default=30.0, ge=0)
     """Start-up delay: from placement to ready (model load, graph capture)."""
     exit_s: float = Field(default=5.0, ge=0)
     """From the last in-flight request (or the drain deadline) to the memory being free."""
     node_selector: dict[str, str] = {}
     annotations: dict[str, str] = {}
+
+    @property
+    def runs_jobs(self) -> bool:
+        """Render workloads work through a job queue (tools.sim.jobs), not token requests."""
+        return self.kind == "render"
 
     @property
     def kv_capacity_tokens(self) -> int:

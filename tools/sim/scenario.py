@@ -20,9 +20,11 @@ from ruamel.yaml.error import MarkedYAMLError
 from tools.errors import InvalidInput
 from tools.sim.demand import (
     DemandSpec,
+    DiurnalArrivals,
     DiurnalDemand,
     PoissonDemand,
     RatesDemand,
+    RenderDemand,
     TraceDemand,
     load_rates,
 )
@@ -96,14 +98,32 @@ class Scenario(BaseModel):
                 yield ("replicas", name), f"no workload named {name!r} in {prof.name}"
             elif count < 0:
                 yield ("replicas", name), f"replicas must be >= 0, got {count}"
+        renders = {w.name for w in prof.workloads if w.runs_jobs}
+        renders |= {p.name for p in prof.pools if p.workloads and set(p.workloads) <= renders}
         for i, d in enumerate(self.demand):
             if d.target not in workloads | pools:
                 yield ("demand", i, "target"), f"{d.target!r} is neither a workload nor a pool"
-            if isinstance(d, DiurnalDemand) and d.min_rate_per_min > d.max_rate_per_min:
+            elif isinstance(d, RenderDemand) != (d.target in renders):
                 yield (
-                    ("demand", i, "min_rate_per_min"),
-                    f"min_rate_per_min ({d.min_rate_per_min:g}) is above max_rate_per_min "
-                    f"({d.max_rate_per_min:g})",
+                    ("demand", i, "target"),
+                    (
+                        f"{d.target!r} is not a render workload: send it requests, not render jobs"
+                        if isinstance(d, RenderDemand)
+                        else f"{d.target!r} runs render jobs: use `kind: render` with gpu_s_per_job"
+                    ),
+                )
+            shape = d.arrivals if isinstance(d, RenderDemand) else d
+            if (
+                isinstance(shape, DiurnalDemand | DiurnalArrivals)
+                and shape.min_rate_per_min > shape.max_rate_per_min
+            ):
+                where = (
+                    ("arrivals", "min_rate_per_min") if shape is not d else ("min_rate_per_min",)
+                )
+                yield (
+                    ("demand", i, *where),
+                    f"min_rate_per_min ({shape.min_rate_per_min:g}) is above max_rate_per_min "
+                    f"({shape.max_rate_per_min:g})",
                 )
             if isinstance(d, TraceDemand | RatesDemand) and not d.path.is_file():
                 yield ("demand", i, "path"), f"no file at {d.path}"

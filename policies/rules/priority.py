@@ -1,0 +1,133 @@
+"""Preemption by pool priority: a higher-priority pool with queued demand takes cards back.
+
+The render pool's cards are lent to inference (the burst pool) while nobody renders; when renders
+queue, they go back even if the burst pool is busy. Busy is exactly what `pool.idle_before_zero`
+and `slo.queue_wait` protect, so the preemption is a rule of its own, judged on the whole plan:
+
+A scale-down of workload A (pool P) is a preemption *offer* when a later action of the same plan
+(the beneficiary) scales up workload B of a pool Q with
+- a strictly higher policy priority than P,
+- fresh queued demand (B's queue depth reading is usable and above zero),
+- room for the freed cards: the cards every offer to B frees are at most the cards B gains
+  (nothing is taken beyond what the higher pool uses),
+- the freed cards where B goes: A has a replica on the node a PlaceReplica names, or, for a
+  ScaleWorkload, on a node matching Q's node selector.
+
+The engine waives only `pool.idle_before_zero` and `slo.queue_wait` for an offer, and only when
+the offer and its beneficiary are both allowed by every other rule (limits, minimum ready
+replicas, protection, cooldowns, budgets, blast radius, windows, approvals). Otherwise the offer
+is withdrawn, the scale-down is judged as if there were none, and a plan-level finding says why.
+
+Rule id: pool.priority_preemption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policies.model import Policy
+from policies.rules import pools, slo
+from tools.actions import Action, PlaceReplica, Plan, ScaleWorkload
+from tools.model import ClusterState, Workload
+
+PRIORITY_PREEMPTION = "pool.priority_preemption"
+WAIVABLE = frozenset({pools.IDLE_BEFORE_ZERO, slo.QUEUE_WAIT})
+"""The rules an offer may override: those that keep a busy pool from shrinking."""
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """Action `index` (a scale-down) frees `cards` for the beneficiary at `beneficiary`."""
+
+    index: int
+    beneficiary: int
+    cards: int
+    message: str
+
+
+def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
+    """The plan's preemption offers, by the position of the scale-down (see the docstring)."""
+    if len(plan.actions) < 2 or not policy.pools:
+        return {}
+    found: dict[int, Offer] = {}
+    given: dict[int, int] = {}
+    for i, action in enumerate(plan.actions):
+        if type(action) is not ScaleWorkload:
+            continue
+        if not _sane(action):
+            continue  # an absurd action is denied by policy.targets, never an offer
+        lender = state.workload(action.workload)
+        if lender is None or lender.pool not in policy.pools:
+            continue
+        freed = (lender.desired_replicas - action.replicas) * lender.cards_per_replica
+        if freed <= 0:
+            continue
+        mine = policy.pools[lender.pool].priority
+        for j in range(i + 1, len(plan.actions)):
+            gain = _gain(plan.actions[j], state, policy, lender, mine)
+            if gain is None or given.get(j, 0) + freed > gain[1]:
+                continue
+            given[j] = given.get(j, 0) + freed
+            taker, depth = gain[0], gain[2]
+            found[i] = Offer(
+                index=i,
+                beneficiary=j,
+                cards=freed,
+                message=(
+                    f"pool {taker.pool} (priority {policy.pools[taker.pool].priority}) has "
+                    f"{depth:g} queued on {taker.name} and takes these {freed} card(s) in "
+                    f"action #{j}; pool {lender.pool} has priority {mine}"
+                ),
+            )
+            break
+    return found
+
+
+def _gain(
+    action: Action, state: ClusterState, policy: Policy, lender: Workload, priority: int
+) -> tuple[Workload, int, float] | None:
+    """(beneficiary workload, cards it gains, its queue depth) if `action` may take the lender's
+    cards, else None."""
+    if not _sane(action):
+        return None
+    if type(action) is PlaceReplica:
+        nodes: tuple[str, ...] | None = (action.node,)
+    elif type(action) is ScaleWorkload:
+        nodes = None
+    else:
+        return None
+    taker = state.workload(action.workload)
+    if taker is None or taker.pool not in policy.pools or taker.pool == lender.pool:
+        return None
+    if policy.pools[taker.pool].priority <= priority:
+        return None
+    depth = taker.queue_depth
+    if not depth.usable or depth.value is None or depth.value <= 0:
+        return None
+    if type(action) is PlaceReplica:
+        gained = taker.cards_per_replica
+    else:
+        assert type(action) is ScaleWorkload
+        gained = (action.replicas - taker.desired_replicas) * taker.cards_per_replica
+    if gained <= 0:
+        return None
+    if nodes is None:
+        selector = state.pool(taker.pool)
+        wanted = dict(selector.node_selector) if selector else {}
+        nodes = tuple(
+            n.name for n in state.nodes if all(n.labels.get(k) == v for k, v in wanted.items())
+        )
+    if not any(set(nodes) & set(r.nodes) for r in lender.placement):
+        return None
+    return taker, gained, depth.value
+
+
+def _sane(action: Action) -> bool:
+    """Whether an action's fields have the types they claim (a hostile planner can build one
+    without validation); only such actions take part in an offer."""
+    if type(action) is ScaleWorkload:
+        count = action.replicas
+        return isinstance(action.workload, str) and type(count) is int and count >= 0
+    if type(action) is PlaceReplica:
+        return isinstance(action.workload, str) and isinstance(action.node, str)
+    return False
