@@ -12,10 +12,10 @@ reads this one model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, Self
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,64 @@ class Frozen(BaseModel):
     """Base of every world model: immutable, unknown keys refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+FrozenT = TypeVar("FrozenT", bound=Frozen)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted(cls: type[FrozenT], fields: dict[str, Any]) -> FrozenT:
+    """An instance of `cls` built from values that are already what validation would give.
+
+    For the hot path of a producer that makes every value itself (the simulator's snapshot
+    builder): `fields` names every field of `cls`, each already of its declared type (nested
+    models as instances, tuples as tuples, dicts owned by the new object), so the result equals
+    `cls(**fields)`. Nothing is checked — anything read from outside goes through validation.
+    Three times cheaper than validating a `Gpu` (0.6 against 1.9 us); pydantic's own
+    `model_construct` is slower than validation here, as it fills defaults in Python.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", set(fields))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+NamedT = TypeVar("NamedT", bound=Named)
+DerivedT = TypeVar("DerivedT")
+
+
+class Derived(Generic[NamedT, DerivedT]):
+    """A fact derived from a named world object, recomputed only when the object is replaced.
+
+    Successive observations share every `Node` and `Workload` whose readings did not change
+    (they are immutable), so a fact that depends on the object alone is worked out once per
+    version of it: the entry for a name holds the object it was derived from and is used only
+    while that very object (`is`, not equality) is asked about. One entry per name, so the cache
+    is as large as the cluster; `derive` must read nothing but the object.
+    """
+
+    def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
+        self._derive = derive
+        self._limit = limit
+        self._entries: dict[str, tuple[NamedT, DerivedT]] = {}
+
+    def __call__(self, obj: NamedT) -> DerivedT:
+        entry = self._entries.get(obj.name)
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        value = self._derive(obj)
+        self._entries[obj.name] = (obj, value)
+        return value
 
 
 class Metric(Frozen):

@@ -27,6 +27,7 @@ from tools.model import (
     SchedulerView,
     Taint,
     Workload,
+    trusted,
 )
 
 if TYPE_CHECKING:
@@ -80,14 +81,23 @@ class SnapshotBuilder:
         age = self.engine.state.t - t
         if age > MISSING_AFTER_S:
             return self._missing(source)
-        status = "fresh" if age <= self.stale_after_s else "stale"
+        return self._interned(value, t, "fresh" if age <= self.stale_after_s else "stale", source)
+
+    def _interned(self, value: float, t: float, status: str, source: str) -> Metric:
+        """The fresh or stale reading (`status` as `metric` works it out), one object each."""
         key = (value, t, status, source)
         m = self._metrics.get(key)
         if m is None:
             if len(self._metrics) > 65536:
                 self._metrics.clear()
-            m = self._metrics[key] = Metric(
-                value=value, status=status, observed_at=self.at(t), source=source
+            m = self._metrics[key] = trusted(
+                Metric,
+                {
+                    "value": float(value),
+                    "status": status,
+                    "observed_at": self.at(t),
+                    "source": source,
+                },
             )
         return m
 
@@ -131,7 +141,7 @@ class SnapshotBuilder:
         run = eng.state.nodes[name]
         source = HOST_MEMORY if spec.unified_memory else "dcgm"
         gpu_cache = self._gpu_cache
-        metric = self.metric
+        interned = self._interned
         statuses: dict[float | None, str] = {}  # a node's cards share one scrape time
         gpus = []
         for uuid in placer.node_cards[name]:
@@ -148,23 +158,29 @@ class SnapshotBuilder:
             card = placer.card_spec[uuid]
             if s is None:
                 used = total_m = util = power = self._missing("dcgm")
+            elif status == "missing":  # older than the lookback: the values are gone
+                used = total_m = self._missing(source)
+                util = power = self._missing("dcgm")
             else:
                 total = spec.memory_bytes if spec.unified_memory else card.memory_bytes
-                total_m = metric(float(total), s.t, source)
-                used = metric(float(s.memory_used), s.t, source)
-                util = metric(s.utilization, s.t, "dcgm")
-                power = metric(s.power_w, s.t, "dcgm")
-            gpu = Gpu(
-                uuid=uuid,
-                index=placer.card_index[uuid],
-                model=card.model,
-                node=name,
-                memory_total_bytes=total_m,
-                memory_used_bytes=used,
-                utilization=util,
-                power_w=power,
-                sharing=card.sharing,
-                clients=clients,
+                total_m = interned(float(total), s.t, status, source)
+                used = interned(float(s.memory_used), s.t, status, source)
+                util = interned(s.utilization, s.t, status, "dcgm")
+                power = interned(s.power_w, s.t, status, "dcgm")
+            gpu = trusted(
+                Gpu,
+                {
+                    "uuid": uuid,
+                    "index": placer.card_index[uuid],
+                    "model": card.model,
+                    "node": name,
+                    "memory_total_bytes": total_m,
+                    "memory_used_bytes": used,
+                    "utilization": util,
+                    "power_w": power,
+                    "sharing": card.sharing,
+                    "clients": clients,
+                },
             )
             gpu_cache[uuid] = (s, clients, status, gpu)
             gpus.append(gpu)
@@ -178,19 +194,22 @@ class SnapshotBuilder:
         if run.cordoned:
             taints += (UNSCHEDULABLE,)
         mem = run.memory_sample
-        return Node(
-            name=name,
-            labels=spec.labels,
-            taints=taints,
-            cordoned=run.cordoned,
-            ready=not run.lost,
-            memory_total_bytes=spec.memory_bytes,
-            memory_used_bytes=self.metric(
-                float(mem[1]) if mem else None, mem[0] if mem else None, "node-exporter"
-            ),
-            unified_memory=spec.unified_memory,
-            gpus=tuple(gpus),
-            scheduler=scheduler,
+        return trusted(
+            Node,
+            {
+                "name": name,
+                "labels": dict(spec.labels),
+                "taints": taints,
+                "cordoned": run.cordoned,
+                "ready": not run.lost,
+                "memory_total_bytes": spec.memory_bytes,
+                "memory_used_bytes": self.metric(
+                    float(mem[1]) if mem else None, mem[0] if mem else None, "node-exporter"
+                ),
+                "unified_memory": spec.unified_memory,
+                "gpus": tuple(gpus),
+                "scheduler": scheduler,
+            },
         )
 
     def _status(self, t: float | None) -> str:
