@@ -142,11 +142,14 @@ class SnapshotBuilder:
         source = HOST_MEMORY if spec.unified_memory else "dcgm"
         gpu_cache = self._gpu_cache
         interned = self._interned
+        metrics = self._metrics
+        samples = run.cards
+        clients_of = placer.clients
         statuses: dict[float | None, str] = {}  # a node's cards share one scrape time
         gpus = []
         for uuid in placer.node_cards[name]:
-            s = run.cards.get(uuid)
-            clients = tuple(placer.clients[uuid])
+            s = samples.get(uuid)
+            clients = tuple(clients_of[uuid])
             t = s.t if s else None
             status = statuses.get(t)
             if status is None:
@@ -162,11 +165,22 @@ class SnapshotBuilder:
                 used = total_m = self._missing(source)
                 util = power = self._missing("dcgm")
             else:
-                total = spec.memory_bytes if spec.unified_memory else card.memory_bytes
-                total_m = interned(float(total), s.t, status, source)
-                used = interned(float(s.memory_used), s.t, status, source)
-                util = interned(s.utilization, s.t, status, "dcgm")
-                power = interned(s.power_w, s.t, status, "dcgm")
+                # Idle cards of one scrape read alike: most readings are found, not made.
+                t = s.t
+                total = float(spec.memory_bytes if spec.unified_memory else card.memory_bytes)
+                total_m = metrics.get((total, t, status, source)) or interned(
+                    total, t, status, source
+                )
+                used_b = float(s.memory_used)
+                used = metrics.get((used_b, t, status, source)) or interned(
+                    used_b, t, status, source
+                )
+                util = metrics.get((s.utilization, t, status, "dcgm")) or interned(
+                    s.utilization, t, status, "dcgm"
+                )
+                power = metrics.get((s.power_w, t, status, "dcgm")) or interned(
+                    s.power_w, t, status, "dcgm"
+                )
             gpu = trusted(
                 Gpu,
                 {
@@ -231,24 +245,27 @@ class SnapshotBuilder:
             return self.metric(s[i] if s else None, t, "gateway")
 
         placement = tuple(self._placement(r) for r in run.replicas)
-        return Workload(
-            name=name,
-            kind=spec.kind,
-            pool=spec.pool,
-            desired_replicas=run.desired,
-            ready_replicas=sum(1 for r in run.replicas if r.phase == "ready"),
-            cards_per_replica=spec.cards_per_replica,
-            nodes_per_replica=spec.nodes_per_replica,
-            model=spec.model,
-            context_length=spec.context_length,
-            queue_depth=m(1),
-            queue_wait_s=m(2),
-            tokens_per_s=m(3),
-            ttft_s=m(4),
-            placement=placement,
-            annotations=spec.annotations
-            if run.accepting
-            else {**spec.annotations, CLOSED: "false"},
+        return trusted(
+            Workload,
+            {
+                "name": name,
+                "kind": spec.kind,
+                "pool": spec.pool,
+                "desired_replicas": run.desired,
+                "ready_replicas": sum(1 for r in run.replicas if r.phase == "ready"),
+                "cards_per_replica": spec.cards_per_replica,
+                "nodes_per_replica": spec.nodes_per_replica,
+                "model": spec.model,
+                "context_length": spec.context_length,
+                "queue_depth": m(1),
+                "queue_wait_s": m(2),
+                "tokens_per_s": m(3),
+                "ttft_s": m(4),
+                "placement": placement,
+                "annotations": dict(spec.annotations)
+                if run.accepting
+                else {**spec.annotations, CLOSED: "false"},
+            },
         )
 
     def _placement(self, r: Replica) -> ReplicaPlacement:
