@@ -16,14 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
-from agent.context import LoopContext
 from agent.day import default_day
 from agent.inbox import Inbox
-from agent.nodes import assess, guard, observe
-from agent.nodes import plan as plan_node
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.runtime import read_memory
 from agent.state import Decision
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
@@ -80,6 +76,12 @@ def planner_for(name: str, policy: Policy) -> Planner:
 
 def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
+    # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
+    from agent.context import LoopContext
+    from agent.nodes import assess, guard, observe
+    from agent.nodes import plan as plan_node
+    from agent.runtime import read_memory
+
     sim = open_sim(data_dir, None)
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))
     settings = RulesSettings.from_policy(policy)

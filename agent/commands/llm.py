@@ -25,7 +25,6 @@ from pydantic import BaseModel
 from agent.assess import assess
 from agent.commands import bench
 from agent.commands.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
-from agent.planners.llm import first_request
 from agent.planners.rules import RulesSettings
 from agent.state import Memory, Signals
 from policies.loader import load_policy
@@ -112,6 +111,8 @@ def fleet_signals(state: ClusterState, policy: Policy) -> Signals:
 
 
 def measure_prompt(state: ClusterState, signals: Signals, policy: Policy, runs: int) -> PromptSize:
+    from agent.planners.llm import first_request  # the openai client loads only for this bench
+
     tokenizer, count = token_counter()
     request = first_request(state, signals, policy)
     system, user = (m["content"] for m in request["messages"])

@@ -30,7 +30,6 @@ from agent.commands.common import (
 )
 from agent.inbox import Inbox
 from agent.logs import configure_logging
-from agent.loopbench import bench_figures
 from agent.loopsetup import (
     dry_run,
     open_policy,
@@ -39,8 +38,6 @@ from agent.loopsetup import (
     run_policy_path,
 )
 from agent.planners.errors import PlannerFailed
-from agent.runtime import Runtime
-from agent.telemetry import Telemetry
 from policies.errors import PolicyError
 from tools.errors import InvalidInput, PermanentError
 
@@ -89,6 +86,9 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     With no configuration it runs the embedded homelab through a built-in day of demand,
     compressed so that decisions show within seconds, and stops at the end of the day.
     """
+    from agent.runtime import Runtime  # LangGraph loads only for the commands that run it
+    from agent.telemetry import Telemetry
+
     configure_logging()
     where = data_dir(data_dir_opt)
     try:
@@ -258,6 +258,8 @@ def bench_loop(
     json_out: JsonOpt = False,
 ) -> None:
     """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
+    from agent.loopbench import bench_figures
+
     figures = bench_figures(nodes, runs)
     if json_out:
         emit_json(figures)
