@@ -32,21 +32,14 @@ from tools.model import ClusterState
 
 ATTEMPTS = 4
 
-ROTATION_MISSING = (
-    "mode rotation is not available in this build: the rotation transaction "
-    "(tools/modes.py, issue 8) is not wired into the loop yet; nothing was changed — rotate by "
-    "hand, or deny this decision"
-)
-
-
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
     """Carry `action` out (or dry-run it); a refused or failed action comes back with ok=False."""
     if isinstance(action, NoOp):
         return ActionResult(ok=True, dry_run=dry_run, message=action.describe())
     if isinstance(action, RotateMode):
-        if ctx.rotate is None:
-            raise PermanentError(ROTATION_MISSING)
-        return ctx.rotate(action, decision_id)
+        rotate = ctx.rotate
+        assert rotate is not None, "LoopContext.__post_init__ always sets a rotator"
+        return rotate(action, decision_id)
     retrying = Retrying(
         retry=retry_if_exception_type(TemporaryError),
         stop=stop_after_attempt(ATTEMPTS),

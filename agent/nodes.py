@@ -29,7 +29,7 @@ from agent.audit import (
 )
 from agent.context import LoopContext
 from agent.effects import expected_effect
-from agent.execute import ROTATION_MISSING, applied, run_action
+from agent.execute import applied, run_action
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.state import ActionVerdict, Decision, Memory
@@ -213,8 +213,6 @@ def act(d: Decision, ctx: LoopContext) -> Update:
     failed: str | None = None
     for i, v in enumerate(d.verdicts):
         why_not = _why_not(v, approved, failed)
-        if not why_not and isinstance(v.action, RotateMode) and ctx.rotate is None:
-            why_not = ROTATION_MISSING
         if why_not:
             outcomes.append(ActionOutcome.skipped(i, why_not))
             continue
