@@ -133,6 +133,9 @@ def _anomalies(state: ClusterState) -> tuple[str, ...]:
 def findings(state: ClusterState, signals: Signals, settings: AssessSettings) -> tuple[str, ...]:
     """What needs a decision, one sentence each; empty means the tick ends here."""
     found: list[str] = []
+    pool_cards: dict[str, int] = {}
+    for workload in state.workloads:
+        pool_cards[workload.pool] = pool_cards.get(workload.pool, 0) + workload.cards
     for w in signals.workloads:
         if w.stale:
             continue
@@ -150,7 +153,7 @@ def findings(state: ClusterState, signals: Signals, settings: AssessSettings) ->
             )
         elif _idle_long(w, settings):
             found.append(f"{w.workload}: idle for {w.idle_for_s:.0f} s")
-        elif _calm_long(w, state, settings):
+        elif _calm_long(w, state, pool_cards, settings):
             found.append(f"{w.workload}: queue calm for {w.calm_for_s:.0f} s")
     if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
         found.append(
@@ -182,12 +185,16 @@ def _idle_long(w: WorkloadSignals, settings: AssessSettings) -> bool:
     )
 
 
-def _calm_long(w: WorkloadSignals, state: ClusterState, settings: AssessSettings) -> bool:
+def _calm_long(
+    w: WorkloadSignals, state: ClusterState, pool_cards: dict[str, int], settings: AssessSettings
+) -> bool:
+    """Calm long enough, and the pool (its cards as `state.pool_cards` counts them, worked out
+    once per tick in `pool_cards`) keeps its minimum without one replica."""
     if w.desired_replicas <= 1 or w.calm_for_s is None or w.calm_for_s < settings.calm_s:
         return False
     workload = state.workload(w.workload)
     per_replica = workload.cards_per_replica if workload else 1
-    return state.pool_cards(w.pool) - per_replica >= settings.min_cards.get(w.pool, 0)
+    return pool_cards.get(w.pool, 0) - per_replica >= settings.min_cards.get(w.pool, 0)
 
 
 def _workload(

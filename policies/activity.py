@@ -9,7 +9,7 @@ is None (unknown), which never counts as idle.
 from __future__ import annotations
 
 from policies.model import Policy
-from tools.model import ClusterState
+from tools.model import ClusterState, Derived, Node
 
 
 def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
@@ -23,15 +23,25 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
             if depth.value > limits.busy_queue_depth:
                 return True
         for replica in workload.placement:
-            uuids = set(replica.gpus)
             for node_name in replica.nodes:
                 node = state.node(node_name)
                 if node is None:
                     continue
-                for gpu in node.gpus:
-                    if gpu.uuid not in uuids or not gpu.utilization.usable:
-                        continue
-                    seen = True
-                    if (gpu.utilization.value or 0.0) > limits.busy_utilization_percent:
-                        return True
+                readings = _utilization(node)
+                for uuid in replica.gpus:
+                    if uuid in readings:
+                        seen = True
+                        if readings[uuid] > limits.busy_utilization_percent:
+                            return True
     return False if seen else None
+
+
+def _fresh_utilization(node: Node) -> dict[str, float]:
+    """The node's cards that have a fresh utilization reading, and the reading.
+
+    Derived once per version of the node: between two scrapes a node's object is shared by
+    successive observations, so a 1,000-node fleet reads only the nodes scraped since."""
+    return {g.uuid: g.utilization.value or 0.0 for g in node.gpus if g.utilization.usable}
+
+
+_utilization = Derived(_fresh_utilization)
