@@ -1,10 +1,9 @@
 """Pool priorities: the render pool takes its cards back from burst when renders queue.
 
-The simulator's render workload has no request queue (a ready render replica is simply busy),
-so this reads an observation of the simulated cluster as a backend with a render job queue
-reports it: the same state, with render's queue depth measured. Whether the cards may be taken
-from a pool that is still busy is the policy's call: the default policy keeps a busy burst pool
-(idle_before_zero, its SLO); a policy without those lets priority decide.
+The render jobs are the simulator's own (a render demand: a job queue with GPU time per job).
+Under the default policy burst-llm is still busy when renders queue, so the guard lets the cards
+go only as a preemption by priority (pool.priority_preemption); under a policy that lets burst go
+at once (tests/loop/data/lend-at-once.yaml) the same pair passes on the pool limits alone.
 """
 
 from __future__ import annotations
@@ -17,81 +16,79 @@ from agent.state import Memory
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_default_policy, load_policy
+from policies.model import Policy
 from tests.loop.conftest import DATA, open_runtime
-from tools.actions import PlaceReplica, ScaleWorkload
-from tools.model import ClusterState, Metric
-from tools.sim.demand import BurstDemand
+from tools.actions import Plan, ScaleWorkload
+from tools.model import ClusterState
+from tools.sim.demand import BurstArrivals, BurstDemand, RenderDemand
 from tools.sim.scenario import Scenario
 
 BORROWED = Scenario(
     name="borrowed",
     replicas={"render": 0, "burst-llm": 0},
-    demand=(BurstDemand(target="burst-llm", rate_per_min=120, at_s=0, duration_s=3600),),
+    demand=(
+        BurstDemand(target="burst-llm", rate_per_min=120, at_s=0, duration_s=3600),
+        RenderDemand(
+            target="render",
+            gpu_s_per_job=120,
+            arrivals=BurstArrivals(rate_per_min=3, at_s=235, duration_s=600),
+        ),
+    ),
 )
+"""burst-llm borrows both render cards from the start; renders start queueing at ~4 min."""
 
 
-def _with_render_queue(state: ClusterState, depth: float) -> ClusterState:
-    render = state.workload("render")
-    assert render is not None
-    queued = render.model_copy(
-        update={
-            "queue_depth": Metric.fresh(depth, state.observed_at, "render-queue"),
-            "queue_wait_s": Metric.fresh(20.0, state.observed_at, "render-queue"),
-        }
-    )
-    workloads = tuple(queued if w.name == "render" else w for w in state.workloads)
-    return ClusterState.model_validate({**state.model_dump(), "workloads": workloads})
-
-
-def test_renders_queue_and_burst_gives_the_cards_back(data_dir: Path) -> None:
+def _borrowed(data_dir: Path, quiet_ticks: int, policy: Policy) -> tuple[ClusterState, Plan]:
+    """Let the agent run 14 ticks (burst-llm borrows both render cards, no render yet), then
+    let the world go on `quiet_ticks` ticks without deciding, and plan once."""
     with open_runtime(data_dir, BORROWED) as runtime:
-        for _ in range(16):
+        for _ in range(14):
             runtime.tick(15.0)
+        for _ in range(quiet_ticks):
+            runtime.sim.advance(15.0)
         state = runtime.ctx.cluster.observe()
         memory = runtime.memory
     burst = state.workload("burst-llm")
     assert burst is not None and burst.desired_replicas == 2
-    policy = load_policy(DATA / "lend-at-once.yaml")
     settings = RulesSettings.from_policy(policy)
-    queued = _with_render_queue(state, 3)
-    signals, _ = assess(queued, memory, settings.assess, policy)
-    plan = RulesPlanner(settings).plan(queued, signals)
-    assert plan.actions[0] == ScaleWorkload(
-        workload="burst-llm", replicas=0, reason=plan.actions[0].reason
-    )
-    assert isinstance(plan.actions[1], PlaceReplica)
-    assert (plan.actions[1].workload, plan.actions[1].node) == ("render", "render-1")
-    judgement = judge(plan, queued, policy, History(), now=queued.observed_at)
-    assert [v.decision for v in judgement.verdicts] == ["allow", "allow"]
+    signals, _ = assess(state, memory, settings.assess, policy)
+    return state, RulesPlanner(settings).plan(state, signals)
 
 
-def test_the_default_policy_keeps_the_cards_of_a_busy_burst_pool(data_dir: Path) -> None:
-    with open_runtime(data_dir, BORROWED) as runtime:
-        for _ in range(16):
-            runtime.tick(15.0)
-        state = runtime.ctx.cluster.observe()
-        memory = runtime.memory
+def test_renders_queue_and_burst_gives_the_cards_back(data_dir: Path) -> None:
     policy = load_default_policy()
-    settings = RulesSettings.from_policy(policy)
-    queued = _with_render_queue(state, 3)
-    signals, _ = assess(queued, memory, settings.assess, policy)
-    plan = RulesPlanner(settings).plan(queued, signals)
-    judgement = judge(plan, queued, policy, History(), now=queued.observed_at)
-    scale_down, place = judgement.verdicts
-    assert scale_down.decision == "deny" and "pool.idle_before_zero" in scale_down.rule_ids
-    assert place.decision == "deny" and place.rule_ids == ("budget.total_cards",)
+    state, plan = _borrowed(data_dir, 6, policy)
+    render = state.workload("render")
+    assert render is not None and render.desired_replicas == 0
+    assert render.queue_depth.usable and (render.queue_depth.value or 0) > 0
+    assert [(a.target, a.type) for a in plan.actions] == [
+        ("burst-llm", "scale_workload"),
+        ("render", "scale_workload"),
+    ]
+    down, up = plan.actions
+    assert isinstance(down, ScaleWorkload) and down.replicas == 0
+    assert isinstance(up, ScaleWorkload) and up.replicas == 1
+    judgement = judge(plan, state, policy, History(), now=state.observed_at)
+    assert [(v.decision, v.rule_ids) for v in judgement.verdicts] == [
+        ("allow", ("pool.priority_preemption",)),
+        ("allow", ("policy.within_limits",)),
+    ]
+
+
+def test_a_policy_that_lends_at_once_needs_no_preemption(data_dir: Path) -> None:
+    policy = load_policy(DATA / "lend-at-once.yaml")
+    state, plan = _borrowed(data_dir, 6, policy)
+    judgement = judge(plan, state, policy, History(), now=state.observed_at)
+    assert [(v.decision, v.rule_ids) for v in judgement.verdicts] == [
+        ("allow", ("policy.within_limits",)),
+        ("allow", ("policy.within_limits",)),
+    ]
 
 
 def test_nobody_renders_so_nothing_is_taken_back(data_dir: Path) -> None:
-    with open_runtime(data_dir, BORROWED) as runtime:
-        for _ in range(16):
-            runtime.tick(15.0)
-        state = runtime.ctx.cluster.observe()
-        memory = runtime.memory
-    policy = load_default_policy()
-    settings = RulesSettings.from_policy(policy)
-    signals, _ = assess(_with_render_queue(state, 0), memory, settings.assess, policy)
-    plan = RulesPlanner(settings).plan(state, signals)
+    state, plan = _borrowed(data_dir, 0, load_default_policy())
+    render = state.workload("render")
+    assert render is not None and render.queue_depth.value == 0
     assert not any(a.target == "burst-llm" and isinstance(a, ScaleWorkload) for a in plan.actions)
 
 

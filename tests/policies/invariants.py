@@ -3,6 +3,10 @@
 Written against `policies.apply` and the policy's own fields — not against the engine's ledger —
 so that a rule the engine forgets or miscounts shows up here. Limits are "never worse": a pool
 already past a limit may not be taken further past it.
+
+A busy pool may shrink (before its idle time, or while breaching its SLO) only as a preemption:
+later in the same let-through plan, pools of a strictly higher priority with fresh queued demand
+grow by at least the cards it frees. Every other invariant holds for preemptions too.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ def check_applied(
     spent = 0
     keys: set[str] = set()
     counted = 0
-    for action in actions:
+    excused = preemptions(actions, state, policy)
+    excused_pools = {_pool_of(actions[i], state) for i in excused}
+    for position, action in enumerate(actions):
         if isinstance(action, NoOp):
             continue
         counted += 1
@@ -51,7 +57,7 @@ def check_applied(
             broken.append(f"two actions on {key} in one plan")
         keys.add(key)
         broken += _cooldowns(action, key, policy, history, now)
-        broken += _preconditions(action, after, state, policy, now)
+        broken += _preconditions(action, after, state, policy, now, preempts=position in excused)
         spent += cards_changed(action, after)
         after = apply_action(action, after)
     cards, ready, total = pool_totals(after)
@@ -64,7 +70,11 @@ def check_applied(
         had, has = before_ready.get(name, 0), ready.get(name, 0)
         if has < min(limits.min_ready_replicas, had):
             broken.append(f"serving pool {name}: {has} ready < {limits.min_ready_replicas}")
-        if limits.idle_before_zero is not None and now_cards == 0 < was:
+        if (
+            limits.idle_before_zero is not None
+            and now_cards == 0 < was
+            and (name not in excused_pools)
+        ):
             since = history.idle_since(name)
             idle = pool_busy(state, name, policy) is False
             if not idle or since is None or now - since < limits.idle_before_zero:
@@ -87,6 +97,43 @@ def check_applied(
     ):
         broken.append(f"more than {limit} actions in an hour")
     return broken
+
+
+def preemptions(actions: list[Action], state: ClusterState, policy: Policy) -> set[int]:
+    """Positions of scale-downs that later growth of higher-priority pools with fresh queued
+    demand covers card for card."""
+    out: set[int] = set()
+    for i, action in enumerate(actions):
+        if not isinstance(action, ScaleWorkload):
+            continue
+        lender = state.workload(action.workload)
+        if lender is None or lender.pool not in policy.pools:
+            continue
+        freed = (lender.desired_replicas - action.replicas) * lender.cards_per_replica
+        if freed <= 0:
+            continue
+        mine = policy.pools[lender.pool].priority
+        gained = 0
+        for later in actions[i + 1 :]:
+            if not isinstance(later, ScaleWorkload | PlaceReplica):
+                continue
+            taker = state.workload(later.workload)
+            if taker is None or taker.pool not in policy.pools:
+                continue
+            depth = taker.queue_depth
+            queued = depth.usable and (depth.value or 0) > 0
+            if not queued or policy.pools[taker.pool].priority <= mine:
+                continue
+            grow = 1 if isinstance(later, PlaceReplica) else later.replicas - taker.desired_replicas
+            gained += max(0, grow) * taker.cards_per_replica
+        if gained >= freed:
+            out.add(i)
+    return out
+
+
+def _pool_of(action: Action, state: ClusterState) -> str | None:
+    workload = state.workload(action.target)
+    return workload.pool if workload is not None else None
 
 
 def _cooldowns(
@@ -112,8 +159,11 @@ def _preconditions(
     observed: ClusterState,
     policy: Policy,
     now: datetime,
+    *,
+    preempts: bool = False,
 ) -> list[str]:
-    """Rules about the single action: protection, windows, placement, SLO, rotation."""
+    """Rules about the single action: protection, windows, placement, SLO (which a preemption
+    may pass), rotation."""
     broken = []
     local = policy.local(now)
     for window in policy.windows:
@@ -145,6 +195,7 @@ def _preconditions(
         ]
         if (
             slo
+            and not preempts
             and action.replicas < workload.desired_replicas
             and max(waits, default=0) > (slo.queue_wait_s)
         ):

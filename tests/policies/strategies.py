@@ -186,6 +186,7 @@ def policies(draw: st.DrawFn) -> Policy:
         high = low + draw(COUNT[8])
         pools[name] = PoolPolicy(
             min_cards=low, max_cards=high, min_ready_replicas=draw(COUNT[2]) if high else 0,
+            priority=draw(PRIORITY),
             idle_before_zero=draw(MAYBE_MINUTES), gpu_models=tuple(draw(ONE_MODEL)),
         )  # fmt: skip
     managed = st.sampled_from(sorted(pools))
@@ -238,7 +239,31 @@ ACTIONS: st.SearchStrategy[Action] = st.one_of(
         WORKLOAD, st.sampled_from([-1, -(10**9), 2.5, True, None]),
     ),
 )  # fmt: skip
-PLANS = st.lists(ACTIONS, max_size=8).map(lambda a: Plan(actions=tuple(a)))
+PRIORITY = st.integers(0, 3).map(lambda p: p * 20)
+SMALL = st.integers(0, 3)
+PREEMPTION_PAIR = st.tuples(
+    st.builds(ScaleWorkload, workload=WORKLOAD, replicas=SMALL),
+    st.one_of(
+        st.builds(ScaleWorkload, workload=WORKLOAD, replicas=st.integers(1, 5)),
+        st.builds(PlaceReplica, workload=WORKLOAD, node=NODE),
+    ),
+)
+"""A scale-down followed by a growth elsewhere: the shape of a preemption by priority."""
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan:
+    """Random actions; every other plan has a preemption-shaped pair somewhere in it."""
+    actions = draw(st.lists(ACTIONS, max_size=8))
+    if draw(BOOL):
+        down, up = draw(PREEMPTION_PAIR)
+        at = draw(st.integers(0, len(actions)))
+        gap = draw(st.lists(ACTIONS, max_size=2))
+        actions[at:at] = [down, *gap, up]
+    return Plan(actions=tuple(actions))
+
+
+PLANS = plans()
 HISTORY_AGO = st.integers(-5, 120).map(lambda m: timedelta(minutes=m))
 WATCHED_FOR = st.integers(0, 60).map(lambda m: timedelta(minutes=m))
 NOW = st.integers(0, 24 * 60).map(lambda m: T0 + timedelta(minutes=m))
