@@ -15,9 +15,15 @@ Where the figures come from:
   MoE, ~1,500 for 10B active; TP=2 over the 2x200G link adds the second GB10's compute but pays
   all-reduce per layer, so ~1,800 for the pair. The RTX PRO 6000 Blackwell (~4x GB10's dense
   compute) prefills a dense 32B at ~4,000 tok/s.
-- Memory: weights at the quantisation the seeds name (4-bit class), KV bytes per token from each
-  architecture's layer count x KV heads x head dim (MLA and hybrid linear attention are small);
-  a replica reserves what vLLM's `gpu_memory_utilization` would (0.85-0.92 of the memory).
+- Memory: one source of truth, the placement catalogue (tools/placement/models.yaml, extended by
+  $STEWARD_MODELS). For a served model the catalogue knows, the weights, the KV bytes per token
+  and the fixed per-node overhead (runtime, CUDA graphs, activations, linear-attention state)
+  come from it (`catalogued`), so that `steward fit`, `steward place`, the simulator's memory
+  refusals and the rotation preflight agree. A replica reserves what vLLM's
+  `gpu_memory_utilization` would (0.85-0.92 of the memory, `memory_per_node_bytes` below), and a
+  profile whose reservation cannot hold its model at its configured context, by the catalogue's
+  arithmetic, is refused when built. Models the catalogue lacks (the TTS voice, the fleet's
+  stand-ins) keep the figures written here.
 - Model load (start-up delay): safetensors from NVMe at ~1 GB/s effective plus CUDA-graph
   capture: ~3 min for an 80 GiB model on one GX10, ~4 min for TP=2 (NCCL bootstrap on top),
   ~90 s for a 64 GiB model on the workstation card, seconds for TTS and render workers.
@@ -31,6 +37,8 @@ import random
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.model import Mode, Pool, Sharing, WorkloadKind
+from tools.placement.catalog import Catalog, default_catalog
+from tools.placement.memoryfit import memory_need
 
 GIB = 1024**3
 HOSTNAME = "kubernetes.io/hostname"
@@ -63,7 +71,8 @@ class ServingSpec(_Spec):
     single_stream_tok_s: float = Field(gt=0)
     aggregate_peak_tok_s: float = Field(gt=0)
     prefill_tok_s: float = Field(gt=0)
-    kv_bytes_per_token: int = Field(gt=0)
+    kv_bytes_per_token: int = Field(default=0, ge=0)
+    """Over all the replica's nodes; 0: from the catalogue (`catalogued`)."""
     max_num_seqs: int = Field(default=256, gt=0)
 
 
@@ -78,7 +87,10 @@ class WorkloadSpec(_Spec):
     memory_per_node_bytes: int = Field(ge=0)
     """What one replica reserves on each of its nodes (weights + KV cache + runtime)."""
     weights_bytes: int = Field(default=0, ge=0)
-    """Model weights over all the replica's nodes; the rest of the reservation is KV cache."""
+    """Model weights over all the replica's nodes."""
+    overhead_per_node_bytes: int = Field(default=0, ge=0)
+    """Runtime, CUDA graphs, activations and recurrent state on each node; the rest of the
+    reservation is KV cache."""
     model: str | None = None
     context_length: int | None = None
     serving: ServingSpec | None = None
@@ -102,7 +114,10 @@ class WorkloadSpec(_Spec):
         """KV-cache tokens one replica holds, over all its nodes."""
         if self.serving is None:
             return 0
-        kv_bytes = self.memory_per_node_bytes * self.nodes_per_replica - self.weights_bytes
+        if self.serving.kv_bytes_per_token <= 0:
+            return 0
+        fixed = self.weights_bytes + self.overhead_per_node_bytes * self.nodes_per_replica
+        kv_bytes = self.memory_per_node_bytes * self.nodes_per_replica - fixed
         return max(0, kv_bytes // self.serving.kv_bytes_per_token)
 
 
@@ -141,6 +156,42 @@ class Profile(_Spec):
         return next((w for w in self.workloads if w.name == name), None)
 
 
+def catalogued(spec: WorkloadSpec, catalog: Catalog | None = None) -> WorkloadSpec:
+    """`spec` with its model's memory figures from the placement catalogue (tools.placement).
+
+    Tensor parallelism spans the replica's cards (`cards_per_replica` ranks, spread evenly over
+    `nodes_per_replica` nodes): weights split among the ranks, GQA heads too, an MLA latent is
+    replicated (memoryfit.memory_need). Raises ValueError if the reservation cannot hold the
+    model at its context. A workload without a catalogued model is returned as it is.
+    """
+    catalog = catalog or default_catalog()
+    if spec.serving is None or spec.model is None or spec.model not in catalog.models:
+        return spec
+    model = catalog.model(spec.model)
+    ranks = max(1, spec.cards_per_replica)
+    per_node = max(1, ranks // spec.nodes_per_replica)
+    context = spec.context_length or model.max_context
+    fixed = memory_need(model, catalog, 0, tensor_parallel=ranks)
+    need = memory_need(model, catalog, context, tensor_parallel=ranks)
+    if need.total_bytes * per_node > spec.memory_per_node_bytes:
+        raise ValueError(
+            f"profile: {spec.name} reserves {spec.memory_per_node_bytes / GIB:.1f} GiB per node, "
+            f"but the catalogue's {spec.model} needs {need.total_bytes * per_node / GIB:.1f} GiB "
+            f"at context {context:,} over {ranks} rank(s); raise memory_per_node_bytes or lower "
+            "context_length (or fix the model in tools/placement/models.yaml)"
+        )
+    serving = spec.serving.model_copy(
+        update={"kv_bytes_per_token": round(model.kv_bytes_per_token(ranks) * ranks)}
+    )
+    return spec.model_copy(
+        update={
+            "weights_bytes": model.weight_bytes,
+            "overhead_per_node_bytes": (fixed.total_bytes - fixed.weights_bytes) * per_node,
+            "serving": serving,
+        }
+    )
+
+
 def homelab() -> Profile:
     """The default cluster of DESIGN.md: two GX10, a workstation, a render box, one link."""
     gb10 = CardSpec(model="GB10", memory_bytes=128 * GIB, power_limit_w=140.0)
@@ -172,24 +223,24 @@ def homelab() -> Profile:
     workloads = (
         WorkloadSpec(
             name="resident-a", kind="inference", pool="gx10", model="deepseek-v4-flash",
-            context_length=131_072, memory_per_node_bytes=110 * GIB, weights_bytes=82 * GIB,
+            context_length=131_072, memory_per_node_bytes=110 * GIB,
             serving=ServingSpec(single_stream_tok_s=20.3, aggregate_peak_tok_s=84.5,
-                                prefill_tok_s=1_200, kv_bytes_per_token=70 * 1024),
+                                prefill_tok_s=1_200),
             load_s=180, exit_s=15, node_selector={HOSTNAME: "gx10-a"},
         ),
         WorkloadSpec(
             name="resident-b", kind="inference", pool="gx10", model="qwen3.5-122b-a10b",
-            context_length=262_144, memory_per_node_bytes=110 * GIB, weights_bytes=65 * GIB,
+            context_length=262_144, memory_per_node_bytes=110 * GIB,
             serving=ServingSpec(single_stream_tok_s=20.8, aggregate_peak_tok_s=85.5,
-                                prefill_tok_s=1_500, kv_bytes_per_token=24 * 1024),
+                                prefill_tok_s=1_500),
             load_s=170, exit_s=15, node_selector={HOSTNAME: "gx10-b"},
         ),
         WorkloadSpec(
             name="beast", kind="inference", pool="gx10", model="glm-5.3-flash",
             context_length=1_048_576, cards_per_replica=2, nodes_per_replica=2,
-            memory_per_node_bytes=118 * GIB, weights_bytes=180 * GIB,
+            memory_per_node_bytes=118 * GIB,
             serving=ServingSpec(single_stream_tok_s=40.9, aggregate_peak_tok_s=95.5,
-                                prefill_tok_s=1_800, kv_bytes_per_token=48 * 1024),
+                                prefill_tok_s=1_800),
             load_s=240, exit_s=20, node_selector={"steward.dev/group": "gx10"},
         ),
         WorkloadSpec(
@@ -211,9 +262,9 @@ def homelab() -> Profile:
         ),
         WorkloadSpec(
             name="burst-llm", kind="inference", pool="burst", model="qwen3-32b",
-            context_length=32_768, memory_per_node_bytes=88 * GIB, weights_bytes=64 * GIB,
+            context_length=32_768, memory_per_node_bytes=88 * GIB,
             serving=ServingSpec(single_stream_tok_s=28.0, aggregate_peak_tok_s=600,
-                                prefill_tok_s=4_000, kv_bytes_per_token=256 * 1024),
+                                prefill_tok_s=4_000),
             load_s=90, exit_s=10, node_selector={HOSTNAME: "render-1"},
         ),
     )  # fmt: skip
@@ -248,7 +299,7 @@ def homelab() -> Profile:
     return Profile(
         name="homelab",
         nodes=nodes,
-        workloads=workloads,
+        workloads=tuple(catalogued(w) for w in workloads),  # memory: the placement catalogue
         pools=pools,
         modes=modes,
         default_mode="cluster",  # the seeds: GLM-5.3-Flash over both GX10 by default
@@ -268,6 +319,8 @@ _FLEET_SHAPES: tuple[tuple[str, str, int, int, float, float, float], ...] = (
 def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
     """N nodes x M cards of one model, several pools and models, about 70 % of the cards used.
 
+    Memory of the models the catalogue knows (qwen3-32b) comes from it, as on the homelab.
+
     Deterministic for a seed. Nodes carry a `steward.dev/pool` label; each pool's workloads are
     selected onto its nodes. Tick 1 s; metrics scraped every 30 s per node, staggered (the
     interval of NVIDIA's Prometheus example for dcgm-exporter).
@@ -277,6 +330,7 @@ def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
             f"fleet needs nodes >= 1 and gpus_per_node >= 1, got {nodes}x{gpus_per_node}"
         )
     rng = random.Random(seed)
+    catalog = default_catalog()
     card = CardSpec(model="H200", memory_bytes=141 * GIB, power_limit_w=700.0)
     node_specs: list[NodeSpec] = []
     for i in range(nodes):
@@ -305,7 +359,7 @@ def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
             name = f"{pool}-{j:03d}"
             names.append(name)
             workloads.append(
-                WorkloadSpec(
+                catalogued(WorkloadSpec(
                     name=name, kind="inference", pool=pool, replicas=replicas, model=model,
                     context_length=32_768, cards_per_replica=cards,
                     memory_per_node_bytes=int(gib * GIB * cards / _shape_cards(pool)),
@@ -313,7 +367,7 @@ def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
                     serving=ServingSpec(single_stream_tok_s=single, aggregate_peak_tok_s=peak,
                                         prefill_tok_s=prefill, kv_bytes_per_token=160 * 1024),
                     load_s=120, node_selector={"steward.dev/pool": pool},
-                )
+                ), catalog)
             )  # fmt: skip
         pools.append(
             Pool(name=pool, workloads=tuple(names), node_selector={"steward.dev/pool": pool})
