@@ -195,16 +195,16 @@ class Runtime:
         """What the loop remembers between ticks (idleness, calm spells, recent denials)."""
         return self.ctx.memory
 
-    def _persist(self, *, force: bool) -> None:
-        """Save the loop's memory after a decision, and it and the simulated cluster at most
-        every SAVE_EVERY_S otherwise (an idle tick stays cheap; both are soft state a restart
-        can afford to find a second old — act saves the cluster after its actions)."""
+    def housekeep(self) -> None:
+        """Between two decisions: save the simulated cluster and the loop's memory, at most
+        every SAVE_EVERY_S (both are soft state a restart can afford to find a second old; act
+        saves the cluster after its actions and `decide` the memory after a decision). It runs
+        after the decision, not inside it: `steward status` reading the cluster lags by up to
+        SAVE_EVERY_S, the decision itself does not wait for the write."""
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.sim.save(self.data_dir)
+            _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
             self._saved_at = time.monotonic()
-        elif not force:
-            return
-        _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
 
     def close(self) -> None:
         """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
@@ -245,9 +245,11 @@ class Runtime:
         return reports
 
     def tick(self, interval_s: float) -> TickReport:
-        """Let `interval_s` of the cluster's time pass, then decide."""
+        """Let `interval_s` of the cluster's time pass, decide, then save what is due."""
         self.sim.advance(interval_s)
-        return self.decide()
+        report = self.decide()
+        self.housekeep()
+        return report
 
     def decide(self) -> TickReport:
         """One pass of the agent: resume answered decisions, then observe … record once."""
@@ -278,7 +280,8 @@ class Runtime:
         if not waiting and not failed:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
-        self._persist(force=report.decided or bool(resumed))
+        if report.decided or resumed:
+            _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         seconds = time.perf_counter() - started
         self.ctx.telemetry.tick_done(seconds, failed=failed)
         report = dataclasses.replace(report, seconds=round(seconds, 4))
