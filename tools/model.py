@@ -302,10 +302,17 @@ class ClusterState(Frozen):
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}
 
+    @cached_property
+    def _workloads_by_pool(self) -> dict[str, list[Workload]]:
+        by_pool: dict[str, list[Workload]] = {}
+        for w in self.workloads:
+            by_pool.setdefault(w.pool, []).append(w)
+        return by_pool
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""
         copy = super().model_copy(update=update, deep=deep)
-        for index in ("_nodes_by_name", "_workloads_by_name"):
+        for index in ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool"):
             copy.__dict__.pop(index, None)
         return copy
 
@@ -322,11 +329,11 @@ class ClusterState(Frozen):
         return next((p for p in self.pools if p.name == name), None)
 
     def pool_workloads(self, pool: str) -> list[Workload]:
-        return [w for w in self.workloads if w.pool == pool]
+        return list(self._workloads_by_pool.get(pool, ()))
 
     def pool_cards(self, pool: str) -> int:
         """Cards the pool's workloads ask for (desired replicas x cards per replica)."""
-        return sum(w.cards for w in self.workloads if w.pool == pool)
+        return sum(w.cards for w in self._workloads_by_pool.get(pool, ()))
 
     @property
     def gpu_count(self) -> int:
