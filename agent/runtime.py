@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import gc
 import json
 import os
 import signal
@@ -33,6 +32,7 @@ from langgraph.types import Command
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.context import LoopContext, Rotator
 from agent.graph import Graph, build_graph, open_checkpointer
+from agent.heap import settle_heap
 from agent.inbox import Inbox, PendingDecision
 from agent.nodes import restart_mode_dwell
 from agent.planners.base import Planner
@@ -53,31 +53,7 @@ SAVE_EVERY_S = 1.0
 """Between decisions the simulated cluster and the loop's memory are saved at most this often
 (and always at the end): what `steward status` shows of a running agent lags by up to this."""
 
-GC_GEN0_THRESHOLD = 100_000
-"""Container allocations (net of frees) between two young-generation collections. CPython's
-default, 700, suits short scripts: a 1,000-node tick allocates and frees tens of thousands of
-short-lived objects, so the default ran ~25 young and ~2 young-and-middle collections per tick
-and, every few ticks, a full one over the whole heap (up to 140 ms on a 2-core box). Objects
-are still freed by reference counting the moment they die; only cycles wait for a collection."""
-
 log = structlog.get_logger("steward.loop")
-
-
-def settle_heap() -> None:
-    """The daemon's garbage-collection policy, applied once start-up has built its objects.
-
-    What long-running Python services do (Instagram's `gc.freeze`, gunicorn's pre-fork hooks):
-    collect once, move every object that survived start-up (modules, the policy, the compiled
-    graph, the cluster's state) into the permanent generation, which collections never scan
-    again, and raise the young generation's threshold so that a tick's own churn — freed by
-    reference counting as it goes — no longer triggers collections mid-tick. Cyclic garbage is
-    still collected, only less often; a process-wide setting, so it applies to `steward run`
-    and to the benchmark alike.
-    """
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_GEN0_THRESHOLD, middle, old)
 
 
 @dataclass(frozen=True)
