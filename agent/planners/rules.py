@@ -8,8 +8,12 @@ What it does, in order of pool priority (highest first):
 - a workload whose queue stayed calm for `calm_s` gives one replica back (the hysteresis: up at
   the SLO, down only well below it and only after a while, so it never flaps);
 - a new replica goes where placement (`pick_node`) ranks first; when no node has room, replicas of
-  lower-priority pools on eligible nodes are scaled down first — this is how the render pool's
-  cards are lent to inference while nobody renders, and taken back when renders queue;
+  lower-priority pools on one eligible node are scaled down (counting the cards already free or
+  being freed there), followed in the same plan by a scale-up of the workload that needs them —
+  the pair the policy judges as a preemption (pool.priority_preemption). This is how the render
+  pool's cards are lent to inference while nobody renders, and taken back when renders queue;
+- a workload does not grow onto nodes where a higher-priority workload is still waiting for
+  cards to be freed, and a workload the plan already scales is not touched again;
 - when demand has favoured the other serving mode for long enough, and the switch pays for its
   downtime (tools.modes.rotation_gain, the seeds' rule), a `RotateMode` is proposed.
 Workloads whose demand metrics are stale or missing are held as they are: never scaled down on a
@@ -137,7 +141,8 @@ class RulesPlanner:
         queued = signal.queue_depth is not None
         depth = signal.queue_depth or 0.0
         if queued and workload.desired_replicas == 0 and depth > 0:
-            why = f"{depth:g} request(s) queued and no replica: back from zero"
+            what = "render job(s)" if workload.kind == "render" else "request(s)"
+            why = f"{depth:g} {what} queued and no replica: back from zero"
             return self._grow(workload, state, cards, why, notes)
         if queued and workload.desired_replicas > 0 and is_hot(signal, settings):
             if workload.ready_replicas < workload.desired_replicas:
@@ -190,7 +195,7 @@ class RulesPlanner:
         if pool.max_cards is not None and cards.pool(workload.pool) + need > pool.max_cards:
             notes.append(f"{workload.name}: pool {workload.pool} is at its maximum of cards")
             return []
-        waiting = self._waiting_above(workload, state)
+        waiting = self._waiting_above(workload, state, cards)
         if waiting is not None:
             notes.append(f"{workload.name}: {waiting} waits for cards there first (priority)")
             return []
@@ -223,14 +228,12 @@ class RulesPlanner:
             ),
         ]
 
-    def _waiting_above(self, workload: Workload, state: ClusterState) -> str | None:
+    def _waiting_above(self, workload: Workload, state: ClusterState, cards: _Cards) -> str | None:
         """A higher-priority workload whose wanted replicas are not placed yet (waiting for
         cards being freed) on nodes this workload's pool could use too."""
         mine = self.settings.pool(workload.pool).priority
         selector = _selector(state, workload.pool)
-        for other in state.workloads:
-            if sum(1 for r in other.placement if r.nodes) >= other.desired_replicas:
-                continue  # every wanted replica has its node (a pending one has none yet)
+        for other in cards.waiting:
             if self.settings.pool(other.pool).priority <= mine:
                 continue
             theirs = _selector(state, other.pool)
@@ -296,8 +299,12 @@ class _Cards:
 
     def __init__(self, state: ClusterState) -> None:
         self._pools: dict[str, int] = {}
+        self.waiting: list[Workload] = []
+        """Workloads with wanted replicas not placed yet (waiting for cards being freed)."""
         for w in state.workloads:
             self._pools[w.pool] = self._pools.get(w.pool, 0) + w.cards
+            if sum(1 for r in w.placement if r.nodes) < w.desired_replicas:
+                self.waiting.append(w)
 
     def pool(self, name: str) -> int:
         return self._pools.get(name, 0)

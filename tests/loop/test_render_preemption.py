@@ -69,6 +69,10 @@ def test_render_to_zero_burst_borrows_and_priority_takes_the_cards_back(data_dir
     assert down.verdict == "allow" and down.rule_ids == ("pool.priority_preemption",)
     assert up.verdict == "allow" and up.rule_ids == ("policy.within_limits",)
     assert taken.executed == 2
+    # While render waits for the cards burst-llm's replicas are freeing, burst-llm (queued, at
+    # zero) does not grab them back.
+    after = [r for r in reports if taken.tick < r.tick <= taken.tick + 20]
+    assert not any(a.startswith("place a replica of burst-llm") for r in after for a in r.actions)
 
     # The render replica comes up on the cards burst-llm gave back, and works through the jobs.
     render, burst = state.workload("render"), state.workload("burst-llm")
