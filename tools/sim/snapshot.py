@@ -145,15 +145,14 @@ class SnapshotBuilder:
         metrics = self._metrics
         samples = run.cards
         clients_of = placer.clients
-        statuses: dict[float | None, str] = {}  # a node's cards share one scrape time
+        status, status_t = "", None  # a node's cards share one scrape time: one status
         gpus = []
         for uuid in placer.node_cards[name]:
             s = samples.get(uuid)
             clients = tuple(clients_of[uuid])
             t = s.t if s else None
-            status = statuses.get(t)
-            if status is None:
-                status = statuses[t] = self._status(t)
+            if not status or t != status_t:
+                status, status_t = self._status(t), t
             cached = gpu_cache.get(uuid)
             if cached and cached[0] is s and cached[1] == clients and cached[2] == status:
                 gpus.append(cached[3])  # nothing observable changed: share the frozen object
