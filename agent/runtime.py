@@ -32,7 +32,7 @@ from langgraph.types import Command
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.context import LoopContext, Rotator
 from agent.graph import Graph, build_graph, open_checkpointer
-from agent.heap import settle_heap
+from agent.heap import settle_heap, tidy_heap
 from agent.inbox import Inbox, PendingDecision
 from agent.nodes import restart_mode_dwell
 from agent.planners.base import Planner
@@ -176,7 +176,9 @@ class Runtime:
         every SAVE_EVERY_S (both are soft state a restart can afford to find a second old; act
         saves the cluster after its actions and `decide` the memory after a decision). It runs
         after the decision, not inside it: `steward status` reading the cluster lags by up to
-        SAVE_EVERY_S, the decision itself does not wait for the write."""
+        SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
+        runs here too, when due (agent.heap.tidy_heap)."""
+        tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.sim.save(self.data_dir)
             _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
