@@ -45,9 +45,24 @@ class Offer:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Taker:
+    """A scale-up that may take a lower pool's cards: what does not depend on the lender."""
+
+    index: int
+    workload: Workload
+    priority: int
+    gained: int
+    depth: float
+    nodes: frozenset[str]
+
+
 def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
     """The plan's preemption offers, by the position of the scale-down (see the docstring)."""
     if len(plan.actions) < 2 or not policy.pools:
+        return {}
+    takers = [t for j, a in enumerate(plan.actions) if (t := _taker(j, a, state, policy))]
+    if not takers:  # the common case: nothing in the plan can take cards; no pairing to do
         return {}
     found: dict[int, Offer] = {}
     given: dict[int, int] = {}
@@ -63,19 +78,22 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
         if freed <= 0:
             continue
         mine = policy.pools[lender.pool].priority
-        for j in range(i + 1, len(plan.actions)):
-            gain = _gain(plan.actions[j], state, policy, lender, mine)
-            if gain is None or given.get(j, 0) + freed > gain[1]:
+        for t in takers:
+            j = t.index
+            if j <= i or t.workload.pool == lender.pool or t.priority <= mine:
+                continue
+            if given.get(j, 0) + freed > t.gained:
+                continue
+            if not any(t.nodes.intersection(r.nodes) for r in lender.placement):
                 continue
             given[j] = given.get(j, 0) + freed
-            taker, depth = gain[0], gain[2]
             found[i] = Offer(
                 index=i,
                 beneficiary=j,
                 cards=freed,
                 message=(
-                    f"pool {taker.pool} (priority {policy.pools[taker.pool].priority}) has "
-                    f"{depth:g} queued on {taker.name} and takes these {freed} card(s) in "
+                    f"pool {t.workload.pool} (priority {t.priority}) has "
+                    f"{t.depth:g} queued on {t.workload.name} and takes these {freed} card(s) in "
                     f"action #{j}; pool {lender.pool} has priority {mine}"
                 ),
             )
@@ -83,43 +101,33 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
     return found
 
 
-def _gain(
-    action: Action, state: ClusterState, policy: Policy, lender: Workload, priority: int
-) -> tuple[Workload, int, float] | None:
-    """(beneficiary workload, cards it gains, its queue depth) if `action` may take the lender's
-    cards, else None."""
+def _taker(j: int, action: Action, state: ClusterState, policy: Policy) -> _Taker | None:
+    """The scale-up at position `j` as a possible beneficiary, or None if it cannot be one."""
     if not _sane(action):
         return None
-    if type(action) is PlaceReplica:
-        nodes: tuple[str, ...] | None = (action.node,)
-    elif type(action) is ScaleWorkload:
-        nodes = None
-    else:
+    if type(action) is not PlaceReplica and type(action) is not ScaleWorkload:
         return None
     taker = state.workload(action.workload)
-    if taker is None or taker.pool not in policy.pools or taker.pool == lender.pool:
-        return None
-    if policy.pools[taker.pool].priority <= priority:
+    if taker is None or taker.pool not in policy.pools:
         return None
     depth = taker.queue_depth
     if not depth.usable or depth.value is None or depth.value <= 0:
         return None
     if type(action) is PlaceReplica:
         gained = taker.cards_per_replica
+        nodes = frozenset((action.node,))
     else:
         assert type(action) is ScaleWorkload
         gained = (action.replicas - taker.desired_replicas) * taker.cards_per_replica
-    if gained <= 0:
-        return None
-    if nodes is None:
         selector = state.pool(taker.pool)
         wanted = dict(selector.node_selector) if selector else {}
-        nodes = tuple(
+        nodes = frozenset(
             n.name for n in state.nodes if all(n.labels.get(k) == v for k, v in wanted.items())
         )
-    if not any(set(nodes) & set(r.nodes) for r in lender.placement):
+    if gained <= 0:
         return None
-    return taker, gained, depth.value
+    priority = policy.pools[taker.pool].priority
+    return _Taker(j, taker, priority, gained, depth.value, nodes)
 
 
 def _sane(action: Action) -> bool:
