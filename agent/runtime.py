@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import signal
@@ -29,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 from langgraph.types import Command
 
+from agent import lockfile
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.context import LoopContext, Rotator
 from agent.graph import Graph, build_graph, open_checkpointer
@@ -127,7 +127,7 @@ class Runtime:
                 ctx.planner.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
-            _release(lock_fd)
+            lockfile.release(lock_fd)
             raise
         return cls(data_dir, cluster, ctx, graph, lock_fd)
 
@@ -190,7 +190,7 @@ class Runtime:
         _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
         self.ctx.inbox.close()
-        _release(self._lock_fd)
+        lockfile.release(self._lock_fd)
 
     def __enter__(self) -> Runtime:
         return self
@@ -357,25 +357,13 @@ def take_lock(data_dir: Path) -> int:
     """The data dir's daemon lock; InvalidInput naming the holder if another process has it."""
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise InvalidInput(
+    return lockfile.take(
+        path,
+        lambda holder: InvalidInput(
             f"another steward (pid {holder}) runs on {data_dir} (lock {path}); stop it first, "
             "or give this one its own --data-dir"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
-
-
-def _release(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        ),
+    )
 
 
 @contextlib.contextmanager
@@ -384,7 +372,7 @@ def locked(data_dir: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        _release(fd)
+        lockfile.release(fd)
 
 
 def _read_memory(data_dir: Path) -> tuple[int, Memory]:

@@ -18,12 +18,11 @@ With a key, the anchor's MAC also stops a cut tail from being re-anchored.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import sqlite3
 from pathlib import Path
 
+from agent import lockfile
 from agent.audit.errors import AuditError
 
 AUTOCHECKPOINT_PAGES = 4000
@@ -86,26 +85,17 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
 
 
 def take_writer_lock(path: Path) -> int:
-    lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise AuditError(
+    """The decision log's writer lock (`audit.db.lock`): one leader writes, readers never lock."""
+    return lockfile.take(
+        path.with_name(path.name + ".lock"),
+        lambda holder: AuditError(
             f"another process (pid {holder}) is writing the decision log {path}; only the "
             "leader writes — stop it first, or open the log read-only"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
+        ),
+    )
 
 
-def release(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
+release = lockfile.release
 
 
 def fsync_dir(directory: Path) -> None:
