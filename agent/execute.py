@@ -32,6 +32,7 @@ from tools.model import ClusterState
 
 ATTEMPTS = 4
 
+
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
     """Carry `action` out (or dry-run it); a refused or failed action comes back with ok=False."""
     if isinstance(action, NoOp):
