@@ -139,11 +139,11 @@ def judge(
 def _withdrawn(offer: priority.Offer, verdicts: list[Verdict]) -> _Found:
     taker, lender = verdicts[offer.beneficiary], verdicts[offer.index]
     why = (
-        f"action #{offer.beneficiary} is {taker.decision} ({', '.join(taker.rule_ids)})"
+        f"action #{offer.beneficiary + 1} is {taker.decision} ({', '.join(taker.rule_ids)})"
         if taker.decision != "allow"
-        else f"action #{offer.index} itself is {lender.decision} ({', '.join(lender.rule_ids)})"
+        else f"action #{offer.index + 1} itself is {lender.decision} ({', '.join(lender.rule_ids)})"
     )
-    message = f"no preemption by priority for action #{offer.index}: {why}"
+    message = f"no preemption by priority for action #{offer.index + 1}: {why}"
     return priority.PRIORITY_PREEMPTION, message, (offer.index, offer.beneficiary)
 
 
@@ -285,7 +285,7 @@ class _Books:
         earlier = tuple(
             sorted({i for p in pools_hit for i in self.pending.pool_actions.get(p, ())})
         )
-        names = ", ".join(f"#{i}" for i in earlier) or "earlier ones"
+        names = ", ".join(f"#{i + 1}" for i in earlier) or "earlier ones"
         message = f"only together with action(s) {names}: {crossed[0].message}"
         return Denial(COMBINED, message), earlier
 

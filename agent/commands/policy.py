@@ -194,7 +194,7 @@ def _print(judgement: Judgement, policy: Policy, policy_file: Path, source: str)
     )
     for v in judgement.verdicts:
         colour = {"allow": "green", "deny": "red", "needs_approval": "yellow"}[v.decision]
-        console.print(f"#{v.index} {v.action.describe()}", highlight=False)
+        console.print(f"#{v.index + 1} {v.action.describe()}", highlight=False)
         console.print(f"  decision: [{colour}]{v.decision}[/{colour}]", highlight=False)
         console.print(f"  rules:    {', '.join(v.rule_ids)}", highlight=False)
         console.print(f"  why:      {v.message}", highlight=False, soft_wrap=True)
@@ -203,7 +203,7 @@ def _print(judgement: Judgement, policy: Policy, policy_file: Path, source: str)
         if v.approvers:
             console.print(f"  approvers: {', '.join(v.approvers)}", highlight=False)
     for f in judgement.findings:
-        actions = ", ".join(f"#{i}" for i in f.actions)
+        actions = ", ".join(f"#{i + 1}" for i in f.actions)
         console.print(f"plan: {f.rule_id} ({actions}): {f.message}", highlight=False)
 
 

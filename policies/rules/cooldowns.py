@@ -33,7 +33,7 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
         denials.append(
             Denial(
                 DUPLICATE,
-                f"{_thing(key)} is already changed by action #{earlier} of this plan "
+                f"{_thing(key)} is already changed by action #{earlier + 1} of this plan "
                 "(one change per thing per plan)",
             )
         )

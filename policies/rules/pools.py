@@ -122,5 +122,5 @@ def _not_idle_enough(pool: str, ctx: Context) -> str:
     ready_at = ctx.policy.local(since + wait)
     return (
         f"pool {pool} has been idle for {format_duration(max(idle, timedelta(0)))} of the {needed} "
-        f"required; it may go to zero from {ready_at:%H:%M}"
+        f"required; it may go to zero from {ready_at:%H:%M %Z}"
     )

@@ -94,7 +94,7 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
                 message=(
                     f"pool {t.workload.pool} (priority {t.priority}) has "
                     f"{t.depth:g} queued on {t.workload.name} and takes these {freed} card(s) in "
-                    f"action #{j}; pool {lender.pool} has priority {mine}"
+                    f"action #{j + 1}; pool {lender.pool} has priority {mine}"
                 ),
             )
             break

@@ -72,10 +72,10 @@ def test_explain_prints_the_verdict_and_the_rules(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "#0 rotate to mode split" in out
+    assert "#1 rotate to mode split" in out
     assert "decision: needs_approval" in out
     assert "approval.rotate_working_hours" in out
-    assert "#1 scale ghost to 1 replica(s)" in out
+    assert "#2 scale ghost to 1 replica(s)" in out
     assert "target.unknown" in out
 
 

@@ -36,7 +36,7 @@ def test_two_scale_downs_that_cross_a_minimum_together() -> None:
     assert first.decision == "allow"
     assert second.decision == "deny"
     assert "pool.min_cards" in second.rule_ids and "plan.combined_effect" in second.rule_ids
-    assert "only together with action(s) #0" in second.message
+    assert "only together with action(s) #1" in second.message
     assert any(f.rule_id == "plan.combined_effect" and f.actions == (0, 1)
                for f in judgement.findings)  # fmt: skip
 

@@ -102,7 +102,7 @@ def test_a_beneficiary_that_fails_its_own_rules_withdraws_the_offer() -> None:
     assert "slo.queue_wait" in judgement.verdicts[0].rule_ids
     found = [f for f in judgement.findings if f.rule_id == PREEMPTION]
     assert len(found) == 1 and found[0].actions == (0, 1)
-    assert "action #1 is deny" in found[0].message
+    assert "action #2 is deny" in found[0].message
 
 
 def test_cooldowns_are_not_waived() -> None:
