@@ -316,10 +316,33 @@ class ClusterState(Frozen):
             by_pool.setdefault(w.pool, []).append(w)
         return by_pool
 
+    @cached_property
+    def _pool_nodes(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    def pool_nodes(self, pool: str) -> frozenset[str]:
+        """The nodes a pool's node selector matches (every node when it has none), worked out
+        once per observation."""
+        found = self._pool_nodes.get(pool)
+        if found is None:
+            spec = self.pool(pool)
+            wanted = tuple(spec.node_selector.items()) if spec else ()
+            if not wanted:
+                found = frozenset(self._nodes_by_name)
+            elif len(wanted) == 1:  # the usual selector: one label, compared without a loop
+                ((key, value),) = wanted
+                found = frozenset(n.name for n in self.nodes if n.labels.get(key) == value)
+            else:
+                found = frozenset(
+                    n.name for n in self.nodes if all(n.labels.get(k) == v for k, v in wanted)
+                )
+            self._pool_nodes[pool] = found
+        return found
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""
         copy = super().model_copy(update=update, deep=deep)
-        for index in ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool"):
+        for index in ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool", "_pool_nodes"):
             copy.__dict__.pop(index, None)
         return copy
 

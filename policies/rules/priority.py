@@ -54,7 +54,8 @@ class _Taker:
     priority: int
     gained: int
     depth: float
-    nodes: frozenset[str]
+    node: str | None
+    """The node a PlaceReplica names; None: any node of the taker pool's selector."""
 
 
 def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
@@ -78,13 +79,17 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
         if freed <= 0:
             continue
         mine = policy.pools[lender.pool].priority
+        lender_nodes = {n for r in lender.placement for n in r.nodes}
         for t in takers:
             j = t.index
             if j <= i or t.workload.pool == lender.pool or t.priority <= mine:
                 continue
             if given.get(j, 0) + freed > t.gained:
                 continue
-            if not any(t.nodes.intersection(r.nodes) for r in lender.placement):
+            if t.node is not None:
+                if t.node not in lender_nodes:
+                    continue
+            elif state.pool_nodes(t.workload.pool).isdisjoint(lender_nodes):
                 continue
             given[j] = given.get(j, 0) + freed
             found[i] = Offer(
@@ -113,21 +118,18 @@ def _taker(j: int, action: Action, state: ClusterState, policy: Policy) -> _Take
     depth = taker.queue_depth
     if not depth.usable or depth.value is None or depth.value <= 0:
         return None
+    node: str | None
     if type(action) is PlaceReplica:
         gained = taker.cards_per_replica
-        nodes = frozenset((action.node,))
+        node = action.node
     else:
         assert type(action) is ScaleWorkload
         gained = (action.replicas - taker.desired_replicas) * taker.cards_per_replica
-        selector = state.pool(taker.pool)
-        wanted = dict(selector.node_selector) if selector else {}
-        nodes = frozenset(
-            n.name for n in state.nodes if all(n.labels.get(k) == v for k, v in wanted.items())
-        )
+        node = None
     if gained <= 0:
         return None
     priority = policy.pools[taker.pool].priority
-    return _Taker(j, taker, priority, gained, depth.value, nodes)
+    return _Taker(j, taker, priority, gained, depth.value, node)
 
 
 def _sane(action: Action) -> bool:

@@ -38,3 +38,28 @@ def test_pool_cards_and_digest() -> None:
     assert state.pool_cards("gx10") == 2
     assert state.digest() == _state().digest()
     assert state.digest() != state.model_copy(update={"workloads": ()}).digest()
+
+
+def test_pool_nodes_follow_the_selector_and_the_copy() -> None:
+    from tools.model import Pool
+
+    state = ClusterState(
+        observed_at=datetime(2026, 3, 2, tzinfo=UTC),
+        nodes=(
+            Node(name="render-1", labels={"role": "render", "zone": "a"}, memory_total_bytes=1),
+            Node(name="gx10-a", labels={"role": "gx10", "zone": "a"}, memory_total_bytes=1),
+        ),
+        pools=(
+            Pool(name="render", node_selector={"role": "render"}),
+            Pool(name="zone-a-gx10", node_selector={"role": "gx10", "zone": "a"}),
+            Pool(name="anywhere"),
+        ),
+    )
+    assert state.pool_nodes("render") == {"render-1"}
+    assert state.pool_nodes("zone-a-gx10") == {"gx10-a"}
+    assert state.pool_nodes("anywhere") == {"render-1", "gx10-a"}
+    assert state.pool_nodes("unknown") == {"render-1", "gx10-a"}
+    relabelled = state.model_copy(
+        update={"nodes": (Node(name="gx10-a", labels={"role": "render"}, memory_total_bytes=1),)}
+    )
+    assert relabelled.pool_nodes("render") == {"gx10-a"}
