@@ -11,6 +11,7 @@ readable forms (explain, show, export).
 """
 
 from agent.audit.errors import AuditError
+from agent.audit.queries import ExecutedAction
 from agent.audit.records import (
     GENESIS_HASH,
     KINDS,
@@ -35,7 +36,7 @@ from agent.audit.records import (
     new_decision_id,
     proposals,
 )
-from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, ExecutedAction, key_from_env
+from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, key_from_env
 from agent.audit.story import ActionStory, Story, explain, export_row, render, summary
 from agent.audit.verify import Problem, ProblemKind, VerifyReport
 

@@ -15,11 +15,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from agent.audit.db import connect
 from agent.audit.records import Kind, Record, parse_body, time_text
 from agent.audit.story import export_row
+from tools.actions import Action
 
 SELECT_RECORD = "SELECT body, hash, mac FROM records"
+
+
+class ExecutedAction(BaseModel):
+    """An action the backend carried out, when, and for which decision (policy history)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: Action
+    at: datetime
+    decision_id: str
+    ok: bool
 
 
 def record_of(row: tuple[str, str, str | None]) -> Record:

@@ -18,8 +18,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from agent.audit.db import (
     SCHEMA,
     check_layout,
@@ -29,7 +27,15 @@ from agent.audit.db import (
     take_writer_lock,
 )
 from agent.audit.errors import AuditError
-from agent.audit.queries import SELECT_RECORD, export_stream, find, record_of, records_of, where
+from agent.audit.queries import (
+    SELECT_RECORD,
+    ExecutedAction,
+    export_stream,
+    find,
+    record_of,
+    records_of,
+    where,
+)
 from agent.audit.records import (
     GENESIS_HASH,
     SCHEMA_VERSION,
@@ -47,7 +53,6 @@ from agent.audit.records import (
     time_text,
 )
 from agent.audit.verify import Anchor, VerifyReport, anchor_mac, check
-from tools.actions import Action
 
 DB_NAME = "audit.db"
 KEY_ENV = "STEWARD_AUDIT_KEY"
@@ -62,17 +67,6 @@ def key_from_env() -> bytes | None:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class ExecutedAction(BaseModel):
-    """An action the backend carried out, when, and for which decision (policy history)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    action: Action
-    at: datetime
-    decision_id: str
-    ok: bool
 
 
 class AuditLog:
