@@ -22,8 +22,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from agent import lockfile
 from agent.audit.errors import AuditError
+from agent.daemon import lockfile
 
 AUTOCHECKPOINT_PAGES = 4000
 """WAL pages (4 KiB) before an append also checkpoints. Copying the WAL into the database costs two

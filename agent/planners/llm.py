@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.loop.state import Signals
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
@@ -38,7 +39,6 @@ from agent.planners.llm_tools import (
     tool_specs,
 )
 from agent.planners.prompts import SYSTEM_PROMPT, user_prompt
-from agent.state import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Plan

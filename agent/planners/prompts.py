@@ -18,7 +18,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from agent.state import Signals, WorkloadSignals
+from agent.loop.state import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.model import ClusterState, Metric, Node, Workload
 

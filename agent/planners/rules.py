@@ -26,8 +26,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.assess import AssessSettings, is_hot
-from agent.state import Signals, WorkloadSignals
+from agent.loop.assess import AssessSettings, is_hot
+from agent.loop.state import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState, Workload
@@ -94,7 +94,9 @@ class RulesPlanner:
 
     def plan(self, state: ClusterState, signals: object) -> Plan:
         if not isinstance(signals, Signals):
-            raise TypeError(f"RulesPlanner.plan needs agent.state.Signals, not {type(signals)}")
+            raise TypeError(
+                f"RulesPlanner.plan needs agent.loop.state.Signals, not {type(signals)}"
+            )
         actions: list[Action] = []
         notes: list[str] = []
         cards = _Cards(state)

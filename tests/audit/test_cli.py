@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.audit import DB_NAME, KEY_ENV, AuditLog, Startup
-from agent.cli import app
+from agent.cli.app import app
 from tests.audit import tamper
 from tests.audit.builders import FakeClock, approval, intent, outcome
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agent.assess import assess
+from agent.loop.assess import assess
+from agent.loop.state import Memory, Signals
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings, OutputMode
 from agent.planners.rules import RulesSettings
-from agent.state import Memory, Signals
 from policies.loader import load_default_policy
 from policies.model import Policy
 from tests.llm.scripted_server import Reply, ScriptedServer

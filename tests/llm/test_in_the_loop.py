@@ -13,10 +13,10 @@ import structlog
 from typer.testing import CliRunner
 
 from agent.audit import Fallback
-from agent.cli import app
+from agent.cli.app import app
+from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
-from agent.runtime import Runtime
 from policies.model import Policy
 from tests.llm.scripted_server import ScriptedServer, call, submit
 from tools.backends.sim import SimCluster

@@ -8,8 +8,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.commands.llm import (
+from agent.cli.app import app
+from agent.planners.prompts import MAX_LISTED, summary
+from evals.bench.llm_prompt import (
     BUDGET_TOKENS,
     FLEET_POLICY,
     everything_wrong,
@@ -17,7 +18,6 @@ from agent.commands.llm import (
     fleet_signals,
     measure_prompt,
 )
-from agent.planners.prompts import MAX_LISTED, summary
 from policies.loader import load_policy
 from policies.model import Policy
 

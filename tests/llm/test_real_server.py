@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands.llm import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
+from agent.daemon.runtime import Runtime
+from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm import LLMPlanner, first_request
 from agent.planners.llm_settings import LLMSettings, OutputMode
-from agent.runtime import Runtime
-from agent.state import Signals
+from evals.bench.llm_prompt import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
 from policies.loader import load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from agent.runtime import Runtime
+from agent.daemon.runtime import Runtime
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.sim import SimCluster
 from tools.sim.scenario import Scenario

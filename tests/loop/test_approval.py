@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.audit import Approval, Outcome
-from agent.cli import app
+from agent.cli.app import app
 from tests.loop.conftest import APPROVE_BURST, open_runtime
 from tools.sim.demand import BurstDemand
 from tools.sim.scenario import Scenario

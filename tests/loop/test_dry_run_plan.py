@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.audit import AuditLog, DryRunPlan
-from agent.cli import app
+from agent.cli.app import app
 from tests.loop.conftest import DATA
 
 runner = CliRunner()

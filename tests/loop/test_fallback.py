@@ -10,9 +10,9 @@ import socket
 from pathlib import Path
 
 from agent.audit import Fallback, Intent
+from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
-from agent.runtime import Runtime
 from policies.loader import load_default_policy
 from tests.loop.test_scale_up import SPIKE
 from tools.backends.sim import SimCluster

@@ -6,7 +6,7 @@ import itertools
 from datetime import timedelta
 from pathlib import Path
 
-from agent.assess import assess
+from agent.loop.assess import assess
 from agent.planners.rules import RulesPlanner, RulesSettings
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime

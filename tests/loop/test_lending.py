@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.assess import assess
+from agent.loop.assess import assess
+from agent.loop.state import Memory
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.state import Memory
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_default_policy, load_policy

@@ -12,9 +12,9 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.assess import assess
+from agent.loop.assess import assess
+from agent.loop.state import Memory, WorkloadMemory
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.state import Memory, WorkloadMemory
 from policies.loader import load_default_policy
 from tools.actions import PlaceReplica, RotateMode, ScaleWorkload
 from tools.backends.sim import SimCluster

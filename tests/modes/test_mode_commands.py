@@ -11,7 +11,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from agent.audit import AuditLog
-from agent.cli import app
+from agent.cli.app import app
 from tools.backends.sim import SimCluster
 from tools.modes import Journal, RotationPlan
 

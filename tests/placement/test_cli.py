@@ -9,7 +9,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.cli.app import app
 
 
 def _run(*args: str) -> tuple[int, Any, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.cli.app import app
 from policies.loader import DEFAULT_POLICY
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.cli.app import app
 from tests.sim.conftest import steady
 from tools.backends.sim import SimCluster
 from tools.sim.faults import LinkDegraded

@@ -3,7 +3,7 @@
 Shared by the CLI commands (run, plan, approve) and the benchmark, so that each opens the
 simulated cluster, the policy and the planner the same way:
 - the cluster: the one saved in the data dir; a fresh data dir gets the built-in day
-  (agent/day.py) unless `--scenario` names another;
+  (agent/daemon/day.py) unless `--scenario` names another;
 - the policy: `--policy`, else the one the last `steward run` used there, else the default;
 - the planner: `rules`, or `llm` — agent.planners.llm.make_planner(policy), issue 7's seam.
 """
@@ -15,12 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
-from agent.day import default_day
-from agent.inbox import Inbox
+from agent.daemon.day import default_day
+from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.state import Decision
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.actions import Plan
@@ -77,10 +77,10 @@ def planner_for(name: str, policy: Policy) -> Planner:
 def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
-    from agent.context import LoopContext
-    from agent.nodes import assess, guard, observe
-    from agent.nodes import plan as plan_node
-    from agent.runtime import read_memory
+    from agent.daemon.runtime import read_memory
+    from agent.loop.context import LoopContext
+    from agent.loop.nodes import assess, guard, observe
+    from agent.loop.nodes import plan as plan_node
 
     sim = open_sim(data_dir, None)
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))

@@ -1,9 +1,9 @@
 """`steward run`, `plan`, `pending`, `approve`, `deny` — and `steward bench loop`.
 
-`run` is the unattended agent (agent/runtime.py). `plan` is the same decision made dry: observe,
-assess, plan, judge, print — nothing executed, nothing saved, one dry-run record in the log when
-the log is free to write. `pending` / `approve` / `deny` answer decisions that wait for a human;
-the running daemon (or the next `run`) resumes them.
+`run` is the unattended agent (agent/daemon/runtime.py). `plan` is the same decision made dry:
+observe, assess, plan, judge, print — nothing executed, nothing saved, one dry-run record in the
+log when the log is free to write. `pending` / `approve` / `deny` answer decisions that wait for
+a human; the running daemon (or the next `run`) resumes them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Annotated
 
 import typer
 
-from agent.commands import bench
-from agent.commands.common import (
+from agent.approvals.inbox import Inbox
+from agent.cli import bench
+from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
@@ -28,15 +29,14 @@ from agent.commands.common import (
     err_console,
     fail,
 )
-from agent.inbox import Inbox
-from agent.logs import configure_logging
-from agent.loopsetup import (
+from agent.daemon.compose import (
     dry_run,
     open_policy,
     open_sim,
     planner_for,
     run_policy_path,
 )
+from agent.daemon.logs import configure_logging
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
 from tools.errors import InvalidInput, PermanentError
@@ -86,8 +86,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     With no configuration it runs the embedded homelab through a built-in day of demand,
     compressed so that decisions show within seconds, and stops at the end of the day.
     """
-    from agent.runtime import Runtime  # LangGraph loads only for the commands that run it
-    from agent.telemetry import Telemetry
+    from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
+    from agent.daemon.telemetry import Telemetry
 
     configure_logging()
     where = data_dir(data_dir_opt)
@@ -258,7 +258,7 @@ def bench_loop(
     json_out: JsonOpt = False,
 ) -> None:
     """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
-    from agent.loopbench import bench_figures
+    from evals.bench.loop import bench_figures
 
     figures = bench_figures(nodes, runs)
     if json_out:

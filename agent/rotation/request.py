@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.approvals.inbox import Inbox
 from agent.audit import ActionOutcome, AuditLog, Check, Intent, Outcome, proposals
 from agent.audit import Approval as AuditApproval
-from agent.inbox import Inbox
-from agent.rotation import open_rotation, result_of
+from agent.rotation.runner import open_rotation, result_of
 from policies.engine import judge
 from policies.history import Executed, History
 from policies.judgement import Verdict

@@ -23,8 +23,8 @@ from typing import Any
 
 import structlog
 
-from agent.commands.bench import Figures, measure, peak_rss_mb
-from agent.runtime import Runtime
+from agent.cli.bench import Figures, measure, peak_rss_mb
+from agent.daemon.runtime import Runtime
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster

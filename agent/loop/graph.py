@@ -6,7 +6,7 @@
 
 Each decision is one graph thread whose id is the decision id. A SQLite checkpointer saves the
 state after every step (durability="sync"), so a process killed anywhere resumes the thread
-where it stopped; act is idempotent per decision id (see agent/nodes.py). The routing functions
+where it stopped; act is idempotent per decision id (see agent/loop/nodes.py). The routing functions
 are named, so the flow reads here and nowhere else.
 """
 
@@ -22,9 +22,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from agent import nodes
-from agent.context import LoopContext
-from agent.state import SERIALIZED_TYPES, Decision
+from agent.loop import nodes
+from agent.loop.context import LoopContext
+from agent.loop.state import SERIALIZED_TYPES, Decision
 from tools.actions import ACTION_TYPES
 
 CHECKPOINT_DB = "checkpoints.db"

@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from agent.commands import bench
-from agent.commands.common import (
+from agent.cli import bench
+from agent.cli.common import (
     EXIT_BAD_INPUT,
     DataDirOpt,
     JsonOpt,
@@ -215,7 +215,7 @@ def bench_policy(
     as_json: JsonOpt = False,
 ) -> None:
     """Time judging a 100-action plan against a 1,000-node state (target: median <= 5 ms)."""
-    from agent.commands.policy_bench import fleet_plan, fleet_policy, fleet_state
+    from evals.bench.policy_fleet import fleet_plan, fleet_policy, fleet_state
 
     state = fleet_state(nodes)
     plan = fleet_plan(state, actions)

@@ -1,7 +1,7 @@
 """`steward mode …`: the serving mode of the GX10 pair — status, rotate, resume, journal — and
 `steward bench rotate`.
 
-`rotate` goes through the guard like any of the loop's actions (agent/rotation_request.py): the
+`rotate` goes through the guard like any of the loop's actions (agent/rotation/request.py): the
 policy judges it, the decision log records it, a rotation that needs approval waits for
 `steward approve`. The transaction itself is tools/modes; its journal lives in the data dir, and
 `resume` finishes one that a killed process left open.
@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from agent.audit import AuditError, AuditLog
-from agent.commands import bench
-from agent.commands.common import (
+from agent.cli import bench
+from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
@@ -25,10 +25,10 @@ from agent.commands.common import (
     emit_json,
     fail,
 )
-from agent.loopsetup import open_policy, open_sim, run_policy_path
-from agent.rotation import advice_settings, open_rotation
-from agent.rotation_bench import BenchSettings, run_bench
-from agent.rotation_request import RequestResult, RotationRequests, history_of, judge_rotation
+from agent.daemon.compose import open_policy, open_sim, run_policy_path
+from agent.rotation.request import RequestResult, RotationRequests, history_of, judge_rotation
+from agent.rotation.runner import advice_settings, open_rotation
+from evals.bench.rotate import BenchSettings, run_bench
 from policies.errors import PolicyError
 from policies.history import History
 from policies.model import Policy

@@ -22,11 +22,11 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from agent.assess import assess
-from agent.commands import bench
-from agent.commands.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
+from agent.cli import bench
+from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
+from agent.loop.assess import assess
+from agent.loop.state import Memory, Signals
 from agent.planners.rules import RulesSettings
-from agent.state import Memory, Signals
 from policies.loader import load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster

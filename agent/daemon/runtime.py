@@ -28,18 +28,18 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 from langgraph.types import Command
 
-from agent import lockfile
+from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
-from agent.context import LoopContext, Rotator
-from agent.graph import Graph, build_graph, open_checkpointer
-from agent.heap import settle_heap, tidy_heap
-from agent.inbox import Inbox, PendingDecision
-from agent.nodes import restart_mode_dwell
+from agent.daemon import lockfile
+from agent.daemon.heap import settle_heap, tidy_heap
+from agent.daemon.telemetry import Telemetry
+from agent.loop.context import LoopContext, Rotator
+from agent.loop.graph import Graph, build_graph, open_checkpointer
+from agent.loop.nodes import restart_mode_dwell
+from agent.loop.state import Approval, Decision, Memory
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.rotation import open_rotation
-from agent.state import Approval, Decision, Memory
-from agent.telemetry import Telemetry
+from agent.rotation.runner import open_rotation
 from policies.history import History
 from policies.model import Policy
 from tools.actions import RotateMode
@@ -177,7 +177,7 @@ class Runtime:
         saves the cluster after its actions and `decide` the memory after a decision). It runs
         after the decision, not inside it: `steward status` reading the cluster lags by up to
         SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
-        runs here too, when due (agent.heap.tidy_heap)."""
+        runs here too, when due (agent.daemon.heap.tidy_heap)."""
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.sim.save(self.data_dir)

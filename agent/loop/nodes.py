@@ -17,7 +17,6 @@ from typing import Any
 import structlog
 from langgraph.types import interrupt
 
-from agent.assess import assess as assess_signals
 from agent.audit import (
     ActionOutcome,
     Approval,
@@ -27,13 +26,14 @@ from agent.audit import (
     Outcome,
     proposals,
 )
-from agent.context import LoopContext
-from agent.effects import expected_effect
-from agent.execute import applied, run_action
+from agent.loop.assess import assess as assess_signals
+from agent.loop.context import LoopContext
+from agent.loop.effects import expected_effect
+from agent.loop.execute import applied, run_action
+from agent.loop.state import ActionVerdict, Decision, Memory
+from agent.loop.state import Approval as Answer
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from agent.state import ActionVerdict, Decision, Memory
-from agent.state import Approval as Answer
 from policies.engine import judge
 from tools.actions import Action, Plan, RotateMode
 

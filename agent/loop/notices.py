@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agent.state import LinkSignal
+from agent.loop.state import LinkSignal
 from tools.model import ClusterState, Node
 
 

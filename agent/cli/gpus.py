@@ -11,7 +11,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.table import Table
 
-from agent.commands.common import EXIT_BAD_INPUT, JsonOpt, console, emit_json, fail
+from agent.cli.common import EXIT_BAD_INPUT, JsonOpt, console, emit_json, fail
 from tools.metrics.nvml import (
     NvmlUnavailable,
     Snapshot,

@@ -15,8 +15,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent.commands import bench
-from agent.commands.common import DataDirOpt, JsonOpt, console, data_dir, emit_json, fail
+from agent.cli import bench
+from agent.cli.common import DataDirOpt, JsonOpt, console, data_dir, emit_json, fail
 from tools.backends.sim import SimCluster
 from tools.errors import StewardError
 from tools.model import ClusterState, Metric

@@ -24,8 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.commands.bench import peak_rss_mb
-from agent.rotation import open_rotation
+from agent.cli.bench import peak_rss_mb
+from agent.rotation.runner import open_rotation
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster

@@ -14,8 +14,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.notices import degraded_links, sharing_suspects
-from agent.state import (
+from agent.loop.notices import degraded_links, sharing_suspects
+from agent.loop.state import (
     MEMORY_SAMPLES,
     Memory,
     Signals,

@@ -1,6 +1,6 @@
 """The loop's context: the parts a decision is made with, handed to every graph node.
 
-The graph state (agent.state.Decision) is what is checkpointed; the context is what is not: the
+The graph state (agent.loop.state.Decision) is what is checkpointed; the context is what is not: the
 backend, the policy, the planners, the decision log, the approval inbox, the last snapshot. A
 snapshot is cached per decision only for the life of this process: after a restart a node that
 needs it observes again, which is what a resumed decision should do anyway.
@@ -16,13 +16,13 @@ from datetime import UTC, datetime, timedelta
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
-from agent.inbox import Inbox
+from agent.daemon.telemetry import Telemetry
+from agent.loop.state import Memory
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
-from agent.rotation import loop_rotator
-from agent.state import Memory
-from agent.telemetry import Telemetry
+from agent.rotation.runner import loop_rotator
 from policies.history import Executed, History
 from policies.model import Policy
 from tools.actions import RotateMode
@@ -60,7 +60,7 @@ class LoopContext:
     fallback: RulesPlanner
     telemetry: Telemetry = field(default_factory=Telemetry)
     rotate: Rotator | None = None
-    """Carries out RotateMode; None: the saga of tools/modes (agent.rotation.loop_rotator),
+    """Carries out RotateMode; None: the saga of tools/modes (agent.rotation.runner.loop_rotator),
     journalled beside the decision log and mirrored into it."""
     persist: Callable[[], object] | None = None
     """Saves the backend's state after each executed action (the simulated cluster lives in

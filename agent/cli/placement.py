@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Column, Table
 
-from agent.commands import bench
-from agent.commands.common import (
+from agent.cli import bench
+from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,

@@ -32,8 +32,8 @@ from agent.audit import (
     summary,
 )
 from agent.audit import explain as explain_decision
-from agent.commands import bench
-from agent.commands.common import (
+from agent.cli import bench
+from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,

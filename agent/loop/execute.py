@@ -15,7 +15,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from agent.context import LoopContext
+from agent.loop.context import LoopContext
 from tools.actions import (
     Action,
     CordonNode,

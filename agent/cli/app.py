@@ -1,11 +1,11 @@
-"""`steward`: the command line. One typer app; each area's commands live in agent/commands/."""
+"""`steward`: the command line. One typer app; each area's commands live in agent/cli/."""
 
 from __future__ import annotations
 
 import typer
 
-import agent.commands.llm  # noqa: F401 - registers `steward bench llm-prompt`
-from agent.commands import audit, bench, gpus, loop, mode, placement, policy, status
+import evals.bench.llm_prompt  # noqa: F401 - registers `steward bench llm-prompt`
+from agent.cli import audit, bench, gpus, loop, mode, placement, policy, status
 
 app = typer.Typer(
     name="steward",

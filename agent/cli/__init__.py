@@ -1,0 +1,1 @@
+"""The command line: one typer app (app.py), one module per command group."""

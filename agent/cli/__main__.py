@@ -1,0 +1,5 @@
+"""`python -m agent.cli`: the same as the `steward` console script."""
+
+from agent.cli.app import main
+
+main()

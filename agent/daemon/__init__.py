@@ -1,0 +1,1 @@
+"""The daemon: the composition root (config → backend, sources, notifiers), runtime, health."""

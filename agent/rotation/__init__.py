@@ -1,0 +1,1 @@
+"""The agent's side of the mode-rotation saga: under the policy, in the decision log."""
