@@ -38,6 +38,7 @@ from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
 from agent.daemon.heap import settle_heap, tidy_heap
+from agent.daemon.leader import Leadership, Sole
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
@@ -83,6 +84,8 @@ class TickReport:
     seconds: float
     in_progress: tuple[str, ...] = ()
     """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
+    standby: bool = False
+    """This replica did not lead: it observed and decided nothing."""
 
 
 @runtime_checkable
@@ -111,6 +114,7 @@ class Runtime:
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
         self._running: dict[str, Suspendable[dict[str, Any]]] = {}
+        self.leadership: Leadership = Sole()
 
     @classmethod
     def open(
@@ -122,14 +126,17 @@ class Runtime:
         planner: Planner | None = None,
         rotate: Rotator | None = None,
         telemetry: Telemetry | None = None,
+        leadership: Leadership | None = None,
     ) -> Runtime:
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
+        leadership = leadership or Sole()
+        fence = None if isinstance(leadership, Sole) else leadership.leading
         lock_fd = take_lock(data_dir)
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
             ctx = LoopContext(
-                cluster=parts.cluster(),
+                cluster=parts.cluster(fence),
                 policy=policy,
                 audit=AuditLog.open(data_dir, clock=parts.clock.now),
                 inbox=Inbox.open(data_dir),
@@ -148,12 +155,16 @@ class Runtime:
         except BaseException:
             lockfile.release(lock_fd)
             raise
-        return cls(data_dir, parts, ctx, graph, lock_fd)
+        runtime = cls(data_dir, parts, ctx, graph, lock_fd)
+        runtime.leadership = leadership
+        ctx.telemetry.leader_info = leadership.describe
+        return runtime
 
     # -- start and stop ---------------------------------------------------------------------------
 
     def start(self) -> list[str]:
         """Finish what a killed process left; returns the decision ids resumed or closed."""
+        self.leadership.start()
         finished: list[str] = []
         waiting: list[str] = []
         # A rotation killed mid-way finishes first (its commit or its rollback), from its journal.
@@ -207,7 +218,9 @@ class Runtime:
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
-        """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
+        """Flush and release: leadership, the log, the inbox, the cluster's saved state, the
+        lock."""
+        self.leadership.stop()
         self.parts.save(self.data_dir)
         _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
@@ -253,8 +266,14 @@ class Runtime:
         return report
 
     def decide(self) -> TickReport:
-        """One pass of the agent: resume answered decisions, then observe … record once."""
+        """One pass of the agent: resume answered decisions, then observe … record once.
+
+        A replica that does not lead only observes (it stays ready to take over)."""
         started = time.perf_counter()
+        leading = self.leadership.leading()
+        self.ctx.telemetry.leader.set(1 if leading else 0)
+        if not leading:
+            return self._stand_by(started)
         resumed = self.continue_long_actions() + self.resume_answered()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
@@ -292,6 +311,33 @@ class Runtime:
         if report.decided or resumed:
             log.info("decision", **_fields(report, final))
         return report
+
+    def _stand_by(self, started: float) -> TickReport:
+        """A standby's tick: observe (so it is ready, and /healthz says so), decide nothing."""
+        self.tick_no += 1
+        failed = False
+        try:
+            state = self.ctx.observe(f"standby-{self.tick_no}")
+            at = state.observed_at.isoformat()
+        except TemporaryError as exc:
+            log.warning("standby could not observe", error=str(exc))
+            failed, at = True, ""
+        seconds = time.perf_counter() - started
+        self.ctx.telemetry.tick_done(seconds, failed=failed)
+        return TickReport(
+            tick=self.tick_no,
+            decision_id="",
+            at=at,
+            decided=False,
+            waiting=False,
+            actions=(),
+            verdicts=(),
+            executed=0,
+            resumed=(),
+            findings=(),
+            seconds=round(seconds, 4),
+            standby=True,
+        )
 
     def resume_answered(self) -> tuple[str, ...]:
         """Resume every decision a human approved or denied since the last tick."""
