@@ -52,6 +52,8 @@ class Opened:
     """How long the simulated scenario lasts (the built-in day ends by itself); None: unbounded."""
     speed: float | None = None
     """The scenario's pace (simulated seconds per real second); None: real time."""
+    elapsed_s: float = 0.0
+    """How much of the simulated scenario has already run in this data dir."""
 
     @property
     def simulated(self) -> bool:
@@ -68,6 +70,7 @@ def open_backend(config: StewardConfig, data_dir: Path, scenario: Path | None = 
             description=f"simulated cluster {sim.scenario.name!r} in {data_dir}",
             day_s=sim.scenario.duration_s,
             speed=sim.scenario.speed,
+            elapsed_s=sim.elapsed_s,
         )
     if scenario is not None:
         raise InvalidInput("--scenario is for the simulated cluster (backend sim) only")

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 from langgraph.types import Command
 
+from agent import __version__
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
@@ -59,7 +60,7 @@ from tools.suspend import Suspendable
 
 LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
-VERSION = "0.1.0"
+VERSION = __version__
 SAVE_EVERY_S = 1.0
 """Between decisions the simulated cluster and the loop's memory are saved at most this often
 (and always at the end): what `steward status` shows of a running agent lags by up to this."""
@@ -86,6 +87,41 @@ class TickReport:
     """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
     standby: bool = False
     """This replica did not lead: it observed and decided nothing."""
+
+
+@dataclass
+class RunSummary:
+    """What a run's ticks did, summed up as they went."""
+
+    ticks: int = 0
+    decisions: int = 0
+    executed: int = 0
+    waiting: list[str] = dataclasses.field(default_factory=list)
+    """Decisions that stopped to wait for a human during this run."""
+    ran: list[str] = dataclasses.field(default_factory=list)
+    """The last actions carried out (at most RAN_KEPT), newest last."""
+    resumed: int = 0
+    standby_ticks: int = 0
+    in_progress: tuple[str, ...] = ()
+    first_at: str = ""
+    last_at: str = ""
+
+    def add(self, report: TickReport) -> None:
+        self.ticks += 1
+        self.decisions += int(report.decided)
+        self.executed += report.executed
+        self.resumed += len(report.resumed)
+        self.standby_ticks += int(report.standby)
+        if report.waiting:
+            self.waiting.append(report.decision_id)
+        if report.executed:
+            ran = [a for a, v in zip(report.actions, report.verdicts, strict=True) if v == "allow"]
+            self.ran = (self.ran + [f"{report.at} {a}" for a in ran])[-RAN_KEPT:]
+        self.first_at = self.first_at or report.at
+        self.last_at = report.at or self.last_at
+
+
+RAN_KEPT = 20
 
 
 @runtime_checkable
@@ -245,17 +281,29 @@ class Runtime:
 
     # -- ticks ------------------------------------------------------------------------------------
 
-    def run(self, ticks: int | None, interval_s: float, speed: float) -> list[TickReport]:
-        """Tick until `ticks` are done or a stop is asked; speed 0 runs as fast as possible."""
+    def run(
+        self,
+        ticks: int | None,
+        interval_s: float,
+        speed: float,
+        on_tick: Callable[[TickReport], None] | None = None,
+    ) -> RunSummary:
+        """Tick until `ticks` are done or a stop is asked; speed 0 runs as fast as possible.
+
+        What the ticks did is summed up as they go (an unbounded run keeps no list of them);
+        `on_tick` sees each report (the CLI's progress line)."""
         self.ctx.telemetry.interval_s = interval_s if speed == 0 else interval_s / speed
-        reports: list[TickReport] = []
-        while not self.stop.is_set() and (ticks is None or len(reports) < ticks):
+        summary = RunSummary()
+        while not self.stop.is_set() and (ticks is None or summary.ticks < ticks):
             started = time.monotonic()
             report = self.tick(interval_s)
-            reports.append(report)
+            summary.add(report)
+            if on_tick is not None:
+                on_tick(report)
             if speed > 0:
                 self.stop.wait(max(0.0, interval_s / speed - (time.monotonic() - started)))
-        return reports
+        summary.in_progress = self.in_progress
+        return summary
 
     def tick(self, interval_s: float) -> TickReport:
         """Let `interval_s` of the cluster's time pass, decide, then save what is due."""
