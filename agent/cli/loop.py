@@ -25,12 +25,14 @@ from agent.cli.common import (
     BackendOpt,
     DataDirOpt,
     JsonOpt,
+    ResetOpt,
     config,
     console,
     data_dir,
     emit_json,
     err_console,
     fail,
+    reset_data_dir,
 )
 from agent.daemon.compose import (
     Opened,
@@ -101,6 +103,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     backend: BackendOpt = None,
     json_out: JsonOpt = False,
+    reset: ResetOpt = False,
 ) -> None:
     """Run the agent: observe, decide, guard, act, verify, record — tick after tick.
 
@@ -114,6 +117,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     configure_logging()
     settings = _settings(backend)
     where = data_dir(data_dir_opt)
+    if reset:
+        reset_data_dir(where)
     try:
         opened = open_backend(settings, where, scenario)
         the_policy, policy_path = open_policy(policy or settings.policy)
