@@ -378,7 +378,9 @@ def _now() -> datetime:
 
 @bench.app.command("loop")
 def bench_loop(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Fleet size for the tick.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
+    ] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
     json_out: JsonOpt = False,
 ) -> None:

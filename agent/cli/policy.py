@@ -210,7 +210,9 @@ def _print(judgement: Judgement, policy: Policy, policy_file: Path, source: str)
 @bench.app.command("policy")
 def bench_policy(
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed runs.")] = 200,
-    nodes: Annotated[int, typer.Option("--nodes", min=4, help="Nodes in the state.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=4, max=20_000, help="Nodes in the state.")
+    ] = 1000,
     actions: Annotated[int, typer.Option("--actions", min=1, help="Actions in the plan.")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
