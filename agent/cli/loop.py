@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,12 +132,22 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
     listen_port = settings.listen.port if port is None else port
-    server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    try:
+        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    except OSError as exc:
+        runtime.close()
+        fail(
+            f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
+            f"{exc.strerror}; is another steward running? choose another --port (0: off)"
+        )
     if server:
         err_console.print(
             f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
         )
     step = interval if interval is not None else settings.interval_s
+    if not math.isfinite(step):
+        runtime.close()
+        fail(f"--interval {step}: give a finite number of seconds (0.1 to 86400)")
     pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
     limit = ticks
     if limit is None and opened.day_s is not None and not forever:
@@ -151,6 +162,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         runtime.start()
         summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
         waiting = runtime.ctx.inbox.listed("waiting")
+    except (InvalidInput, PolicyError) as exc:
+        fail(str(exc))
+    except PermanentError as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
     finally:
         if progress is not None:
             progress.done()

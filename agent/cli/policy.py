@@ -139,9 +139,16 @@ def _policy(path: Path) -> Policy:
         fail(f"the policy is not usable:\n{exc}")
 
 
+MAX_ACTION_CHARS = 64_000
+
+
 def _plan(text: str) -> Plan:
+    if len(text) > MAX_ACTION_CHARS:
+        fail(f"--action is {len(text):,} characters; an action is a small JSON object")
     try:
         data: Any = json.loads(text)
+    except RecursionError:
+        fail("--action nests too deeply; an action is one flat JSON object with a type")
     except json.JSONDecodeError as exc:
         fail(
             f"--action is not JSON ({exc.msg} at column {exc.colno}); pass e.g. "
