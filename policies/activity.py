@@ -39,8 +39,8 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
 def _fresh_utilization(node: Node) -> dict[str, float]:
     """The node's cards that have a fresh utilization reading, and the reading.
 
-    Derived once per version of the node: between two scrapes a node's object is shared by
-    successive observations, so a 1,000-node fleet reads only the nodes scraped since."""
+    Derived once per version of the node: between two scrapes a node keeps its version, so a
+    1,000-node fleet reads only the nodes scraped since, however the observation was built."""
     return {g.uuid: g.utilization.value or 0.0 for g in node.gpus if g.utilization.usable}
 
 

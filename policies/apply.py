@@ -117,8 +117,11 @@ def _nodes(state: ClusterState, node: Node) -> ClusterState:
 
 
 def _new(model: M, **update: Any) -> M:
-    """A validated copy with fields replaced (not model_copy, which keeps cached indexes)."""
+    """A validated copy with fields replaced (not model_copy, which keeps cached indexes); a
+    changed node or workload is of unknown version: its producer's no longer names it."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
+    if "version" in fields and "version" not in update:
+        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 

@@ -144,8 +144,11 @@ def homelab(at: datetime = NIGHT, render_util: float = 0.0) -> ClusterState:
 
 
 def replace(model: Any, **update: Any) -> Any:
-    """A validated copy of a model with fields replaced (model_copy keeps stale caches)."""
+    """A validated copy of a model with fields replaced (model_copy keeps stale caches); a
+    changed node or workload loses its version, as tools.model.Versioned says."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
+    if "version" in fields and "version" not in update:
+        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 
