@@ -9,8 +9,9 @@ decision log with fsync, the simulated cluster saved when something changed):
   is scraped so that `churn` of its nodes change per tick. What `Runtime.tick` does between two
   decisions runs untimed before each: the periodic save of the simulated cluster (`housekeep`,
   every second of wall time, as the daemon does it), 15 s of simulated world time, and parsing
-  the observation they produced — the backend's work at the edge, timed apart as `parse`. An
-  observation an action made within the tick is parsed inside it (and counted there);
+  the observation they produced — the backend's work at the edge, timed apart as `parse` (and
+  as `parse_by_version`, validating only new versions: tools.parsing). An observation an
+  action made within the tick is parsed inside it (and counted there);
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
 `sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards.
@@ -49,6 +50,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         fleet = _fleet(nodes, scrape_every)
         fleet_tick, sim = _ticks(Path(tmp) / "fleet", fleet, _fleet_policy(), runs, "tick")
         parsed = figures("parse", sim.parse_ms[-runs:])
+        by_version = figures("parse_by_version", sim.by_version_ms[-runs:])
         changed = sorted(sim.changed[-runs:])
         parses = len(sim.parse_ms)
         simulated = measure("sim", lambda: _sim_tick(sim), runs)
@@ -63,6 +65,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         "p99_ms": fleet_tick.p99_ms,
         "tick": fleet_tick.model_dump(),
         "parse": parsed.model_dump(),
+        "parse_by_version": by_version.model_dump(),
         "observations": {
             "node_scrape_interval_s": scrape_every,
             "nodes_changed_median": changed[len(changed) // 2],
