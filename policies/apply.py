@@ -26,7 +26,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.model import ActiveMode, ClusterState, Node, Workload
+from tools.model import ActiveMode, ClusterState, Node, Versioned, Workload
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -120,7 +120,7 @@ def _new(model: M, **update: Any) -> M:
     """A validated copy with fields replaced (not model_copy, which keeps cached indexes); a
     changed node or workload is of unknown version: its producer's no longer names it."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
-    if "version" in fields and "version" not in update:
+    if isinstance(model, Versioned) and "version" not in update:
         update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
