@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
@@ -90,6 +91,8 @@ class Telemetry:
             registry=self.registry,
         )
         self.leader.set(1)
+        self.leader_info: Callable[[], dict[str, object]] = lambda: {"leading": True}
+        """Who leads, for /healthz (the runtime sets it from its Leadership)."""
         self.long_actions = Gauge(
             "steward_long_actions",
             "Decisions whose long action (a drain, a rotation) is still going on.",
@@ -127,6 +130,7 @@ class Telemetry:
             "last_tick_age_s": age,
             "ticks": self.tick_count,
             "failing_ticks": self.failing_ticks,
+            "leader": self.leader_info(),
         }
 
     def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
