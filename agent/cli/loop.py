@@ -21,6 +21,7 @@ import typer
 
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.cli import bench
+from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
@@ -397,12 +398,17 @@ def bench_loop(
         int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
     ] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
+    churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
 ) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick."""
     from evals.bench.loop import bench_figures
 
-    figures = bench_figures(nodes, runs)
+    try:
+        figures = bench_figures(nodes, runs, churn)
+    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
+        fail(f"--churn: {exc}")
     if json_out:
         emit_json(figures)
         return
