@@ -23,12 +23,13 @@ from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
     fail,
 )
-from tools.backends.sim import SimCluster
+from agent.daemon.compose import open_backend
 from tools.errors import InvalidInput
 from tools.model import Node
 from tools.placement import (
@@ -40,7 +41,6 @@ from tools.placement import (
     fit,
     load_catalog,
 )
-from tools.sim.scenario import load_scenario
 
 CatalogOpt = Annotated[
     list[Path] | None,
@@ -92,7 +92,10 @@ def _print_fit(report: FitReport) -> None:
 
 
 def _live_nodes(names: list[str], data: Path | None) -> list[Node]:
-    state = SimCluster.open(data_dir(data)).observe()
+    try:
+        state = open_backend(config(), data_dir(data)).parts.cluster().observe()
+    except InvalidInput as exc:
+        fail(str(exc))
     found = [state.node(name) for name in names]
     missing = [name for name, n in zip(names, found, strict=True) if n is None]
     if missing:
@@ -214,8 +217,7 @@ def place_command(
     """Rank the nodes for one more replica of WORKLOAD, with reasons and rejections."""
     catalog = _catalog(catalog_paths)
     try:
-        chosen = load_scenario(scenario) if scenario is not None else None
-        state = SimCluster.open(data_dir(data), chosen).observe()
+        state = open_backend(config(), data_dir(data), scenario).parts.cluster().observe()
     except InvalidInput as exc:
         fail(str(exc))
     target = state.workload(workload)

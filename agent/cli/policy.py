@@ -23,6 +23,7 @@ from agent.cli.common import (
     EXIT_BAD_INPUT,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
@@ -163,14 +164,14 @@ def _plan(text: str) -> Plan:
 
 
 def _state(scenario: Path | None, option: Path | None) -> tuple[ClusterState, str]:
-    from tools.backends.sim import SimCluster
-    from tools.sim.scenario import load_scenario
+    from agent.daemon.compose import observe_scenario, open_backend
 
     try:
         if scenario is not None:
-            return SimCluster.from_scenario(load_scenario(scenario)).observe(), str(scenario)
+            return observe_scenario(scenario), str(scenario)
         directory = data_dir(option)
-        return SimCluster.open(directory).observe(), f"simulated cluster in {directory}"
+        opened = open_backend(config(), directory)
+        return opened.parts.cluster().observe(), opened.description
     except InvalidInput as exc:
         fail(str(exc))
 
