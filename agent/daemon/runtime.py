@@ -28,7 +28,9 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 from langgraph.types import Command
 
-from agent.approvals.inbox import Inbox, PendingDecision
+from agent.approvals.answers import expire_due, resume_answer
+from agent.approvals.inbox import Inbox
+from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
 from agent.daemon.heap import settle_heap, tidy_heap
@@ -36,7 +38,7 @@ from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Approval, Decision, Memory
+from agent.loop.state import Decision, Memory
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import open_rotation
@@ -147,9 +149,15 @@ class Runtime:
                 log.info("resuming", decision=thread, at=list(snapshot.next))
                 result = self.graph.invoke(None, _config(thread), durability="sync")
                 self._finish(thread, result)
-                finished.append(thread)
+                if "__interrupt__" in result:
+                    waiting.append(thread)  # killed on its way to wait: it waits now
+                else:
+                    finished.append(thread)
             else:
                 self._delete(thread)
+        # The log is the truth of what waits: the inbox is rebuilt from it, and a request whose
+        # decision can no longer be resumed is closed as lost (never reported "resumed").
+        settle_inbox(self.ctx.inbox, self.ctx.audit, waiting)
         closed = self.ctx.audit.reconcile(keep=waiting)
         for decision in closed:
             log.warning("interrupted", decision=decision)
@@ -268,13 +276,16 @@ class Runtime:
         return report
 
     def resume_answered(self) -> tuple[str, ...]:
-        """Resume every decision a human approved or denied since the last tick."""
+        """Resume every decision a human approved or denied since the last tick, and every one
+        that waited past approval.expires_after (refused at act, rule approval.expired)."""
         done: list[str] = []
-        for pending in self.ctx.inbox.listed("approved", "denied"):
+        now = self.sim.now
+        expire_due(self.ctx.inbox, self.ctx.policy, now)
+        for pending in self.ctx.inbox.to_resume():
             thread = pending.decision_id
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
-                answer = _answer(pending)
+                answer = resume_answer(pending, now)
                 result = self.graph.invoke(
                     Command(resume=answer.model_dump(mode="json")),
                     _config(thread),
@@ -305,16 +316,6 @@ def _config(thread: str) -> Any:
 def _decision(result: dict[str, Any]) -> Decision:
     values = {k: v for k, v in result.items() if not k.startswith("__")}
     return Decision.model_validate(values)
-
-
-def _answer(pending: PendingDecision) -> Approval:
-    assert pending.answered_at is not None and pending.answered_by is not None
-    return Approval(
-        answer="approved" if pending.status == "approved" else "denied",
-        by=pending.answered_by,
-        reason=pending.reason,
-        at=pending.answered_at,
-    )
 
 
 def _report(

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from agent.planners.base import PlannerReport
@@ -43,6 +43,17 @@ class Telemetry:
             "steward_planner_fallbacks",
             "Times the chosen planner failed and the rules planner decided.",
             ["planner"],
+            registry=self.registry,
+        )
+        self.refused_at_execution = Counter(
+            "steward_refused_at_execution",
+            "Actions allowed or approved before that the guard refused when they came to run.",
+            registry=self.registry,
+        )
+        self.findings = Gauge(
+            "steward_findings",
+            "Findings open now (shared card counted twice, degraded link, stale metrics ...).",
+            ["kind"],
             registry=self.registry,
         )
         self.planner_tokens = Counter(

@@ -18,6 +18,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
+from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
 from agent.loop.state import Memory
 from agent.planners.base import Planner
@@ -59,6 +60,8 @@ class LoopContext:
     planner: Planner
     fallback: RulesPlanner
     telemetry: Telemetry = field(default_factory=Telemetry)
+    notifier: Notifier = field(default_factory=LogNotifier)
+    """Where notices for people go: findings, waiting decisions, refusals, failures."""
     rotate: Rotator | None = None
     """Carries out RotateMode; None: the saga of tools/modes (agent.rotation.runner.loop_rotator),
     journalled beside the decision log and mirrored into it."""
@@ -121,6 +124,10 @@ class LoopContext:
             if e.ok
         )
         return History(executed=executed)
+
+    def notify(self, notice: Notice) -> None:
+        """Tell people (never raises: a broken channel does not stop the decision)."""
+        notify_safely(self.notifier, notice)
 
     def maybe_crash(self, point: str) -> None:
         """The kill -9 test hook: die here, without cleanup, if asked to."""
