@@ -38,7 +38,8 @@ from tools.modes import demand_from_state, rotation_gain
 EXPIRED = "approval.expired"
 NOT_GIVEN = "approval.not_given"
 ADVICE = "rotation.advice"
-GATE_RULE_IDS = (EXPIRED, NOT_GIVEN, ADVICE)
+WENT_BACK = "observation.older_than_decision"
+GATE_RULE_IDS = (EXPIRED, NOT_GIVEN, ADVICE, WENT_BACK)
 """Rule ids only the gate gives (the engine's own ids come with its verdicts)."""
 
 
@@ -46,7 +47,7 @@ def at_execution(
     verdicts: Sequence[ActionVerdict],
     approval: Approval | None,
     *,
-    waiting_since: datetime | None,
+    decided_at: datetime | None,
     state: ClusterState,
     policy: Policy,
     history: History,
@@ -54,8 +55,11 @@ def at_execution(
 ) -> tuple[GateVerdict, ...]:
     """One verdict per proposal, in order, as of `state` (which must be freshly observed).
 
-    `advice` re-checks that a rotation still pays (the loop's rotations, which a planner
-    proposed because it did); off for a rotation a person asked for themselves."""
+    `decided_at` is the time of the observation the decision was made on (when it began to
+    wait, for one that waited). A fresh observation older than that means the backend's state
+    went back (a simulated cluster restored from its last save): nothing runs on it. `advice`
+    re-checks that a rotation still pays (the loop's rotations, which a planner proposed
+    because it did); off for a rotation a person asked for themselves."""
     now = state.observed_at
     settled: dict[int, GateVerdict] = {}
     candidates: list[int] = []
@@ -64,7 +68,7 @@ def at_execution(
             rules = ", ".join(v.rule_ids) or "policy"
             settled[i] = _deny(i, v.rule_ids, f"denied by {rules}: {v.message}", fresh=False)
         elif v.decision == "needs_approval":
-            unapproved = _unapproved(i, approval, waiting_since, now, policy)
+            unapproved = _unapproved(i, approval, decided_at, now, policy)
             if unapproved is not None:
                 settled[i] = unapproved
             else:
@@ -86,7 +90,23 @@ def at_execution(
         for j in refused:  # each pass refuses at least one: at most len(verdicts) passes
             settled[j] = judged[j]
             candidates.remove(j)
+    if decided_at is not None and now < decided_at:
+        return tuple(_went_back(settled[i], now, decided_at, policy) for i in range(len(verdicts)))
     return tuple(settled[i] for i in range(len(verdicts)))
+
+
+def _went_back(g: GateVerdict, now: datetime, decided_at: datetime, policy: Policy) -> GateVerdict:
+    """Refuse what would run, or add the reason to a fresh refusal: the state went back."""
+    if g.verdict == "deny" and not g.refused_at_execution:
+        return g
+    why = (
+        f"the cluster as observed now ({_local(policy, now)}) is older than the observation the "
+        f"decision was made on ({_local(policy, decided_at)}); its state went back, so nothing "
+        "runs on it: the next tick decides anew"
+    )
+    if g.verdict == "deny":
+        return _deny(g.index, (*g.rule_ids, WENT_BACK), f"{g.message}; {why}", fresh=True)
+    return _deny(g.index, (WENT_BACK,), why, fresh=True)
 
 
 def _unapproved(
