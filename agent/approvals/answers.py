@@ -147,7 +147,7 @@ def _refused_now(
     gate = at_execution(
         verdicts,
         answer,
-        waiting_since=found.created_at,
+        decided_at=found.created_at,
         state=state,
         policy=policy,
         history=history,

@@ -222,9 +222,9 @@ class FindingChange(_Payload):
     """A finding appeared in the observations, or cleared: one record each way, not per tick."""
 
     kind: Literal["finding"] = "finding"
-    decision_id: DecisionId | None = None
-    """The tick (decision id) whose observation showed the change."""
     finding: FindingKind
+    observed_at: datetime
+    """The observation that showed the change."""
     key: str = Field(min_length=1)
     """What the finding is about, stable across ticks (e.g. `degraded_link:gx10-link/rail0`)."""
     status: Literal["appeared", "cleared"]

@@ -20,7 +20,8 @@ from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
 from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
-from agent.loop.state import Memory
+from agent.loop.findings import FindingsBook
+from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import loop_rotator
@@ -71,6 +72,9 @@ class LoopContext:
     hold_denied: bool = True
     """Do not propose again, for a while, what the guard just denied (off for dry runs, which
     show every proposal with its verdict)."""
+    track_findings: bool = True
+    """Record findings as they appear and clear, and tell people (off for a dry run, which
+    writes nothing but its plan)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
     planner_resting_until: datetime | None = None
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
@@ -80,6 +84,7 @@ class LoopContext:
     soft state, not the decision's: it stays out of the checkpoints and is saved by the runtime
     to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
+    _findings: FindingsBook | None = None
 
     def __post_init__(self) -> None:
         if self.rotate is None:
@@ -124,6 +129,16 @@ class LoopContext:
             if e.ok
         )
         return History(executed=executed)
+
+    def track(self, state: ClusterState, signals: Signals) -> None:
+        """Findings that appeared or cleared in this observation: logged, counted, told."""
+        if not self.track_findings:
+            return
+        if self._findings is None:
+            max_age = self.settings.assess.metric_max_age_s
+            self._findings = FindingsBook(self.audit, self.telemetry, max_age)
+        for notice in self._findings.update(state, signals):
+            self.notify(notice)
 
     def notify(self, notice: Notice) -> None:
         """Tell people (never raises: a broken channel does not stop the decision)."""

@@ -62,6 +62,8 @@ def assess(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("assess")
     state = ctx.snapshot(d.decision_id)
     signals, ctx.memory = assess_signals(state, ctx.memory, ctx.settings.assess, ctx.policy)
+    if not d.dry_run:
+        ctx.track(state, signals)
     return {"signals": signals, "stage": "plan"}
 
 
@@ -220,7 +222,7 @@ def act(d: Decision, ctx: LoopContext) -> Update:
     gate = at_execution(
         d.verdicts,
         d.approval,
-        waiting_since=d.observed_at,
+        decided_at=d.observed_at,
         state=state,
         policy=ctx.policy,
         history=history,
