@@ -52,6 +52,7 @@ def at_execution(
     policy: Policy,
     history: History,
     advice: bool = True,
+    favoured_mode: str | None = None,
 ) -> tuple[GateVerdict, ...]:
     """One verdict per proposal, in order, as of `state` (which must be freshly observed).
 
@@ -59,7 +60,9 @@ def at_execution(
     wait, for one that waited). A fresh observation older than that means the backend's state
     went back (a simulated cluster restored from its last save): nothing runs on it. `advice`
     re-checks that a rotation still pays (the loop's rotations, which a planner proposed
-    because it did); off for a rotation a person asked for themselves."""
+    because it did); off for a rotation a person asked for themselves. `favoured_mode` is the
+    mode the loop's demand memory has favoured lately (within its grace): demand is noisy tick
+    to tick, so a rotation the advice doubts on this one reading still runs while it holds."""
     now = state.observed_at
     settled: dict[int, GateVerdict] = {}
     candidates: list[int] = []
@@ -80,7 +83,15 @@ def at_execution(
         plan = Plan(actions=actions, rationale="judged again at execution", planner="gate")
         fresh = judge(plan, state, policy, history, now=now).verdicts
         judged = {
-            i: _judged(i, verdicts[i], f, approval, state=state, policy=policy, advice=advice)
+            i: _judged(
+                i,
+                verdicts[i],
+                f,
+                approval,
+                state=state,
+                policy=policy,
+                advice=advice and favoured_mode != verdicts[i].action.target,
+            )
             for i, f in zip(candidates, fresh, strict=True)
         }
         refused = [i for i, g in judged.items() if g.verdict == "deny"]

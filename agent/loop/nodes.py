@@ -226,6 +226,7 @@ def act(d: Decision, ctx: LoopContext) -> Update:
         state=state,
         policy=ctx.policy,
         history=history,
+        favoured_mode=_favoured_lately(ctx, state.observed_at),
     )
     digest = state.digest()
     write_execution(
@@ -269,6 +270,15 @@ def act(d: Decision, ctx: LoopContext) -> Update:
     if any(o.executed for o in outcomes):
         _persist(ctx)
     return {"outcomes": tuple(outcomes), "digest": digest, "execution": gate, "stage": "verify"}
+
+
+def _favoured_lately(ctx: LoopContext, now: datetime) -> str | None:
+    """The mode demand has favoured within the grace of the loop's memory (its hysteresis)."""
+    memory = ctx.memory
+    seen = memory.mode_seen_at
+    if seen is None or (now - seen).total_seconds() > ctx.settings.assess.mode_grace_s:
+        return None
+    return memory.mode_favoured
 
 
 def _approvals(d: Decision) -> list[Approval]:
