@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from agent.cli.app import app
 from agent.daemon.notifier import Notice
+from agent.daemon.runtime import Runtime
 from tests.loop.conftest import APPROVE_BURST
+from tools.backends.sim import SimCluster
 
 runner = CliRunner()
 FREEZE = 'windows: [{name: freeze, start: "01:05", end: "23:59", allow: nothing}]\n'
@@ -37,6 +39,13 @@ def policy_with(tmp_path: Path, extra: str, name: str = "policy.yaml") -> Path:
     path = tmp_path / name
     path.write_text(APPROVE_BURST.read_text() + "\n" + extra)
     return path
+
+
+def sim_of(runtime: Runtime) -> SimCluster:
+    """The simulated cluster a test runtime acts on (to move its clock, or save it)."""
+    sim = runtime.parts.orchestrator
+    assert isinstance(sim, SimCluster)
+    return sim
 
 
 def cli(*args: str) -> tuple[int, str]:

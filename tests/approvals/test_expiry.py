@@ -13,7 +13,7 @@ from agent.audit import Approval, Execution, Outcome, Record
 from agent.audit.execution import unjudged_executions
 from policies.loader import load_policy
 from policies.model import Policy
-from tests.approvals.conftest import Recorder, cli, policy_with
+from tests.approvals.conftest import Recorder, cli, policy_with, sim_of
 from tests.approvals.test_late_approval import wait_for_approval
 from tests.loop.conftest import APPROVE_BURST, open_runtime
 from tests.loop.test_approval import SPIKE
@@ -82,8 +82,8 @@ def test_approving_after_expiry_before_the_agent_noticed_says_expired(
     policy = policy_with(tmp_path, SHORT)
     with open_runtime(data_dir, SPIKE, policy) as runtime:
         decision = wait_for_approval(runtime)
-        runtime.sim.advance(180.0)  # the agent is not deciding meanwhile: nothing expired it
-        runtime.sim.save(data_dir)
+        sim_of(runtime).advance(180.0)  # the agent is not deciding meanwhile: nothing expired it
+        sim_of(runtime).save(data_dir)
     assert _status(data_dir, decision) == "waiting"
     code, out = cli(
         "approve", decision, "--as", "homelab-owner", "--data-dir", str(data_dir),
@@ -107,7 +107,7 @@ def test_an_approval_not_carried_out_in_time_expires(tmp_path: Path, data_dir: P
     )  # fmt: skip
     assert code == 0, out
     with open_runtime(data_dir, SPIKE, policy) as runtime:
-        runtime.sim.advance(180.0)  # the agent was down for three minutes after the answer
+        sim_of(runtime).advance(180.0)  # the agent was down for three minutes after the answer
         assert decision in runtime.decide().resumed
         records = runtime.ctx.audit.decision(decision)
         burst = runtime.ctx.cluster.observe().workload("burst-llm")

@@ -16,7 +16,7 @@ from agent.approvals.inbox import Inbox
 from agent.audit import Approval, Execution, Outcome, explain, render
 from agent.audit.execution import unjudged_executions
 from agent.daemon.runtime import Runtime
-from tests.approvals.conftest import FREEZE, Recorder, cli, policy_with
+from tests.approvals.conftest import FREEZE, Recorder, cli, policy_with, sim_of
 from tests.loop.conftest import open_runtime
 from tests.loop.test_approval import SPIKE
 
@@ -39,10 +39,10 @@ def test_an_approval_given_inside_the_freeze_is_refused_at_execution(
 ) -> None:
     policy = policy_with(tmp_path, FREEZE)
     with open_runtime(data_dir, SPIKE, policy) as runtime:
-        start = runtime.sim.now
+        start = sim_of(runtime).now
         decision = wait_for_approval(runtime)
-        assert runtime.sim.now < start + FREEZE_STARTS  # it began to wait before the freeze
-        while runtime.sim.now < start + FREEZE_STARTS + timedelta(minutes=1):
+        assert sim_of(runtime).now < start + FREEZE_STARTS  # it began to wait before the freeze
+        while sim_of(runtime).now < start + FREEZE_STARTS + timedelta(minutes=1):
             runtime.tick(15.0)
     code, out = cli(
         "approve", decision, "--as", "homelab-owner", "--data-dir", str(data_dir),
