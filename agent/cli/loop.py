@@ -45,6 +45,7 @@ from agent.daemon.compose import (
 )
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
+from agent.daemon.notifier import Notifier, notifier_for
 from agent.loop.context import HISTORY_WINDOW
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
@@ -128,7 +129,14 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         the_policy, policy_path = open_policy(policy or settings.policy)
         chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
-        runtime = Runtime.open(where, opened.parts, the_policy, planner=chosen, telemetry=telemetry)
+        runtime = Runtime.open(
+            where,
+            opened.parts,
+            the_policy,
+            planner=chosen,
+            telemetry=telemetry,
+            notifier=_notifier(settings),
+        )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
@@ -373,6 +381,11 @@ def _answer(
     if not submitted.ok:
         fail(submitted.message, EXIT_CHECK_FAILED)
     console.print(submitted.message, markup=False, highlight=False)
+
+
+def _notifier(settings: StewardConfig) -> Notifier:
+    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
+    return notifier_for(settings.notifiers)
 
 
 def _history(root: Path, state: ClusterState) -> History:

@@ -11,11 +11,14 @@ loop wraps every call (`notify_safely`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue
+
+from tools.errors import InvalidInput
 
 NoticeKind = Literal[
     "finding_appeared",
@@ -77,3 +80,30 @@ def notify_safely(notifier: Notifier, notice: Notice) -> None:
         log.error(
             "notifier failed", notifier=type(notifier).__name__, error=str(exc), notice=notice.kind
         )
+
+
+class FanOut:
+    """Several notifiers as one: each notice goes to every one (a failing one skipped)."""
+
+    def __init__(self, *notifiers: Notifier) -> None:
+        self.notifiers = notifiers
+
+    def notify(self, notice: Notice) -> None:
+        for notifier in self.notifiers:
+            notify_safely(notifier, notice)
+
+
+def notifier_for(
+    names: Sequence[str], makers: Mapping[str, Callable[[], Notifier]] | None = None
+) -> Notifier:
+    """The notifiers steward.yaml's `notifiers` names, as one. `makers` adds channels beyond
+    the log (Slack's, from agent/chatops/); a name nobody provides is bad input."""
+    known: dict[str, Callable[[], Notifier]] = {"log": LogNotifier, **(makers or {})}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise InvalidInput(
+            f"notifiers: {', '.join(missing)} is not available in this steward (available: "
+            f"{', '.join(sorted(known))}); fix `notifiers` in steward.yaml"
+        )
+    chosen = [known[name]() for name in dict.fromkeys(names)]
+    return chosen[0] if len(chosen) == 1 else FanOut(*chosen)

@@ -42,6 +42,7 @@ from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
+from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
@@ -165,6 +166,7 @@ class Runtime:
         rotate: Rotator | None = None,
         telemetry: Telemetry | None = None,
         leadership: Leadership | None = None,
+        notifier: Notifier | None = None,
     ) -> Runtime:
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
@@ -182,6 +184,7 @@ class Runtime:
                 planner=planner or rules,
                 fallback=rules,
                 telemetry=telemetry or Telemetry(),
+                notifier=notifier or LogNotifier(),
                 rotate=rotate,
                 clock=LoopClock(parts.clock),
                 parts=parts,
