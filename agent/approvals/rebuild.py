@@ -17,12 +17,15 @@ rotate`, planned by "cli" — are left as they are: they are run by repeating th
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Collection
+from pathlib import Path
 
 import structlog
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog, Intent
+from agent.loop.graph import CHECKPOINT_DB
 
 REQUESTED_BY_PERSON = "cli"
 """The planner name of decisions a person asked for on the command line (no graph thread)."""
@@ -67,3 +70,32 @@ def _intent(audit: AuditLog, decision: str) -> Intent | None:
         if isinstance(record.payload, Intent):
             return record.payload
     return None
+
+
+def why_unresumable(data_dir: Path, audit: AuditLog, decision: str) -> str | None:
+    """Why a waiting decision could never be resumed, or None when it can be.
+
+    For `steward approve` before the agent's next start notices: the log closed the decision
+    (interrupted, or it has an outcome), or its graph thread is not in the checkpoints any more
+    (deleted, emptied). Read-only; a rotation a person asked for needs no thread."""
+    records = audit.decision(decision)
+    closed = [r.kind for r in records if r.kind in ("outcome", "interrupted")]
+    if closed:
+        return f"the decision log closed it ({closed[0]})"
+    intent = next((r.payload for r in records if isinstance(r.payload, Intent)), None)
+    if intent is not None and intent.planner == REQUESTED_BY_PERSON:
+        return None
+    path = data_dir / CHECKPOINT_DB
+    if not path.is_file():
+        return f"its decision's checkpoint is gone ({path} does not exist)"
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            row = conn.execute(
+                "SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (decision,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return f"its decision's checkpoint is gone ({path} holds no checkpoints)"
+    return None if row else f"its decision's checkpoint is gone (not in {path})"

@@ -19,6 +19,7 @@ import typer
 from agent.approvals.answers import submit
 from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import Inbox, PendingDecision
+from agent.approvals.rebuild import why_unresumable
 from agent.audit import AuditError, AuditLog
 from agent.cli import bench
 from agent.cli.common import (
@@ -364,6 +365,11 @@ def _answer(
     inbox = Inbox.open(root)
     try:
         state = open_backend(config(), root).parts.cluster().observe()
+        found = inbox.get(decision_id)
+        if found is not None and found.status == "waiting":
+            lost = _unresumable(root, decision_id)
+            if lost is not None:
+                inbox.refuse(decision_id, "lost", lost)
         submitted = submit(
             inbox,
             the_policy,
@@ -386,6 +392,18 @@ def _answer(
 def _notifier(settings: StewardConfig) -> Notifier:
     """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
     return notifier_for(settings.notifiers)
+
+
+def _unresumable(root: Path, decision_id: str) -> str | None:
+    """Why the agent could never resume this decision (its checkpoint gone …), if so."""
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return None  # no log yet: nothing to say either way; the agent squares it at start
+    try:
+        return why_unresumable(root, audit, decision_id)
+    finally:
+        audit.close()
 
 
 def _history(root: Path, state: ClusterState) -> History:

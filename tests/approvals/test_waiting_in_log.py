@@ -81,3 +81,21 @@ def test_a_request_whose_checkpoint_is_gone_is_lost_not_resumed(data_dir: Path) 
         "--policy", str(APPROVE_BURST),
     )  # fmt: skip
     assert code == 1 and "can no longer be resumed" in out and "resumes" not in out
+
+
+def test_approving_a_decision_whose_checkpoint_is_gone_says_so_at_once(data_dir: Path) -> None:
+    with open_runtime(data_dir, SPIKE, APPROVE_BURST) as runtime:
+        decision = wait_for_approval(runtime)
+    for name in ("checkpoints.db", "checkpoints.db-wal", "checkpoints.db-shm"):
+        (data_dir / name).unlink(missing_ok=True)  # and no agent has started since
+    code, out = cli(
+        "approve", decision, "--as", "homelab-owner", "--data-dir", str(data_dir),
+        "--policy", str(APPROVE_BURST),
+    )  # fmt: skip
+    assert code == 1 and "checkpoint is gone" in out and "resumes" not in out
+    inbox = Inbox.open(data_dir)
+    try:
+        entry = inbox.get(decision)
+    finally:
+        inbox.close()
+    assert entry is not None and entry.status == "lost"
