@@ -23,6 +23,7 @@ a restart neither repeats an appearance nor forgets a clearing.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from functools import lru_cache
 from typing import get_args
 
@@ -33,7 +34,7 @@ from agent.audit import AuditLog, FindingChange, FindingKind
 from agent.daemon.notifier import Notice
 from agent.daemon.telemetry import Telemetry
 from agent.loop.state import Signals
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, Node, Workload
 from tools.placement import default_catalog, max_tokens, standard_context
 
 KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
@@ -74,13 +75,26 @@ def findings_of(
         text = f"{name}: demand metrics stale or missing ({entry})"
         found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
     for node in state.nodes:
-        readings = [gpu.utilization.aged(state.observed_at, max_age_s) for gpu in node.gpus]
-        if any(not r.usable for r in readings):
+        if _cards_stale(node, state.observed_at, max_age_s):
             text = f"{node.name}: card readings stale or missing"
             found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{node.name}", text=text))
     for workload in state.workloads:
         found += _workload_findings(workload, state)
     return {f.key: f for f in found}
+
+
+def _cards_stale(node: Node, now: datetime, max_age_s: float) -> bool:
+    """Whether a card of the node has no fresh utilization reading (one pass, one age: this
+    runs for every card of the fleet every tick)."""
+    oldest: datetime | None = None
+    for gpu in node.gpus:
+        reading = gpu.utilization
+        at = reading.observed_at
+        if reading.status != "fresh" or reading.value is None or at is None:
+            return True
+        if oldest is None or at < oldest:
+            oldest = at
+    return oldest is not None and (now - oldest).total_seconds() > max_age_s
 
 
 def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]:
