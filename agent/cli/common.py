@@ -72,7 +72,7 @@ def data_dir(option: Path | None) -> Path:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"data dir {path} cannot be created: {exc.strerror}; choose another --data-dir")
-    if not os.access(path, os.W_OK | os.X_OK):
+    if not os.access(path, os.W_OK):
         fail(f"data dir {path} is not writable by this user; choose another --data-dir")
     return path
 

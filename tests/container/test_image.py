@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "container"
 IMAGE = "localhost/steward:test"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _free_port() -> int:
@@ -51,7 +51,7 @@ def test_the_image_builds_runs_as_non_root_and_stops_on_sigterm() -> None:
     name = f"steward-test-{port}"
     started = subprocess.run(
         ["podman", "run", "-d", "--rm", "--name", name, "--read-only",
-         "--tmpfs", "/data:rw,uid=10001,gid=10001", "-p", f"127.0.0.1:{port}:9108", IMAGE],
+         "--tmpfs", "/data:rw,mode=1777", "-p", f"127.0.0.1:{port}:9108", IMAGE],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
