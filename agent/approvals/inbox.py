@@ -25,6 +25,7 @@ from tools.errors import InvalidInput
 
 DB_NAME = "inbox.db"
 Status = Literal["waiting", "approved", "denied", "resumed"]
+Channel = Literal["cli", "slack"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -39,6 +40,8 @@ CREATE TABLE IF NOT EXISTS pending (
     answered_at TEXT
 );
 """
+_CHANNEL_COLUMN = "ALTER TABLE pending ADD COLUMN channel TEXT NOT NULL DEFAULT 'cli'"
+"""Where an answer came from (cli, slack); added to inboxes made before chat-ops."""
 
 
 class PendingDecision(BaseModel):
@@ -58,6 +61,8 @@ class PendingDecision(BaseModel):
     answered_by: str | None = None
     reason: str = ""
     answered_at: datetime | None = None
+    channel: Channel = "cli"
+    """Where the answer came from: `steward approve` (cli) or a Slack button or command."""
 
 
 class Inbox:
@@ -75,6 +80,9 @@ class Inbox:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(pending)")}
+        if "channel" not in columns:
+            conn.execute(_CHANNEL_COLUMN)
         return cls(conn, path)
 
     def close(self) -> None:
@@ -114,14 +122,21 @@ class Inbox:
         return [_pending(r) for r in rows]
 
     def answer(
-        self, decision_id: str, *, approved: bool, by: str, reason: str, at: datetime
+        self,
+        decision_id: str,
+        *,
+        approved: bool,
+        by: str,
+        reason: str,
+        at: datetime,
+        channel: Channel = "cli",
     ) -> PendingDecision:
         """Record a human's answer; only a waiting decision can be answered, and only once."""
         status: Status = "approved" if approved else "denied"
         cursor = self._conn.execute(
-            "UPDATE pending SET status = ?, answered_by = ?, reason = ?, answered_at = ? "
-            "WHERE decision_id = ? AND status = 'waiting'",
-            (status, by, reason, at.isoformat(), decision_id),
+            "UPDATE pending SET status = ?, answered_by = ?, reason = ?, answered_at = ?, "
+            "channel = ? WHERE decision_id = ? AND status = 'waiting'",
+            (status, by, reason, at.isoformat(), channel, decision_id),
         )
         found = self.get(decision_id)
         if found is None:
@@ -154,7 +169,7 @@ class Inbox:
 
 _SELECT = (
     "SELECT decision_id, created_at, actions, indexes, messages, status, answered_by, reason, "
-    "answered_at FROM pending"
+    "answered_at, channel FROM pending"
 )
 
 
@@ -169,4 +184,5 @@ def _pending(row: tuple[str, ...]) -> PendingDecision:
         answered_by=row[6],
         reason=row[7] or "",
         answered_at=datetime.fromisoformat(row[8]) if row[8] else None,
+        channel=row[9],
     )

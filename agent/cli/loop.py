@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from agent.approvals.answers import NotAllowed, answer_decision
 from agent.approvals.inbox import Inbox
 from agent.cli import bench
 from agent.cli.common import (
@@ -218,24 +219,18 @@ def _answer(
         fail(str(exc))
     inbox = Inbox.open(root)
     try:
-        found = inbox.get(decision_id)
-        if found is None or found.status != "waiting":
-            # Raises the error that names what is wrong: unknown, or already answered.
-            inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
-            return
-        sim = open_sim(root, None)
-        state = sim.observe()
-        refused = [a for a in found.actions if not the_policy.may_approve(principal, a, state)]
-        if refused:
-            groups = sorted({g for a in refused for g in the_policy.approver_groups(a, state)})
-            fail(
-                f"{principal} may not answer decision {decision_id}: "
-                f"{'; '.join(a.describe() for a in refused)} needs a member of "
-                f"{', '.join(groups) or 'an approver group'} (policy approvers); "
-                "pass --as NAME of an approver",
-                EXIT_CHECK_FAILED,
-            )
-        inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
+        answer_decision(
+            inbox,
+            the_policy,
+            lambda: open_sim(root, None).observe(),
+            decision_id,
+            approved=approved,
+            principal=principal,
+            reason=reason,
+            at=_now(),
+        )
+    except NotAllowed as exc:
+        fail(f"{exc}; pass --as NAME of an approver", EXIT_CHECK_FAILED)
     except InvalidInput as exc:
         fail(str(exc))
     finally:

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import queue
 import signal
 import socket
 import threading
@@ -30,7 +31,7 @@ from langgraph.types import Command
 
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
-from agent.daemon import lockfile
+from agent.daemon import lockfile, pause
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
@@ -95,6 +96,9 @@ class Runtime:
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
+        self.chores: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        """Work other threads hand to the tick thread (a rotation asked for in Slack): run
+        before the next decision, so the daemon stays the one writer of cluster and log."""
 
     @classmethod
     def open(
@@ -232,7 +236,10 @@ class Runtime:
     def decide(self) -> TickReport:
         """One pass of the agent: resume answered decisions, then observe … record once."""
         started = time.perf_counter()
-        resumed = self.resume_answered()
+        while not self.chores.empty():
+            self.chores.get_nowait()()
+        # Paused: answered decisions keep waiting; they run once the agent is resumed.
+        resumed = () if pause.read(self.data_dir) else self.resume_answered()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self._failed)
@@ -314,6 +321,7 @@ def _answer(pending: PendingDecision) -> Approval:
         by=pending.answered_by,
         reason=pending.reason,
         at=pending.answered_at,
+        channel=pending.channel,
     )
 
 

@@ -13,6 +13,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -82,6 +83,11 @@ class LoopContext:
         if self.rotate is None:
             data_dir = self.audit.path.parent
             self.rotate = loop_rotator(self.cluster, data_dir, self.policy, self.audit)
+
+    @property
+    def data_dir(self) -> Path:
+        """The data dir the decision log (and the pause switch) live in."""
+        return self.audit.path.parent
 
     def observe(self, decision_id: str) -> ClusterState:
         """A fresh observation (retried on transient errors), remembered as this decision's."""

@@ -26,6 +26,7 @@ from agent.audit import (
     Outcome,
     proposals,
 )
+from agent.daemon import pause
 from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
 from agent.loop.effects import expected_effect
@@ -204,13 +205,15 @@ def act(d: Decision, ctx: LoopContext) -> Update:
                     action_index=i,
                     approved=approved,
                     principal=d.approval.by,
-                    channel="cli",
+                    channel=d.approval.channel,
                     decided_at=d.approval.at,
                     note=d.approval.reason,
                 )
             )
     outcomes: list[ActionOutcome] = []
-    failed: str | None = None
+    held = pause.read(ctx.data_dir)
+    # A paused agent decides and records, but runs nothing: the log says who paused it.
+    failed = f"the agent is {held.line()}; `steward resume` lifts it" if held else None
     for i, v in enumerate(d.verdicts):
         why_not = _why_not(v, approved, failed)
         if why_not:

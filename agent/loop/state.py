@@ -165,6 +165,8 @@ class Approval(_Model):
     by: str
     reason: str = ""
     at: datetime
+    channel: Literal["cli", "slack"] = "cli"
+    """Where the answer was given (the audit record's channel)."""
 
 
 class Decision(BaseModel):

@@ -159,7 +159,7 @@ class RotationRequests:
                     action_index=0,
                     approved=True,
                     principal=principal,
-                    channel="cli",
+                    channel=found.channel,
                     decided_at=at,
                 )
             )
