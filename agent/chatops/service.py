@@ -31,6 +31,7 @@ from agent.daemon.notifier import Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.rotation.request import RequestResult, RotationRequests
 from policies.model import Policy
+from tools.backends.base import Cluster
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
@@ -55,7 +56,9 @@ class TickRotations:
 
     def _desk(self) -> RotationRequests:
         r = self.runtime
-        return RotationRequests(r.sim, r.data_dir, r.ctx.policy, r.ctx.audit)
+        # The backend itself when it is whole (the simulator: the saga finds its virtual clock).
+        world = r.world if isinstance(r.world, Cluster) else r.ctx.cluster
+        return RotationRequests(world, r.data_dir, r.ctx.policy, r.ctx.audit)
 
     def _between_ticks(self, work: Callable[[], T]) -> T:
         done: Future[T] = Future()
@@ -147,3 +150,29 @@ def _connect(socket: SocketModeHandler, stopping: threading.Event) -> None:
             except Exception as exc:
                 log.warning("slack socket mode: cannot connect yet", error=str(exc))
                 raise
+
+
+def start_for_daemon(
+    settings: SlackSettings,
+    runtime: Runtime,
+    telemetry: Telemetry,
+    *,
+    planner: str,
+    policy_path: Path | None,
+    then: Notifier | None = None,
+) -> SlackService:
+    """Chat-ops for `steward run`: status and approvals read the data dir as `steward status`
+    and `steward approve` do; plan is `steward plan`'s dry run."""
+    from agent.daemon.compose import dry_run, open_sim
+
+    where = runtime.data_dir
+    return SlackService.start(
+        settings,
+        where,
+        runtime.ctx.policy,
+        observe=lambda: open_sim(where, None).observe(),
+        plan=lambda: dry_run(where, planner, policy_path),
+        runtime=runtime,
+        telemetry=telemetry,
+        then=then,
+    )

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agent.approvals.answers import NotAllowed, answer_decision
 from agent.approvals.inbox import Inbox
+from agent.chatops.access import with_slack_approvers
+from agent.chatops.settings import SlackSettings
 from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
@@ -41,6 +44,11 @@ from agent.daemon.logs import configure_logging
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
 from tools.errors import InvalidInput, PermanentError
+
+if TYPE_CHECKING:
+    from agent.chatops.service import SlackService
+    from agent.daemon.runtime import Runtime
+    from agent.daemon.telemetry import Telemetry
 
 PolicyOpt = Annotated[
     Path | None,
@@ -95,6 +103,9 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     try:
         sim = open_sim(where, scenario)
         the_policy, policy_path = open_policy(policy)
+        slack = SlackSettings().with_env(os.environ)
+        if slack.enabled:  # Slack users join the policy's approver groups (agent/chatops/access)
+            the_policy = with_slack_approvers(the_policy, slack)
         chosen = planner_for(planner, the_policy)
         telemetry = Telemetry()
         runtime = Runtime.open(where, sim, the_policy, planner=chosen, telemetry=telemetry)
@@ -107,11 +118,18 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     if server:
         err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
     day_ticks = int(sim.scenario.duration_s // interval)
+    chat = None
     try:
+        if slack.enabled:
+            chat = _start_slack(
+                slack, runtime, telemetry, planner=planner, policy_path=policy_path, port=port
+            )
         runtime.install_signal_handlers()
         runtime.start()
         reports = runtime.run(ticks if ticks is not None else day_ticks, interval, speed)
     finally:
+        if chat is not None:
+            chat.stop()
         runtime.close()
         if server:
             server.shutdown()
@@ -121,6 +139,25 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         f"{len(reports)} tick(s), {decided} decision(s), {executed} action(s) executed; "
         f"the log and the cluster are in {where}"
     )
+
+
+def _start_slack(
+    slack: SlackSettings,
+    runtime: Runtime,
+    telemetry: Telemetry,
+    *,
+    planner: str,
+    policy_path: Path,
+    port: int,
+) -> SlackService:
+    from agent.chatops.service import start_for_daemon
+
+    if slack.mode == "http" and not port:
+        fail("slack http mode answers on the daemon's port: pass --port N (or use socket mode)")
+    try:
+        return start_for_daemon(slack, runtime, telemetry, planner=planner, policy_path=policy_path)
+    except InvalidInput as exc:
+        fail(str(exc))
 
 
 def plan(

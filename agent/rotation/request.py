@@ -24,7 +24,7 @@ from policies.history import Executed, History
 from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Plan, RotateMode
-from tools.backends.sim import SimCluster
+from tools.backends.base import Cluster
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 from tools.modes import Approval, RotationOutcome
@@ -66,7 +66,7 @@ def judge_rotation(
 class RotationRequests:
     """Rotations people ask for, over one data dir's cluster, policy and decision log."""
 
-    def __init__(self, sim: SimCluster, data_dir: Path, policy: Policy, audit: AuditLog) -> None:
+    def __init__(self, sim: Cluster, data_dir: Path, policy: Policy, audit: AuditLog) -> None:
         self.sim = sim
         self.data_dir = data_dir
         self.policy = policy
