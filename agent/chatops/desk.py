@@ -25,7 +25,6 @@ from agent.chatops.access import may_steer
 from agent.chatops.status import state_lines
 from agent.chatops.store import ChatopsStore
 from agent.daemon import pause as switch
-from agent.daemon.notifier import Notice, Notifier
 from agent.rotation.request import RequestResult
 from policies.errors import PolicyError
 from policies.model import Policy
@@ -72,7 +71,6 @@ class Desk:
         *,
         plan: Callable[[], dict[str, object]],
         rotations: Rotations | None,
-        notifier: Notifier | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.policy = policy
@@ -80,7 +78,6 @@ class Desk:
         self.store = store
         self._plan = plan
         self.rotations = rotations
-        self.notifier = notifier
 
     def handle(self, text: str, user: str, where: str) -> Reply:
         """Answer `text` (what follows `/steward` or the mention) from Slack user `user`;
@@ -230,15 +227,12 @@ class Desk:
     def pause(self, user: str, reason: str) -> Reply:
         wanted = switch.Pause(by=user, at=datetime.now(UTC), reason=reason, channel="slack")
         held, made = switch.pause(self.data_dir, wanted)
-        if made:
-            self._notice("paused", f"<@{user}> paused the agent" + (f": {reason}" * bool(reason)))
         return Reply(("" if made else "already ") + held.line() + "; `/steward resume` lifts it")
 
     def resume(self, user: str) -> Reply:
         lifted = switch.resume(self.data_dir)
         if lifted is None:
             return Reply("the agent was not paused", ephemeral=True)
-        self._notice("resumed", f"<@{user}> resumed the agent (it was {lifted.line()})")
         return Reply(f"resumed by <@{user}>; actions run again from the next tick")
 
     def mode(self, target: str, user: str) -> Reply:
@@ -254,12 +248,6 @@ class Desk:
         return Reply(
             f"rotation to {target} ({result.decision_id}): {result.status}", [result.message]
         )
-
-    def _notice(self, kind: str, text: str) -> None:
-        if self.notifier is not None:
-            self.notifier.notify(
-                Notice.model_validate({"kind": kind, "text": text, "at": datetime.now(UTC)})
-            )
 
 
 def _strings(value: object) -> list[str]:

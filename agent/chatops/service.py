@@ -104,8 +104,7 @@ class SlackService:
         courier = Courier(settings, client, store, data_dir)
         notifier = SlackNotifier(store, courier.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
-        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations,
-                    notifier=notifier)  # fmt: skip
+        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations)
         app = build_app(settings, secrets, client, desk, store)
         stopping = threading.Event()
         socket = None
@@ -166,7 +165,7 @@ def start_for_daemon(
     from agent.daemon.compose import dry_run, open_sim
 
     where = runtime.data_dir
-    return SlackService.start(
+    service = SlackService.start(
         settings,
         where,
         runtime.ctx.policy,
@@ -174,5 +173,7 @@ def start_for_daemon(
         plan=lambda: dry_run(where, planner, policy_path),
         runtime=runtime,
         telemetry=telemetry,
-        then=then,
+        then=then or runtime.notifier,
     )
+    runtime.notifier = service.notifier
+    return service

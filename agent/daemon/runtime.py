@@ -38,7 +38,9 @@ from langgraph.types import Command
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile, pause
+from agent.daemon.announce import Announcer
 from agent.daemon.heap import settle_heap, tidy_heap
+from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
@@ -115,6 +117,8 @@ class Runtime:
         self.chores: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         """Work other threads hand to the tick thread (a rotation asked for in Slack): run
         before the next decision, so the daemon stays the one writer of cluster and log."""
+        self.notifier: Notifier = LogNotifier()
+        self.announcer = Announcer(lambda: self.notifier)
 
     @classmethod
     def open(
@@ -263,7 +267,7 @@ class Runtime:
             self.chores.get_nowait()()
         # Paused: answered decisions keep waiting (they run once resumed); a long action that
         # had started goes on to its end, as stopping a drain half-way would leave it worse.
-        paused = pause.read(self.data_dir) is not None
+        paused = pause.read(self.data_dir)
         resumed = self.continue_long_actions() + (() if paused else self.resume_answered())
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
@@ -298,6 +302,9 @@ class Runtime:
         report = dataclasses.replace(report, seconds=round(seconds, 4))
         if report.decided or resumed:
             log.info("decision", **_fields(report, final))
+        if not failed:
+            self.announcer.tick(report.findings, final, waiting=waiting, paused=paused,
+                                at=self.clock.now())  # fmt: skip
         return report
 
     def resume_answered(self) -> tuple[str, ...]:

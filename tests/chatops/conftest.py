@@ -64,7 +64,7 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
 
 
-def settings_for(stub: SlackStub, mode: str = "http") -> SlackSettings:
+def settings_for(stub: SlackStub, mode: str = "http", retry_max_s: float = 300.0) -> SlackSettings:
     return SlackSettings(
         enabled=True,
         mode=mode,
@@ -72,6 +72,7 @@ def settings_for(stub: SlackStub, mode: str = "http") -> SlackSettings:
         api_url=stub.api_url,
         approvers={"owners": (OWNER,)},
         poll_s=0.05,
+        retry_max_s=retry_max_s,
     )
 
 
@@ -199,8 +200,10 @@ def press_body(decision_id: str, user: str, ts: str, *, approve: bool) -> str:
     return urlencode({"payload": json.dumps(payload)})
 
 
-def open_rig(data_dir: Path, stub: SlackStub, mode: str = "http") -> Rig:
-    settings = settings_for(stub, mode)
+def open_rig(
+    data_dir: Path, stub: SlackStub, mode: str = "http", retry_max_s: float = 300.0
+) -> Rig:
+    settings = settings_for(stub, mode, retry_max_s)
     sim = SimCluster.open(data_dir, SPIKE)
     policy = with_slack_approvers(load_policy(APPROVE_BURST), settings)
     telemetry = Telemetry()
