@@ -114,16 +114,16 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    server = telemetry.serve(port) if port else None
-    if server:
-        err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
     day_ticks = int(sim.scenario.duration_s // interval)
-    chat = None
+    chat, server = None, None
     try:
-        if slack.enabled:
+        if slack.enabled:  # before the port opens, so Slack never meets a 404 there
             chat = _start_slack(
                 slack, runtime, telemetry, planner=planner, policy_path=policy_path, port=port
             )
+        server = telemetry.serve(port) if port else None
+        if server:
+            err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
         runtime.install_signal_handlers()
         runtime.start()
         reports = runtime.run(ticks if ticks is not None else day_ticks, interval, speed)

@@ -84,10 +84,6 @@ class Rig:
     service: SlackService
     server: ThreadingHTTPServer
 
-    @property
-    def events_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/slack/events"
-
     def close(self) -> None:
         self.service.stop()
         self.server.shutdown()
@@ -126,16 +122,7 @@ class Rig:
         return str(message.ts)
 
     def post(self, body: str, headers: dict[str, str]) -> int:
-        request = urllib.request.Request(
-            self.events_url,
-            data=body.encode(),
-            headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as exc:
-            return exc.code
+        return post_event(self.server.server_port, body, headers)
 
     def slash(self, text: str, user: str) -> int:
         body = slash_body(text, user)
@@ -144,6 +131,20 @@ class Rig:
     def press(self, decision_id: str, user: str, ts: str, *, approve: bool) -> int:
         body = press_body(decision_id, user, ts, approve=approve)
         return self.post(body, sign(body))
+
+
+def post_event(port: int, body: str, headers: dict[str, str]) -> int:
+    """POST a form body to the daemon's /slack/events as Slack does; the HTTP status."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/slack/events",
+        data=body.encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 def slash_body(text: str, user: str) -> str:
