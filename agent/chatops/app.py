@@ -124,6 +124,7 @@ def deliver(
         )
         return
     shown, rest = blocks.split(reply.lines)
+    rest += reply.thread
     sent = client.chat_postMessage(
         channel=channel,
         text=reply.title,

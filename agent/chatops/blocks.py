@@ -16,7 +16,7 @@ from agent.approvals.inbox import PendingDecision
 Block = dict[str, Any]
 APPROVE_ID = "steward_approve"
 DENY_ID = "steward_deny"
-SHORT_LINES = 8
+SHORT_LINES = 12
 """An answer longer than this many lines shows its first lines; the rest goes to a thread."""
 SECTION_CHARS = 2900
 

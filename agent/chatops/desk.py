@@ -22,7 +22,7 @@ from agent.audit import AuditError, AuditLog
 from agent.audit.story import explain as explain_decision
 from agent.audit.story import render
 from agent.chatops.access import may_steer
-from agent.chatops.status import state_lines
+from agent.chatops.status import node_lines, workload_lines
 from agent.chatops.store import ChatopsStore
 from agent.daemon import pause as switch
 from agent.rotation.request import RequestResult
@@ -44,6 +44,8 @@ class Reply:
 
     title: str
     lines: list[str] = field(default_factory=list)
+    thread: list[str] = field(default_factory=list)
+    """Detail for the message's thread (beside lines past blocks.SHORT_LINES)."""
     ephemeral: bool = False
     answered: PendingDecision | None = None
     """The decision this reply answered (the app then updates its approval message)."""
@@ -127,13 +129,11 @@ class Desk:
     def status(self) -> Reply:
         state = self.observe()
         held = switch.read(self.data_dir)
-        lines = state_lines(state)
         waiting = self._waiting()
-        lines.append(
-            f"waiting for approval: {len(waiting)}" + (" (`/steward pending`)" * bool(waiting))
-        )
+        lines = [f"waiting for approval: {len(waiting)}" + " (`/steward pending`)" * bool(waiting)]
+        lines += workload_lines(state)
         title = f"status at {state.observed_at:%Y-%m-%d %H:%M:%S %Z}"
-        return Reply(title + (f" — {held.line()}" if held else ""), lines)
+        return Reply(title + (f" — {held.line()}" if held else ""), lines, node_lines(state))
 
     def plan(self) -> Reply:
         result = self._plan()

@@ -1,4 +1,5 @@
-"""`/steward status` in a few lines: the facts `steward status` shows, one line per thing.
+"""`/steward status` in a few lines: the facts `steward status` shows, one line per thing; the
+nodes go to the answer's thread.
 
 The CLI prints tables; a chat answer must be short, so each workload is one line (ready of
 desired, queue, wait, tokens per second), each node one line (its cards, how busy, cordoned or
@@ -10,8 +11,8 @@ from __future__ import annotations
 from tools.model import ClusterState, Metric
 
 
-def state_lines(state: ClusterState) -> list[str]:
-    """The cluster as short lines: mode, workloads, nodes."""
+def workload_lines(state: ClusterState) -> list[str]:
+    """The active mode, then one line per workload."""
     mode = state.active_mode
     lines = [
         f"mode: {mode.name} since {mode.since:%H:%M:%S}" if mode else "mode: none serves whole"
@@ -22,6 +23,12 @@ def state_lines(state: ClusterState) -> list[str]:
             f"queue {_fmt(w.queue_depth, digits=0)}, wait {_fmt(w.queue_wait_s, unit=' s')}, "
             f"{_fmt(w.tokens_per_s, digits=0)} tok/s"
         )
+    return lines
+
+
+def node_lines(state: ClusterState) -> list[str]:
+    """One line per node: its cards and how busy each is, cordoned or not ready."""
+    lines: list[str] = []
     for n in state.nodes:
         flags = "".join((" NotReady" * (not n.ready), " cordoned" * n.cordoned))
         cards = ", ".join(f"{g.model} {_fmt(g.utilization, 0.01, '%', 0)}" for g in n.gpus)
