@@ -202,10 +202,14 @@ def press_body(decision_id: str, user: str, ts: str, *, approve: bool) -> str:
 
 
 def open_rig(
-    data_dir: Path, stub: SlackStub, mode: str = "http", retry_max_s: float = 300.0
+    data_dir: Path,
+    stub: SlackStub,
+    mode: str = "http",
+    retry_max_s: float = 300.0,
+    scenario: Scenario = SPIKE,
 ) -> Rig:
     settings = settings_for(stub, mode, retry_max_s)
-    sim = SimCluster.open(data_dir, SPIKE)
+    sim = SimCluster.open(data_dir, scenario)
     policy = with_slack_approvers(load_policy(APPROVE_BURST), settings)
     telemetry = Telemetry()
     runtime = Runtime.open(data_dir, sim, policy, telemetry=telemetry)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -15,6 +16,7 @@ import pytest
 from agent.audit import Approval
 from tests.chatops.conftest import OUTSIDER, OWNER, Rig, open_rig, press_payload, slash_body
 from tests.chatops.slack_stub import CHANNEL, Call, SlackStub
+from tools.sim.scenario import Scenario
 
 _ids = itertools.count(1)
 
@@ -134,19 +136,42 @@ def test_a_press_and_a_mention_over_the_socket(socket_rig: Rig) -> None:
     assert reply.params["thread_ts"] == at
 
 
-def test_a_mode_request_is_judged_like_any_action(socket_rig: Rig) -> None:
-    rig = socket_rig
-    rig.runtime.tick(15.0)
-    command(rig, "mode cluster", OWNER)
-    # The request runs on the tick thread, between two decisions.
-    deadline = time.monotonic() + 30
-    while not _said(rig, "chat.postMessage", "rotation to cluster"):
-        assert time.monotonic() < deadline, "the rotation request got no answer"
+DAYTIME = Scenario(
+    name="daytime-rotation",
+    start=datetime(2026, 3, 2, 10, 0, tzinfo=UTC),  # 11:00 in Madrid: rotations need an owner
+    mode="cluster",
+)
+
+
+def test_a_mode_request_waits_for_an_owner_then_runs(
+    tmp_path: Path, stub: SlackStub, secrets: None
+) -> None:
+    rig = open_rig(tmp_path / "steward", stub, mode="socket", scenario=DAYTIME)
+    try:
+        stub.wait_for(stub.connected)
+        for _ in range(124):  # past the policy's 30 minutes of dwell in the active mode
+            rig.runtime.tick(15.0)
+        command(rig, "mode split", OWNER)
+        reply = _tick_until(rig, "rotation to split")
+        assert reply.params["text"].endswith(": pending")
+        decision = reply.params["text"].split("(")[1].split(")")[0]
+        ts = rig.approval_message(decision)
+        _envelope(rig, "interactive", press_payload(decision, OWNER, ts, approve=True))
+        done = _tick_until(rig, f"{decision} approved by <@{OWNER}>; rotation to split")
+        assert done.params["text"].endswith(": ran")
+        assert rig.runtime.ctx.cluster.observe().active_mode.name == "split"  # type: ignore[union-attr]
+        records = rig.runtime.ctx.audit.decision(decision)
+        approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+        assert approval.channel == "slack" and approval.principal == OWNER
+    finally:
+        rig.close()
+
+
+def _tick_until(rig: Rig, words: str) -> Call:
+    """Tick (the request runs on the tick thread) until the channel has the answer."""
+    deadline = time.monotonic() + 60
+    while not _said(rig, "chat.postMessage", words):
+        assert time.monotonic() < deadline, f"no answer with {words!r}"
         rig.runtime.tick(15.0)
-        time.sleep(0.05)
-    reply = _said(rig, "chat.postMessage", "rotation to cluster")[-1]
-    decision = reply.params["text"].split("(")[1].split(")")[0]
-    intent = rig.runtime.ctx.audit.decision(decision)[0]
-    assert intent.kind == "intent"
-    status = reply.params["text"].rsplit(": ", 1)[1]
-    assert status in ("ran", "denied", "pending")
+        time.sleep(0.02)
+    return _said(rig, "chat.postMessage", words)[-1]
