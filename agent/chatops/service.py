@@ -31,10 +31,10 @@ from agent.daemon.notifier import Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.rotation.request import RequestResult, RotationRequests
 from policies.model import Policy
-from tools.backends.base import Cluster
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
+    from agent.daemon.config import StewardConfig
     from agent.daemon.runtime import Runtime
 
 T = TypeVar("T")
@@ -56,9 +56,7 @@ class TickRotations:
 
     def _desk(self) -> RotationRequests:
         r = self.runtime
-        # The backend itself when it is whole (the simulator: the saga finds its virtual clock).
-        world = r.world if isinstance(r.world, Cluster) else r.ctx.cluster
-        return RotationRequests(world, r.data_dir, r.ctx.policy, r.ctx.audit)
+        return RotationRequests(r.parts, r.data_dir, r.ctx.policy, r.ctx.audit)
 
     def _between_ticks(self, work: Callable[[], T]) -> T:
         done: Future[T] = Future()
@@ -152,28 +150,28 @@ def _connect(socket: SocketModeHandler, stopping: threading.Event) -> None:
 
 
 def start_for_daemon(
-    settings: SlackSettings,
+    config: StewardConfig,
     runtime: Runtime,
     telemetry: Telemetry,
     *,
-    planner: str,
     policy_path: Path | None,
-    then: Notifier | None = None,
 ) -> SlackService:
-    """Chat-ops for `steward run`: status and approvals read the data dir as `steward status`
-    and `steward approve` do; plan is `steward plan`'s dry run."""
-    from agent.daemon.compose import dry_run, open_sim
+    """Chat-ops for `steward run`: status and approvals observe the cluster as `steward status`
+    and `steward approve` do (the composition root opens it); plan is `steward plan`'s dry run.
+    Notifications go to Slack when `notifiers` lists slack, and to the log when it lists log."""
+    from agent.daemon.compose import dry_run, open_backend
 
     where = runtime.data_dir
     service = SlackService.start(
-        settings,
+        config.slack,
         where,
         runtime.ctx.policy,
-        observe=lambda: open_sim(where, None).observe(),
-        plan=lambda: dry_run(where, planner, policy_path),
+        observe=lambda: open_backend(config, where).parts.cluster().observe(),
+        plan=lambda: dry_run(where, config.planner, policy_path, open_backend(config, where)),
         runtime=runtime,
         telemetry=telemetry,
-        then=then or runtime.notifier,
+        then=runtime.notifier if "log" in config.notifiers else None,
     )
-    runtime.notifier = service.notifier
+    if "slack" in config.notifiers:
+        runtime.notifier = service.notifier
     return service

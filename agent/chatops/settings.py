@@ -21,13 +21,6 @@ from tools.errors import InvalidInput
 
 Mode = Literal["socket", "http"]
 DEFAULT_API_URL = "https://slack.com/api/"
-ENV_OVERRIDES = {
-    "STEWARD_SLACK_ENABLED": "enabled",
-    "STEWARD_SLACK_MODE": "mode",
-    "STEWARD_SLACK_CHANNEL": "channel",
-    "STEWARD_SLACK_API_URL": "api_url",
-}
-"""The issue's short names, honoured beside pydantic-settings' STEWARD_SLACK__KEY form."""
 
 
 class SlackSettings(BaseModel):
@@ -58,15 +51,6 @@ class SlackSettings(BaseModel):
     @classmethod
     def _slash(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
-
-    def with_env(self, environ: Mapping[str, str]) -> SlackSettings:
-        """These settings with STEWARD_SLACK_MODE / _CHANNEL / _API_URL / _ENABLED applied."""
-        update: dict[str, object] = {
-            key: environ[name] for name, key in ENV_OVERRIDES.items() if environ.get(name)
-        }
-        if not update:
-            return self
-        return SlackSettings.model_validate({**self.model_dump(), **update})
 
 
 class SlackSecrets(BaseModel):

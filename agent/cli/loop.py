@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,12 +20,13 @@ import typer
 from agent.approvals.answers import NotAllowed, answer_decision
 from agent.approvals.inbox import Inbox
 from agent.chatops.access import with_slack_approvers
-from agent.chatops.settings import SlackSettings
 from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    BackendOpt,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
@@ -35,11 +35,12 @@ from agent.cli.common import (
 )
 from agent.daemon.compose import (
     dry_run,
+    open_backend,
     open_policy,
-    open_sim,
     planner_for,
     run_policy_path,
 )
+from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
@@ -55,7 +56,8 @@ PolicyOpt = Annotated[
     typer.Option("--policy", help="Policy file (default: policies/default.yaml).", dir_okay=False),
 ]
 PlannerOpt = Annotated[
-    str, typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules).")
+    str | None,
+    typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules)."),
 ]
 
 
@@ -78,55 +80,71 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     ticks: Annotated[
         int | None, typer.Option("--ticks", min=1, help="Stop after N ticks (default: the day).")
     ] = None,
+    forever: Annotated[
+        bool,
+        typer.Option("--forever", help="Run until stopped, also past a simulated day's end."),
+    ] = False,
     speed: Annotated[
-        float,
-        typer.Option("--speed", min=0, help="Simulated seconds per real second; 0: flat out."),
-    ] = 60.0,
+        float | None,
+        typer.Option(
+            "--speed", min=0, help="Simulated seconds per real second; 0: flat out (sim only)."
+        ),
+    ] = None,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.1, help="Seconds between ticks (simulated).")
-    ] = 15.0,
-    planner: PlannerOpt = "rules",
+        float | None,
+        typer.Option(
+            "--interval", min=0.1, help="Seconds between ticks (default: steward.yaml, 15)."
+        ),
+    ] = None,
+    planner: PlannerOpt = None,
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off.")
-    ] = 0,
+        int | None,
+        typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
+    ] = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Run the agent: observe, decide, guard, act, verify, record — tick after tick.
 
     With no configuration it runs the embedded homelab through a built-in day of demand,
-    compressed so that decisions show within seconds, and stops at the end of the day.
+    compressed so that decisions show within seconds, and stops at the end of the day. On a
+    configured cluster (steward.yaml, `--backend kubernetes`) it runs until stopped.
     """
     from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
     from agent.daemon.telemetry import Telemetry
 
     configure_logging()
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
-        sim = open_sim(where, scenario)
-        the_policy, policy_path = open_policy(policy)
-        slack = SlackSettings().with_env(os.environ)
-        if slack.enabled:  # Slack users join the policy's approver groups (agent/chatops/access)
-            the_policy = with_slack_approvers(the_policy, slack)
-        chosen = planner_for(planner, the_policy)
+        opened = open_backend(settings, where, scenario)
+        the_policy, policy_path = open_policy(policy or settings.policy)
+        if settings.slack.enabled:  # Slack users join the policy's approver groups
+            the_policy = with_slack_approvers(the_policy, settings.slack)
+        chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
-        runtime = Runtime.open(where, sim, the_policy, planner=chosen, telemetry=telemetry)
+        runtime = Runtime.open(where, opened.parts, the_policy, planner=chosen, telemetry=telemetry)
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    day_ticks = int(sim.scenario.duration_s // interval)
+    listen_port = settings.listen.port if port is None else port
+    step = interval if interval is not None else settings.interval_s
+    pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
+    bounded = opened.day_s is not None and not forever
+    day_ticks = int(opened.day_s // step) if bounded and opened.day_s is not None else None
     chat, server = None, None
     try:
-        if slack.enabled:  # before the port opens, so Slack never meets a 404 there
-            chat = _start_slack(
-                slack, runtime, telemetry, planner=planner, policy_path=policy_path, port=port
-            )
-        server = telemetry.serve(port) if port else None
+        if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
+            chat = _start_slack(settings, runtime, telemetry, policy_path, listen_port)
+        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
         if server:
-            err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
+            err_console.print(
+                f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
+            )
         runtime.install_signal_handlers()
         runtime.start()
-        reports = runtime.run(ticks if ticks is not None else day_ticks, interval, speed)
+        reports = runtime.run(ticks if ticks is not None else day_ticks, step, pace)
     finally:
         if chat is not None:
             chat.stop()
@@ -142,34 +160,45 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 def _start_slack(
-    slack: SlackSettings,
+    settings: StewardConfig,
     runtime: Runtime,
     telemetry: Telemetry,
-    *,
-    planner: str,
     policy_path: Path,
-    port: int,
+    port: int | None,
 ) -> SlackService:
     from agent.chatops.service import start_for_daemon
 
-    if slack.mode == "http" and not port:
-        fail("slack http mode answers on the daemon's port: pass --port N (or use socket mode)")
+    if settings.slack.mode == "http" and not port:
+        fail("slack http mode answers on the daemon's port: set listen.port or pass --port N")
     try:
-        return start_for_daemon(slack, runtime, telemetry, planner=planner, policy_path=policy_path)
+        return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
     except InvalidInput as exc:
         fail(str(exc))
+
+
+def _settings(backend: str | None) -> StewardConfig:
+    """steward.yaml (and the environment), with `--backend` over it."""
+    settings = config()
+    if backend is None:
+        return settings
+    if backend not in ("sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    return settings.model_copy(update={"backend": backend})
 
 
 def plan(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    planner: PlannerOpt = "rules",
+    planner: PlannerOpt = None,
     policy: PolicyOpt = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
-        result = dry_run(where, planner, policy)
+        opened = open_backend(settings, where)
+        result = dry_run(where, planner or settings.planner, policy or settings.policy, opened)
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     if json_out:
@@ -259,7 +288,7 @@ def _answer(
         answer_decision(
             inbox,
             the_policy,
-            lambda: open_sim(root, None).observe(),
+            lambda: open_backend(config(), root).parts.cluster().observe(),
             decision_id,
             approved=approved,
             principal=principal,

@@ -26,6 +26,7 @@ from agent.approvals.inbox import Inbox, PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import SlackService, start_for_daemon
 from agent.chatops.settings import SlackSettings
+from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
 from agent.daemon.telemetry import Telemetry
 from policies.loader import load_policy
@@ -215,9 +216,8 @@ def open_rig(
     runtime = Runtime.open(data_dir, sim, policy, telemetry=telemetry)
     runtime.start()
     server = telemetry.serve(0)
-    service = start_for_daemon(
-        settings, runtime, telemetry, planner="rules", policy_path=APPROVE_BURST
-    )
+    config = StewardConfig(slack=settings, notifiers=("log", "slack"))
+    service = start_for_daemon(config, runtime, telemetry, policy_path=APPROVE_BURST)
     return Rig(data_dir, stub, runtime, service, server)
 
 

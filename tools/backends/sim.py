@@ -19,9 +19,9 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tools.backends.base import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.errors import BackendUnavailable, InvalidInput
 from tools.model import ClusterState, Link
+from tools.results import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.sim import control, lifecycle, store
 from tools.sim.clock import VirtualClock
 from tools.sim.demand import Generator
