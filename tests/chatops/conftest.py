@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -130,7 +131,7 @@ class Rig:
         return self.post(body, sign(body))
 
     def press(self, decision_id: str, user: str, ts: str, *, approve: bool) -> int:
-        body = press_body(decision_id, user, ts, approve=approve)
+        body = press_body(decision_id, user, ts, approve=approve, pressed_at=f"{time.time():.6f}")
         return self.post(body, sign(body))
 
 
@@ -167,7 +168,10 @@ def slash_body(text: str, user: str) -> str:
     )
 
 
-def press_payload(decision_id: str, user: str, ts: str, *, approve: bool) -> dict[str, Any]:
+def press_payload(
+    decision_id: str, user: str, ts: str, *, approve: bool, pressed_at: str = "1764000000.1"
+) -> dict[str, Any]:
+    """A block_actions payload as Slack sends it for a press (each press has its own time)."""
     action = "steward_approve" if approve else "steward_deny"
     return {
         "type": "block_actions",
@@ -197,8 +201,10 @@ def press_payload(decision_id: str, user: str, ts: str, *, approve: bool) -> dic
     }
 
 
-def press_body(decision_id: str, user: str, ts: str, *, approve: bool) -> str:
-    payload = press_payload(decision_id, user, ts, approve=approve)
+def press_body(
+    decision_id: str, user: str, ts: str, *, approve: bool, pressed_at: str = "1764000000.1"
+) -> str:
+    payload = press_payload(decision_id, user, ts, approve=approve, pressed_at=pressed_at)
     return urlencode({"payload": json.dumps(payload)})
 
 

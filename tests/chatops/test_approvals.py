@@ -25,7 +25,10 @@ def _ephemeral(rig: Rig, user: str, words: str) -> list[str]:
 def test_an_approval_from_slack_runs_on_the_next_tick(rig: Rig) -> None:
     decision = rig.tick_until_waiting()
     ts = rig.approval_message(decision)
-    buttons = rig.stub.of("chat.postMessage")[-1].params["blocks"][-1]["elements"]
+    posted = next(
+        c for c in rig.stub.of("chat.postMessage") if "waits for approval" in c.params["text"]
+    )
+    buttons = posted.params["blocks"][-1]["elements"]
     assert [b["action_id"] for b in buttons] == ["steward_approve", "steward_deny"]
 
     assert rig.press(decision, OUTSIDER, ts, approve=True) == 200

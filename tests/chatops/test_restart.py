@@ -121,7 +121,7 @@ def test_the_button_works_once_after_a_kill_9(tmp_path: Path, stub: SlackStub) -
         body = press_body(decision, OWNER, ts, approve=True)
         assert post_event(port, body, sign(body)) == 200
         stub.wait_for(lambda: _status(data_dir, decision) == "resumed", timeout=60)
-        again = press_body(decision, OWNER, ts, approve=True)
+        again = press_body(decision, OWNER, ts, approve=True, pressed_at="1764000099.2")
         assert post_event(port, again, sign(again)) == 200
         stub.wait_for(
             lambda: [c for c in stub.of("chat.postEphemeral") if "already" in c.params["text"]]
