@@ -109,7 +109,7 @@ class Courier:
             waiting = inbox.listed("waiting")
             posted = {m.decision_id: m for m in self.store.messages()}
             for p in waiting:
-                if p.decision_id not in posted:
+                if p.decision_id not in posted and self.store.message(p.decision_id) is None:
                     sent = self._call(
                         self.client.chat_postMessage,
                         channel=self.settings.channel,

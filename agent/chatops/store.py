@@ -96,7 +96,12 @@ class ChatopsStore:
         return Message(*row) if row else None
 
     def messages(self) -> list[Message]:
-        rows = self._conn.execute("SELECT decision_id, channel, ts, shown FROM messages")
+        """The messages of decisions not yet settled (resumed or expired): those the courier
+        may still have to update; settled ones are left alone for good."""
+        rows = self._conn.execute(
+            "SELECT decision_id, channel, ts, shown FROM messages "
+            "WHERE shown NOT IN ('resumed', 'expired')"
+        )
         return [Message(*row) for row in rows.fetchall()]
 
     def posted(self, decision_id: str, channel: str, ts: str, shown: str) -> None:

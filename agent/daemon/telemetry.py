@@ -21,6 +21,9 @@ from agent.planners.base import PlannerReport
 PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
 """(body, headers, query string) -> (status, content type, body)."""
 
+MAX_POST_BYTES = 1 << 20
+"""A POST body larger than this is refused unread (Slack's payloads are a few kB)."""
+
 FAILING_TICKS = 3
 """After this many failed ticks in a row /healthz answers 503."""
 
@@ -141,6 +144,9 @@ class Telemetry:
                     self._send(404, "text/plain", b"not found\n")
                     return
                 length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_POST_BYTES:
+                    self._send(413, "text/plain", b"request body too large\n")
+                    return
                 body = self.rfile.read(length)
                 code, content_type, answer = route(body, dict(self.headers.items()), query)
                 self._send(code, content_type, answer)
