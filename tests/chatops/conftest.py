@@ -163,7 +163,7 @@ def slash_body(text: str, user: str) -> str:
             "text": text,
             "api_app_id": "A0TEST",
             "response_url": "https://hooks.slack.com/commands/T0TEST/1/abc",
-            "trigger_id": "1.2.3",
+            "trigger_id": f"{time.time_ns()}.1.3",  # each request its own, as in Slack
         }
     )
 
@@ -195,7 +195,7 @@ def press_payload(
                 "block_id": f"steward_answer:{decision_id}",
                 "value": decision_id,
                 "type": "button",
-                "action_ts": "1764000000.1",
+                "action_ts": pressed_at,
             }
         ],
     }

@@ -56,8 +56,8 @@ def _daemon(
     args = [sys.executable, "-m", "agent.cli", "run", "--data-dir", str(data_dir),
             "--policy", str(policy), "--scenario", str(scenario), "--port", str(port),
             "--speed", "30", "--interval", "15"]  # fmt: skip
-    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    log = (data_dir.parent / "daemon.log").open("ab")  # read when a check fails
+    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
 
 
 def _status(data_dir: Path, decision: str) -> str:
