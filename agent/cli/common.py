@@ -30,6 +30,13 @@ BackendOpt = Annotated[
     str | None,
     typer.Option("--backend", help="sim (the embedded simulated cluster) or kubernetes."),
 ]
+ResetOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reset",
+        help="Archive the data dir's log and state under archive/ (kept readable) and start over.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DataDirOpt = Annotated[
     Path | None,
@@ -90,3 +97,18 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print an error on stderr and exit with `code` (2, bad input, by default)."""
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def reset_data_dir(where: Path) -> None:
+    """`--reset`: archive everything in the data dir (the daemon's lock is taken while it does,
+    so a running agent's data dir is never pulled from under it)."""
+    from agent.daemon.compose import archive
+    from agent.daemon.runtime import locked
+
+    try:
+        with locked(where):
+            moved = archive(where)
+    except InvalidInput as exc:
+        fail(str(exc))
+    if moved is not None:
+        err_console.print(f"archived the old log and state to {moved}", highlight=False)

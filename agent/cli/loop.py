@@ -8,6 +8,7 @@ a human; the running daemon (or the next `run`) resumes them.
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import json
 import sys
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agent.approvals.answers import NotAllowed, answer_decision
-from agent.approvals.inbox import Inbox
+from agent.approvals.inbox import Inbox, PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.cli import bench
 from agent.cli.common import (
@@ -26,14 +27,17 @@ from agent.cli.common import (
     BackendOpt,
     DataDirOpt,
     JsonOpt,
+    ResetOpt,
     config,
     console,
     data_dir,
     emit_json,
     err_console,
     fail,
+    reset_data_dir,
 )
 from agent.daemon.compose import (
+    Opened,
     dry_run,
     open_backend,
     open_policy,
@@ -46,9 +50,9 @@ from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
 from tools.errors import InvalidInput, PermanentError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
     from agent.chatops.service import SlackService
-    from agent.daemon.runtime import Runtime
+    from agent.daemon.runtime import RunSummary, Runtime, TickReport
     from agent.daemon.telemetry import Telemetry
 
 PolicyOpt = Annotated[
@@ -102,6 +106,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
     ] = None,
     backend: BackendOpt = None,
+    json_out: JsonOpt = False,
+    reset: ResetOpt = False,
 ) -> None:
     """Run the agent: observe, decide, guard, act, verify, record — tick after tick.
 
@@ -115,6 +121,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     configure_logging()
     settings = _settings(backend)
     where = data_dir(data_dir_opt)
+    if reset:
+        reset_data_dir(where)
     try:
         opened = open_backend(settings, where, scenario)
         the_policy, policy_path = open_policy(policy or settings.policy)
@@ -131,8 +139,14 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     listen_port = settings.listen.port if port is None else port
     step = interval if interval is not None else settings.interval_s
     pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
-    bounded = opened.day_s is not None and not forever
-    day_ticks = int(opened.day_s // step) if bounded and opened.day_s is not None else None
+    limit = ticks
+    if limit is None and opened.day_s is not None and not forever:
+        limit = int(max(0.0, opened.day_s - opened.elapsed_s) // step)
+        if limit == 0:
+            runtime.close()
+            _day_over(where, opened, json_out)
+            return
+    progress = Progress(limit) if err_console.is_terminal and not json_out else None
     chat, server = None, None
     try:
         if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
@@ -144,19 +158,92 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             )
         runtime.install_signal_handlers()
         runtime.start()
-        reports = runtime.run(ticks if ticks is not None else day_ticks, step, pace)
+        summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
+        waiting = runtime.ctx.inbox.listed("waiting")
     finally:
+        if progress is not None:
+            progress.done()
         if chat is not None:
             chat.stop()
         runtime.close()
         if server:
             server.shutdown()
-    decided = sum(1 for r in reports if r.decided)
-    executed = sum(r.executed for r in reports)
-    err_console.print(
-        f"{len(reports)} tick(s), {decided} decision(s), {executed} action(s) executed; "
-        f"the log and the cluster are in {where}"
+    _summary(summary, waiting, where, json_out)
+
+
+def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
+    message = (
+        f"the simulated day in {where} is over ({opened.elapsed_s:.0f} of {opened.day_s:.0f} s "
+        "ran): nothing left to simulate. Use --forever to go on past its end, --ticks N for N "
+        "more ticks, or another --data-dir for a new day"
     )
+    if json_out:
+        emit_json({"ticks": 0, "day_over": True, "message": message})
+    else:
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _summary(
+    summary: RunSummary, waiting: list[PendingDecision], where: Path, json_out: bool
+) -> None:
+    if json_out:
+        emit_json(
+            {
+                **dataclasses.asdict(summary),
+                "waiting_now": [
+                    {
+                        "decision_id": p.decision_id,
+                        "actions": [a.describe() for a in p.actions],
+                        "why": list(p.messages),
+                    }
+                    for p in waiting
+                ],
+                "data_dir": str(where),
+            }
+        )
+        return
+    span = f" ({summary.first_at} → {summary.last_at})" if summary.first_at else ""
+    lines = [
+        f"{summary.ticks} tick(s){span}, {summary.decisions} decision(s), "
+        f"{summary.executed} action(s) executed; the log and the cluster are in {where}"
+    ]
+    if summary.ran:
+        lines.append("ran (latest last):")
+        lines += [f"  {line}" for line in summary.ran]
+    for p in waiting:
+        lines.append(f"waiting for approval: {p.decision_id}")
+        lines += [f"  {a.describe()} — {m}" for a, m in zip(p.actions, p.messages, strict=True)]
+        lines.append(f"  answer with: steward approve {p.decision_id} --data-dir {where}")
+    if summary.in_progress:
+        lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
+    if summary.standby_ticks:
+        lines.append(f"{summary.standby_ticks} tick(s) stood by: another replica led")
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+class Progress:
+    """One line on a terminal's stderr while the agent ticks: time, decisions, actions, waiting."""
+
+    def __init__(self, limit: int | None) -> None:
+        from agent.daemon.runtime import RunSummary
+
+        self.limit = limit
+        self.summary = RunSummary()
+        self._status = err_console.status("starting…")
+        self._status.start()
+
+    def update(self, report: TickReport) -> None:
+        self.summary.add(report)
+        s = self.summary
+        of = f"/{self.limit}" if self.limit else ""
+        self._status.update(
+            f"{report.at or '…'} · tick {s.ticks}{of} · {s.decisions} decision(s) · "
+            f"{s.executed} action(s) · {len(s.waiting)} waiting"
+        )
+
+    def done(self) -> None:
+        self._status.stop()
 
 
 def _start_slack(
@@ -216,7 +303,7 @@ def plan(
             f"      expected: {a['expected_effect']}",
         ]
     for line in lines:
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if result["recorded"] is None:
         err_console.print(f"not recorded in the decision log: {result['not_recorded']}")
     else:
