@@ -245,6 +245,12 @@ class Desk:
         result = self.rotations.request(target)
         if result.status == "pending":
             self.store.requested(result.decision_id, target, user)
+            groups = ", ".join(result.verdict.approvers) or "an approver group"
+            waits = (
+                f"{result.verdict.message}; a member of {groups} approves it with the button "
+                f"(or `/steward approve {result.decision_id}`), and it runs then"
+            )
+            return Reply(f"rotation to {target} ({result.decision_id}): pending", [waits])
         return Reply(
             f"rotation to {target} ({result.decision_id}): {result.status}", [result.message]
         )

@@ -154,6 +154,7 @@ def test_a_mode_request_waits_for_an_owner_then_runs(
         command(rig, "mode split", OWNER)
         reply = _tick_until(rig, "rotation to split")
         assert reply.params["text"].endswith(": pending")
+        assert "approves it with the button" in reply.params["blocks"][1]["text"]["text"]
         decision = reply.params["text"].split("(")[1].split(")")[0]
         ts = rig.approval_message(decision)
         _envelope(rig, "interactive", press_payload(decision, OWNER, ts, approve=True))
