@@ -73,7 +73,7 @@ def build_app(
     def command(ack: Callable[[], None], command: dict[str, Any]) -> None:
         ack()
         channel, user = command["channel_id"], command["user_id"]
-        reply = desk.handle(command.get("text", ""), user, f"channel {channel}")
+        reply = desk.handle(command.get("text", ""), user, f"command in channel {channel}")
         deliver(client, reply, channel, user)
         _settle(client, store, reply)
 

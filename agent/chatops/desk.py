@@ -112,10 +112,10 @@ class Desk:
         if verb == "pending" and not args:
             return self.pending()
         if verb == "approve" and len(args) == 1:
-            return self.answer(args[0], user, approved=True, note=f"Slack command in {where}")
+            return self.answer(args[0], user, approved=True, note=f"Slack {where}")
         if verb == "deny" and len(args) >= 2:
             reason = " ".join(args[1:])
-            return self.answer(args[0], user, approved=False, note=reason)
+            return self.answer(args[0], user, approved=False, note=f"{reason} (Slack {where})")
         if verb == "pause":
             return self.pause(user, " ".join(args))
         if verb == "resume" and not args:

@@ -64,7 +64,7 @@ def test_a_deny_from_slack_drops_the_decision(rig: Rig) -> None:
     records = rig.runtime.ctx.audit.decision(decision)
     approval = next(r.payload for r in records if isinstance(r.payload, Approval))
     assert not approval.approved and approval.channel == "slack" and approval.principal == OWNER
-    assert approval.note == "not during the demo"
+    assert approval.note == "not during the demo (Slack command in channel C0STEWARD)"
     outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))
     assert not outcome.results[0].executed
     burst = rig.runtime.ctx.cluster.observe().workload("burst-llm")
