@@ -146,7 +146,7 @@ ARCHIVE_DIR = "archive"
 
 def resolve_scenario(path: Path) -> Path:
     """A scenario file, or the name of one shipped with Steward (`link-11-percent`)."""
-    if path.exists() or path.parent != Path("."):
+    if path.is_file() or path.parent != Path("."):
         return path
     shipped = SCENARIOS_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
     return shipped if shipped.exists() else path
