@@ -1,5 +1,10 @@
-"""The Notifier seam: how the agent tells people what happened (provisional copy of the lead's
-seam, replaced by main's at merge)."""
+"""The Notifier seam: how the daemon tells people what happened, whatever the channel.
+
+A `Notice` is one thing worth telling (a finding appeared or cleared, a decision waits for a
+human, an action failed, the planner fell back, the agent was paused or resumed); a `Notifier`
+takes it and must not make the loop wait. `LogNotifier`, the default, writes it to the daemon's
+log; agent/chatops/notifier.py sends it to Slack through a durable outbox.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ NoticeKind = Literal[
 
 
 class Notice(BaseModel):
+    """One thing worth telling people; `details` carries what a channel may show besides."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: NoticeKind
@@ -32,9 +39,13 @@ class Notice(BaseModel):
 
 
 class Notifier(Protocol):
+    """Takes a notice; returns at once (a slow or failing channel never holds up a tick)."""
+
     def notify(self, notice: Notice) -> None: ...
 
 
 class LogNotifier:
+    """Notices as log lines of `steward.notice` (the default notifier)."""
+
     def notify(self, notice: Notice) -> None:
         structlog.get_logger("steward.notice").info(notice.kind, text=notice.text)
