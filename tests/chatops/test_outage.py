@@ -102,3 +102,18 @@ def test_an_unreachable_slack_keeps_the_notices(tmp_path: Path) -> None:
     )
     assert store.unsent() == 1 and row[0] == 2 and "unreachable" in row[1]
     store.close()
+
+
+def test_socket_mode_connects_once_slack_is_back(
+    tmp_path: Path, stub: SlackStub, secrets: None
+) -> None:
+    stub.down = True
+    rig = open_rig(tmp_path / "steward", stub, mode="socket")
+    try:
+        reports = [rig.runtime.tick(15.0) for _ in range(8)]  # the agent does not wait for it
+        assert len(reports) == 8 and rig.stub.connected() == 0
+        assert rig.stub.of("apps.connections.open"), "it tried to connect"
+        rig.stub.down = False
+        rig.stub.wait_for(rig.stub.connected, timeout=30)
+    finally:
+        rig.close()
