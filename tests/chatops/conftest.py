@@ -89,6 +89,7 @@ class Rig:
     def close(self) -> None:
         self.service.stop()
         self.server.shutdown()
+        self.server.server_close()
         self.runtime.close()
 
     def tick_until_waiting(self) -> str:
