@@ -17,16 +17,19 @@ simulator), the clock the decision waited on.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
+from agent.audit import AuditError, AuditLog
+from agent.loop.context import HISTORY_WINDOW
 from agent.loop.gate import at_execution
 from agent.loop.state import ActionVerdict, Approval
 from policies.durations import format_duration
-from policies.history import History
+from policies.history import Executed, History
 from policies.model import Policy
 from tools.errors import InvalidInput
 from tools.model import ClusterState
@@ -85,18 +88,18 @@ def submit(
             "it proposes again if the need is still there",
             rule_ids=("approval.expired",),
         )
-    if approved:
-        refused = [a for a in found.actions if not policy.may_approve(identity.principal, a, state)]
-        if refused:
-            groups = sorted({g for a in refused for g in policy.approver_groups(a, state)})
-            return Submitted(
-                decision_id=decision_id,
-                status="not_allowed",
-                message=f"{identity.principal} may not answer decision {decision_id}: "
-                f"{'; '.join(a.describe() for a in refused)} needs a member of "
-                f"{', '.join(groups) or 'an approver group'} (policy approvers); "
-                "pass --as NAME of an approver",
-            )
+    # Approving and denying alike are for the approver groups to do.
+    refused = [a for a in found.actions if not policy.may_approve(identity.principal, a, state)]
+    if refused:
+        groups = sorted({g for a in refused for g in policy.approver_groups(a, state)})
+        return Submitted(
+            decision_id=decision_id,
+            status="not_allowed",
+            message=f"{identity.principal} may not answer decision {decision_id}: "
+            f"{'; '.join(a.describe() for a in refused)} needs a member of "
+            f"{', '.join(groups) or 'an approver group'} (policy approvers); "
+            "pass --as NAME of an approver",
+        )
     inbox.answer(
         decision_id,
         approved=approved,
@@ -209,3 +212,25 @@ def resume_answer(pending: PendingDecision, now: datetime) -> Approval:
 def _local(policy: Policy, at: datetime) -> str:
     local = policy.local(at)
     return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+
+
+def history_for(root: Path, state: ClusterState) -> History:
+    """What the gate at execution will count, read from the data dir: the log's executed
+    actions and the loop's memory (for an answer given outside the daemon)."""
+    from agent.daemon.runtime import read_memory
+
+    memory = read_memory(root)
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return History(last_busy=dict(memory.last_busy), watching_since=memory.watching_since)
+    try:
+        since = state.observed_at - HISTORY_WINDOW
+        executed = tuple(
+            Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
+        )
+    finally:
+        audit.close()
+    return History(
+        executed=executed, last_busy=dict(memory.last_busy), watching_since=memory.watching_since
+    )

@@ -218,6 +218,7 @@ def _pending(row: tuple[str, ...]) -> PendingDecision:
         answered_by=row[6],
         reason=row[7] or "",
         answered_at=datetime.fromisoformat(row[8]) if row[8] else None,
-        channel=row[9] if row[9] in ("cli", "slack") else None,
+        # Answers older than channels came from the only channel there was, the CLI.
+        channel=row[9] if row[9] in ("cli", "slack") else ("cli" if row[8] else None),
         sender=row[10],
     )

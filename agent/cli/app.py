@@ -12,7 +12,7 @@ import typer
 import evals.bench.llm_prompt
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent import __version__
-from agent.cli import audit, bench, configure, gpus, loop, mode, placement, policy, status
+from agent.cli import audit, bench, configure, gpus, loop, mode, pause, placement, policy, status
 from agent.daemon.config import CONFIG_ENV
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ status.register(app)
 placement.register(app)
 loop.register(app)
 gpus.register(app)
+pause.register(app)
 
 
 def _version(value: bool) -> None:

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agent.approvals.answers import submit
+from agent.approvals.answers import history_for, submit
 from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.approvals.rebuild import why_unresumable
 from agent.audit import AuditError, AuditLog
+from agent.chatops.access import with_slack_approvers
 from agent.cli import bench
 from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
@@ -49,15 +50,14 @@ from agent.daemon.compose import (
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
 from agent.daemon.notifier import Notifier, notifier_for
-from agent.loop.context import HISTORY_WINDOW
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
-from policies.history import Executed, History
 from tools.errors import InvalidInput, PermanentError
-from tools.model import ClusterState
 
 if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
-    from agent.daemon.runtime import RunSummary, TickReport
+    from agent.chatops.service import SlackService
+    from agent.daemon.runtime import RunSummary, Runtime, TickReport
+    from agent.daemon.telemetry import Telemetry
 
 PolicyOpt = Annotated[
     Path | None,
@@ -130,6 +130,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     try:
         opened = open_backend(settings, where, scenario)
         the_policy, policy_path = open_policy(policy or settings.policy)
+        if settings.slack.enabled:  # Slack users join the policy's approver groups
+            the_policy = with_slack_approvers(the_policy, settings.slack)
         chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
         runtime = Runtime.open(
@@ -146,18 +148,6 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
     listen_port = settings.listen.port if port is None else port
-    try:
-        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
-    except OSError as exc:
-        runtime.close()
-        fail(
-            f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
-            f"{exc.strerror}; is another steward running? choose another --port (0: off)"
-        )
-    if server:
-        err_console.print(
-            f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
-        )
     step = interval if interval is not None else settings.interval_s
     if not math.isfinite(step):
         runtime.close()
@@ -171,7 +161,21 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             _day_over(where, opened, json_out)
             return
     progress = Progress(limit) if err_console.is_terminal and not json_out else None
+    chat, server = None, None
     try:
+        if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
+            chat = _start_slack(settings, runtime, telemetry, policy_path, listen_port)
+        try:
+            server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+        except OSError as exc:
+            fail(
+                f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
+                f"{exc.strerror}; is another steward running? choose another --port (0: off)"
+            )
+        if server:
+            err_console.print(
+                f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
+            )
         runtime.install_signal_handlers()
         runtime.start()
         summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
@@ -183,6 +187,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     finally:
         if progress is not None:
             progress.done()
+        if chat is not None:
+            chat.stop()
         runtime.close()
         if server:
             server.shutdown()
@@ -262,6 +268,23 @@ class Progress:
 
     def done(self) -> None:
         self._status.stop()
+
+
+def _start_slack(
+    settings: StewardConfig,
+    runtime: Runtime,
+    telemetry: Telemetry,
+    policy_path: Path,
+    port: int | None,
+) -> SlackService:
+    from agent.chatops.service import start_for_daemon
+
+    if settings.slack.mode == "http" and not port:
+        fail("slack http mode answers on the daemon's port: set listen.port or pass --port N")
+    try:
+        return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
+    except InvalidInput as exc:
+        fail(str(exc))
 
 
 def _settings(backend: str | None) -> StewardConfig:
@@ -390,7 +413,7 @@ def _answer(
             inbox,
             the_policy,
             state,
-            _history(root, state),
+            history_for(root, state),
             decision_id,
             approved=approved,
             identity=identity,
@@ -420,27 +443,6 @@ def _unresumable(root: Path, decision_id: str) -> str | None:
         return why_unresumable(root, audit, decision_id)
     finally:
         audit.close()
-
-
-def _history(root: Path, state: ClusterState) -> History:
-    """What the gate at execution will count: the log's executed actions, the loop's memory."""
-    from agent.daemon.runtime import read_memory
-
-    memory = read_memory(root)
-    try:
-        audit = AuditLog.open(root, readonly=True)
-    except AuditError:
-        return History(last_busy=dict(memory.last_busy), watching_since=memory.watching_since)
-    try:
-        since = state.observed_at - HISTORY_WINDOW
-        executed = tuple(
-            Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
-        )
-    finally:
-        audit.close()
-    return History(
-        executed=executed, last_busy=dict(memory.last_busy), watching_since=memory.watching_since
-    )
 
 
 @bench.app.command("loop")

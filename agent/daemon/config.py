@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
+from agent.chatops.settings import SlackSettings
 from tools.errors import InvalidInput
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
@@ -83,16 +84,6 @@ class MetricsSection(Section):
     prometheus: PrometheusSection = PrometheusSection()
 
 
-class SlackSection(Section):
-    """Chat-ops (docs/slack.md). Tokens only from SLACK_BOT_TOKEN, SLACK_APP_TOKEN and
-    SLACK_SIGNING_SECRET (or the files their *_FILE variables name)."""
-
-    enabled: bool = False
-    mode: Literal["socket", "http"] = "socket"
-    channel: str | None = None
-    api_url: str | None = None
-
-
 class StewardConfig(Section):
     """The effective configuration (see the module docstring)."""
 
@@ -108,7 +99,8 @@ class StewardConfig(Section):
     llm: LLMSection = LLMSection()
     kubernetes: KubernetesSection = KubernetesSection()
     metrics: MetricsSection = MetricsSection()
-    slack: SlackSection = SlackSection()
+    slack: SlackSettings = SlackSettings()
+    """Chat-ops (docs/slack.md); its tokens only from the environment or files."""
     notifiers: tuple[Literal["log", "slack"], ...] = ("log",)
     source: str = Field(default="(defaults)", exclude=True)
     """Where it was read from: a file, or the defaults; plus the variables laid over it."""
@@ -163,7 +155,7 @@ def _lay_environment(data: dict[str, Any], env: dict[str, str]) -> dict[str, str
         if field.exclude:
             continue
         section = field.annotation
-        if isinstance(section, type) and issubclass(section, Section):
+        if isinstance(section, type) and issubclass(section, BaseModel):
             current = data.setdefault(name, {})
             if not isinstance(current, dict):
                 continue

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import queue
 import signal
 import socket
 import threading
@@ -39,7 +40,8 @@ from agent.approvals.answers import expire_due, resume_answer
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
-from agent.daemon import lockfile
+from agent.daemon import lockfile, pause
+from agent.daemon.announce import Announcer
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
@@ -154,6 +156,19 @@ class Runtime:
         self._failed: list[str] = []
         self._running: dict[str, Suspendable[dict[str, Any]]] = {}
         self.leadership: Leadership = Sole()
+        self.chores: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        """Work other threads hand to the tick thread (a rotation asked for in Slack): run
+        before the next decision, so the daemon stays the one writer of cluster and log."""
+        self.announcer = Announcer(lambda: self.notifier)
+
+    @property
+    def notifier(self) -> Notifier:
+        """Where notices go: the loop's and the daemon's alike (a chat channel replaces it)."""
+        return self.ctx.notifier
+
+    @notifier.setter
+    def notifier(self, value: Notifier) -> None:
+        self.ctx.notifier = value
 
     @classmethod
     def open(
@@ -335,7 +350,12 @@ class Runtime:
         self.ctx.telemetry.leader.set(1 if leading else 0)
         if not leading:
             return self._stand_by(started)
-        resumed = self.continue_long_actions() + self.resume_answered()
+        while not self.chores.empty():
+            self.chores.get_nowait()()
+        # Paused: answered decisions keep waiting (they run once resumed); a long action that
+        # had started goes on to its end, as stopping a drain half-way would leave it worse.
+        paused = pause.read(self.data_dir)
+        resumed = self.continue_long_actions() + (() if paused else self.resume_answered())
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self._failed)
@@ -371,6 +391,8 @@ class Runtime:
         report = dataclasses.replace(report, seconds=round(seconds, 4))
         if report.decided or resumed:
             log.info("decision", **_fields(report, final))
+        if not failed:
+            self.announcer.tick(paused=paused, at=self.clock.now())
         return report
 
     def _stand_by(self, started: float) -> TickReport:

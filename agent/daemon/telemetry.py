@@ -10,13 +10,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from agent.planners.base import PlannerReport
+
+PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
+"""(body, headers, query string) -> (status, content type, body)."""
+
+MAX_POST_BYTES = 1 << 20
+"""A POST body larger than this is refused unread (Slack's payloads are a few kB)."""
 
 FAILING_TICKS = 3
 """After this many failed ticks in a row /healthz answers 503."""
@@ -109,6 +115,8 @@ class Telemetry:
             "Decisions whose long action (a drain, a rotation) is still going on.",
             registry=self.registry,
         )
+        self.posts: dict[str, PostHandler] = {}
+        """POST routes other parts add to the daemon's port (Slack's /slack/events)."""
 
     def planner_report(self, report: PlannerReport) -> None:
         """Count what one model-backed decision cost."""
@@ -158,6 +166,20 @@ class Telemetry:
                     self._send(200 if ok else 503, "application/json", json.dumps(figures).encode())
                 else:
                     self._send(404, "text/plain", b"not found: try /metrics or /healthz\n")
+
+            def do_POST(self) -> None:
+                path, _, query = self.path.partition("?")
+                route = telemetry.posts.get(path)
+                if route is None:
+                    self._send(404, "text/plain", b"not found\n")
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_POST_BYTES:
+                    self._send(413, "text/plain", b"request body too large\n")
+                    return
+                body = self.rfile.read(length)
+                code, content_type, answer = route(body, dict(self.headers.items()), query)
+                self._send(code, content_type, answer)
 
             def _send(self, code: int, content_type: str, body: bytes) -> None:
                 self.send_response(code)

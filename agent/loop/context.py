@@ -13,6 +13,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -110,6 +111,11 @@ class LoopContext:
     def loop_clock(self) -> Clock:
         assert self.clock is not None, "__post_init__ always sets a clock"
         return self.clock
+
+    @property
+    def data_dir(self) -> Path:
+        """The data dir the decision log (and the pause switch) live in."""
+        return self.audit.path.parent
 
     def observe(self, decision_id: str) -> ClusterState:
         """A fresh observation (retried on transient errors), remembered as this decision's."""

@@ -32,6 +32,7 @@ from agent.audit import (
     proposals,
 )
 from agent.audit.execution import write_execution
+from agent.daemon import pause
 from agent.daemon.notifier import Notice
 from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
@@ -248,7 +249,9 @@ def act(d: Decision, ctx: LoopContext) -> Update:
         ctx.telemetry.refused_at_execution.inc(len(refused))
         ctx.notify(_refused_notice(d, refused, state.observed_at))
     outcomes: list[ActionOutcome] = []
-    failed: str | None = None
+    held = pause.read(ctx.data_dir)
+    # A paused agent decides and records, but runs nothing: the log says who paused it.
+    failed = f"the agent is {held.line()}; `steward resume` lifts it" if held else None
     for v, g in zip(d.verdicts, gate, strict=True):
         if g.verdict != "allow" or failed:
             outcomes.append(ActionOutcome.skipped(g.index, failed or _why_not(g)))

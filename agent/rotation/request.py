@@ -180,7 +180,7 @@ class RotationRequests:
                     action_index=0,
                     approved=True,
                     principal=principal,
-                    channel="cli",
+                    channel=found.channel,
                     decided_at=at,
                 )
             )

@@ -1,0 +1,183 @@
+"""The Slack app: Bolt listeners for `/steward`, mentions and the approval buttons.
+
+Each listener acknowledges first (Slack wants an answer within 3 s) and then asks the desk
+(agent/chatops/desk.py); what it answers goes to the channel, long parts threaded, refusals as
+ephemeral messages only the asker sees. A button press is bound to its message: the decision
+named by the button must be the one chatops.db posted in that very message, so a press cannot be
+moved to another decision. In HTTP mode Bolt checks each request's signature and timestamp
+(401 when forged or more than 5 minutes off); a middleware here refuses a request whose signature
+was seen before (a replay), with 401 as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+from slack_bolt import App, BoltResponse
+from slack_bolt.request import BoltRequest
+from slack_sdk import WebClient
+
+from agent.chatops import blocks
+from agent.chatops.desk import Desk, Reply
+from agent.chatops.settings import SlackSecrets, SlackSettings
+from agent.chatops.store import ChatopsStore
+
+COMMAND = "/steward"
+EVENTS_PATH = "/slack/events"
+MENTION = re.compile(r"^\s*(<@[A-Z0-9]+>\s*)+")
+
+log = structlog.get_logger("steward.slack")
+Say = Callable[..., Any]
+
+
+def build_app(
+    settings: SlackSettings,
+    secrets: SlackSecrets,
+    client: WebClient,
+    desk: Desk,
+    store: ChatopsStore,
+    *,
+    now: Callable[[], float] = time.time,
+) -> App:
+    """The Bolt app, its listeners bound to `desk` and `store`."""
+    http = settings.mode == "http"
+    bolt_log = logging.getLogger("steward.slack.bolt")
+    bolt_log.addFilter(_NoTokenNotice())
+    app = App(
+        logger=bolt_log,
+        client=client,
+        signing_secret=secrets.signing_secret or "",
+        request_verification_enabled=http,
+        # Started without asking Slack: an unreachable Slack must not stop the agent.
+        token_verification_enabled=False,
+        process_before_response=False,
+    )
+
+    @app.middleware
+    def refuse_replays(
+        req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
+    ) -> BoltResponse:
+        if req.mode == "http":
+            signature = _header(req.headers, "x-slack-signature")
+            if not store.first_sight(signature, now()):
+                log.warning("refused a replayed request", signature=signature[:16])
+                return BoltResponse(status=401, body="replayed request")
+        return next()
+
+    @app.command(COMMAND)
+    def command(ack: Callable[[], None], command: dict[str, Any]) -> None:
+        ack()
+        channel, user = command["channel_id"], command["user_id"]
+        reply = desk.handle(command.get("text", ""), user, f"command in channel {channel}")
+        deliver(client, reply, channel, user)
+        _settle(client, store, reply)
+
+    @app.event("app_mention")
+    def mention(event: dict[str, Any]) -> None:
+        channel, user, ts = event["channel"], event.get("user", ""), event["ts"]
+        text = MENTION.sub("", event.get("text", ""))
+        reply = desk.handle(text, user, f"message {channel}/{ts}")
+        deliver(client, reply, channel, user, thread_ts=event.get("thread_ts") or ts)
+        _settle(client, store, reply)
+
+    def press(body: dict[str, Any], approved: bool) -> None:
+        user = body["user"]["id"]
+        channel = body["channel"]["id"]
+        ts = body["container"].get("message_ts") or body["message"]["ts"]
+        decision = body["actions"][0]["value"]
+        posted = store.message(decision)
+        if posted is None or (posted.channel, posted.ts) != (channel, ts):
+            reply = Reply(
+                f"this message is not the approval request of {decision}; nothing changed",
+                ephemeral=True,
+            )
+        else:
+            note = f"Slack message {channel}/{ts}"
+            reply = desk.press(decision, user, approved=approved, note=note)
+        deliver(client, reply, channel, user)
+        _settle(client, store, reply)
+
+    @app.action(blocks.APPROVE_ID)
+    def approve(ack: Callable[[], None], body: dict[str, Any]) -> None:
+        ack()
+        press(body, approved=True)
+
+    @app.action(blocks.DENY_ID)
+    def deny(ack: Callable[[], None], body: dict[str, Any]) -> None:
+        ack()
+        press(body, approved=False)
+
+    return app
+
+
+class _NoTokenNotice(logging.Filter):
+    """Bolt warns that SLACK_BOT_TOKEN in the environment is unused when it is given a client;
+    here the client is made from that very token, so the warning is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+def deliver(
+    client: WebClient, reply: Reply, channel: str, user: str, thread_ts: str | None = None
+) -> None:
+    """Send a reply: ephemeral to the asker, or to the channel with the long part threaded."""
+    if reply.ephemeral:
+        client.chat_postEphemeral(
+            channel=channel,
+            user=user,
+            text=reply.title,
+            blocks=blocks.answer(reply.title, reply.lines),
+        )
+        return
+    shown, rest = blocks.split(reply.lines)
+    rest += reply.thread
+    sent = client.chat_postMessage(
+        channel=channel,
+        text=reply.title,
+        blocks=blocks.answer(reply.title, shown),
+        thread_ts=thread_ts,
+    )
+    for text in blocks.chunks(rest):
+        client.chat_postMessage(channel=channel, text=text, thread_ts=thread_ts or sent["ts"])
+
+
+def _settle(client: WebClient, store: ChatopsStore, reply: Reply) -> None:
+    """An answer given from Slack shows on its approval message at once: who and when."""
+    found = reply.answered
+    posted = store.message(found.decision_id) if found else None
+    if found is None or posted is None:
+        return
+    text = blocks.answered_line(found)
+    client.chat_update(
+        channel=posted.channel, ts=posted.ts, text=text, blocks=blocks.approval_settled(found, text)
+    )
+    store.shown(found.decision_id, found.status)
+
+
+def events_handler(app: App) -> Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]:
+    """Bolt's `/slack/events` as a POST handler of the daemon's HTTP server."""
+
+    def handle(body: bytes, headers: Mapping[str, str], query: str) -> tuple[int, str, bytes]:
+        request = BoltRequest(
+            body=body.decode("utf-8"),
+            query=query,
+            headers={k.lower(): [v] for k, v in headers.items()},
+        )
+        response = app.dispatch(request)
+        kind = (response.headers.get("content-type") or ["text/plain;charset=utf-8"])[0]
+        return response.status, kind, response.body.encode("utf-8")
+
+    return handle
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str:
+    value = headers.get(name)
+    if isinstance(value, list | tuple):
+        return str(value[0]) if value else ""
+    return str(value or "")

@@ -1,0 +1,177 @@
+"""Chat-ops in the daemon: the Slack client, app, desk and courier started and stopped together.
+
+`SlackService.start` is what `steward run` calls when `slack.enabled` is set. In Socket Mode the
+app dials out (`apps.connections.open`, then a WebSocket), trying again with backoff while Slack
+is unreachable; in HTTP mode it answers Bolt's `/slack/events` on the daemon's HTTP port. The
+courier thread posts approvals and the outbox. Rotations asked for in Slack are handed to the
+tick thread (`TickRotations`): the daemon stays the one writer of the cluster and of the log.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import structlog
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk import WebClient
+from tenacity import Retrying, retry_if_exception_type, wait_exponential
+
+from agent.chatops.app import EVENTS_PATH, build_app, events_handler
+from agent.chatops.courier import Courier
+from agent.chatops.desk import Desk
+from agent.chatops.notifier import SlackNotifier
+from agent.chatops.settings import SlackSettings, load_secrets
+from agent.chatops.store import ChatopsStore
+from agent.daemon.notifier import Notifier
+from agent.daemon.telemetry import Telemetry
+from agent.rotation.request import RequestResult, RotationRequests
+from policies.model import Policy
+from tools.model import ClusterState
+
+if TYPE_CHECKING:
+    from agent.daemon.config import StewardConfig
+    from agent.daemon.runtime import Runtime
+
+T = TypeVar("T")
+ROTATION_WAIT_S = 300.0
+log = structlog.get_logger("steward.slack")
+
+
+class TickRotations:
+    """Rotation requests run on the daemon's tick thread, between two decisions."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def request(self, target: str) -> RequestResult:
+        return self._between_ticks(lambda: self._desk().request(target))
+
+    def answered(self, decision_id: str, target: str) -> RequestResult:
+        return self._between_ticks(lambda: self._desk().answered(decision_id, target))
+
+    def _desk(self) -> RotationRequests:
+        r = self.runtime
+        return RotationRequests(r.parts, r.data_dir, r.ctx.policy, r.ctx.audit)
+
+    def _between_ticks(self, work: Callable[[], T]) -> T:
+        done: Future[T] = Future()
+
+        def chore() -> None:
+            try:
+                done.set_result(work())
+            except Exception as exc:  # handed back to the Slack thread that asked
+                done.set_exception(exc)
+
+        self.runtime.chores.put(chore)
+        return done.result(timeout=ROTATION_WAIT_S)
+
+
+@dataclass
+class SlackService:
+    settings: SlackSettings
+    store: ChatopsStore
+    desk: Desk
+    courier: Courier
+    notifier: SlackNotifier
+    socket: SocketModeHandler | None
+    stopping: threading.Event
+
+    @classmethod
+    def start(
+        cls,
+        settings: SlackSettings,
+        data_dir: Path,
+        policy: Policy,
+        *,
+        observe: Callable[[], ClusterState],
+        plan: Callable[[], dict[str, object]],
+        runtime: Runtime | None,
+        telemetry: Telemetry | None,
+        then: Notifier | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> SlackService:
+        """Everything of chat-ops, started; InvalidInput when a secret or the channel is missing."""
+        secrets = load_secrets(settings, environ)
+        client = WebClient(token=secrets.bot_token, base_url=settings.api_url, timeout=10)
+        store = ChatopsStore.open(data_dir)
+        courier = Courier(settings, client, store, data_dir)
+        notifier = SlackNotifier(store, courier.wake, then)
+        rotations = TickRotations(runtime) if runtime is not None else None
+        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations)
+        app = build_app(settings, secrets, client, desk, store)
+        stopping = threading.Event()
+        socket = None
+        if settings.mode == "http":
+            if telemetry is None:
+                raise ValueError("slack http mode needs the daemon's HTTP server")
+            telemetry.posts[EVENTS_PATH] = events_handler(app)
+        else:
+            assert secrets.app_token is not None
+            socket = SocketModeHandler(app, secrets.app_token)
+            threading.Thread(
+                target=_connect, args=(socket, stopping), name="steward-slack-socket", daemon=True
+            ).start()
+        courier.start()
+        log.info("slack chat-ops started", mode=settings.mode, channel=settings.channel)
+        return cls(settings, store, desk, courier, notifier, socket, stopping)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.courier.stop()
+        if self.socket is not None:
+            self.socket.close()  # type: ignore[no-untyped-call]
+        self.store.close()
+
+
+def _nap(stopping: threading.Event, seconds: float) -> None:
+    stopping.wait(seconds)  # a stop cuts the wait short
+
+
+def _connect(socket: SocketModeHandler, stopping: threading.Event) -> None:
+    """Open the Socket Mode connection, retrying while Slack is unreachable."""
+    for attempt in Retrying(
+        retry=retry_if_exception_type(Exception),
+        wait=wait_exponential(multiplier=1, max=60),
+        sleep=lambda seconds: _nap(stopping, seconds),
+    ):
+        with attempt:
+            if stopping.is_set():
+                return
+            try:
+                socket.connect()  # type: ignore[no-untyped-call]
+            except Exception as exc:
+                log.warning("slack socket mode: cannot connect yet", error=str(exc))
+                raise
+
+
+def start_for_daemon(
+    config: StewardConfig,
+    runtime: Runtime,
+    telemetry: Telemetry,
+    *,
+    policy_path: Path | None,
+) -> SlackService:
+    """Chat-ops for `steward run`: status and approvals observe the cluster as `steward status`
+    and `steward approve` do (the composition root opens it); plan is `steward plan`'s dry run.
+    Notifications go to Slack when `notifiers` lists slack, and to the log when it lists log."""
+    from agent.daemon.compose import dry_run, open_backend
+
+    where = runtime.data_dir
+    service = SlackService.start(
+        config.slack,
+        where,
+        runtime.ctx.policy,
+        observe=lambda: open_backend(config, where).parts.cluster().observe(),
+        plan=lambda: dry_run(where, config.planner, policy_path, open_backend(config, where)),
+        runtime=runtime,
+        telemetry=telemetry,
+        then=runtime.notifier if "log" in config.notifiers else None,
+    )
+    if "slack" in config.notifiers:
+        runtime.notifier = service.notifier
+    return service
