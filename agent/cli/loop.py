@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -22,6 +23,7 @@ from agent.approvals.inbox import Inbox, PendingDecision
 from agent.approvals.rebuild import why_unresumable
 from agent.audit import AuditError, AuditLog
 from agent.cli import bench
+from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
@@ -144,12 +146,22 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
     listen_port = settings.listen.port if port is None else port
-    server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    try:
+        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    except OSError as exc:
+        runtime.close()
+        fail(
+            f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
+            f"{exc.strerror}; is another steward running? choose another --port (0: off)"
+        )
     if server:
         err_console.print(
             f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
         )
     step = interval if interval is not None else settings.interval_s
+    if not math.isfinite(step):
+        runtime.close()
+        fail(f"--interval {step}: give a finite number of seconds (0.1 to 86400)")
     pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
     limit = ticks
     if limit is None and opened.day_s is not None and not forever:
@@ -164,6 +176,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         runtime.start()
         summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
         waiting = runtime.ctx.inbox.listed("waiting")
+    except (InvalidInput, PolicyError) as exc:
+        fail(str(exc))
+    except PermanentError as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
     finally:
         if progress is not None:
             progress.done()
@@ -429,14 +445,21 @@ def _history(root: Path, state: ClusterState) -> History:
 
 @bench.app.command("loop")
 def bench_loop(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Fleet size for the tick.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
+    ] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
+    churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
 ) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick."""
     from evals.bench.loop import bench_figures
 
-    figures = bench_figures(nodes, runs)
+    try:
+        figures = bench_figures(nodes, runs, churn)
+    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
+        fail(f"--churn: {exc}")
     if json_out:
         emit_json(figures)
         return

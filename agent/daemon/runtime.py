@@ -257,7 +257,9 @@ class Runtime:
         saves the cluster after its actions and `decide` the memory after a decision). It runs
         after the decision, not inside it: `steward status` reading the cluster lags by up to
         SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
-        runs here too, when due (agent.daemon.heap.tidy_heap)."""
+        runs here too, when due (agent.daemon.heap.tidy_heap), after the last decision's
+        observation is let go (LoopContext.let_go)."""
+        self.ctx.let_go()
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.parts.save(self.data_dir)

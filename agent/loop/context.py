@@ -130,6 +130,12 @@ class LoopContext:
     def forget(self, decision_id: str) -> None:
         self._snapshots.pop(decision_id, None)
 
+    def let_go(self) -> None:
+        """Drop the snapshots between decisions: freeing a 1,000-node observation parsed from
+        JSON (some 300,000 objects) takes tens of ms, which the next decision need not wait
+        for. A decision resumed later observes afresh, as after a restart."""
+        self._snapshots.clear()
+
     def history(self, state: ClusterState, memory: Memory) -> History:
         """Executed actions of the recent past and when each pool was last busy."""
         since = state.observed_at - HISTORY_WINDOW
