@@ -189,8 +189,11 @@ class FindingsBook:
                 self.open[change.key] = change
             else:
                 self.open.pop(change.key, None)
-            emit = log.warning if change.status == "appeared" else log.info
-            emit(f"finding {change.status}", kind=change.finding, key=change.key, text=change.text)
+            # info, not warning: a finding is news, not an error of the agent's (and commands
+            # that print JSON filter their log to warnings).
+            log.info(
+                f"finding {change.status}", kind=change.finding, key=change.key, text=change.text
+            )
             notices.append(
                 Notice(
                     kind="finding_appeared" if change.status == "appeared" else "finding_cleared",
