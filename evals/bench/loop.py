@@ -21,6 +21,7 @@ snapshots (validating only the nodes and workloads of a new version).
 from __future__ import annotations
 
 import logging
+import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +46,12 @@ WEEKDAY_NOON = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)
 
 
 def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[str, Any]:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    # The figures are the only thing on stdout (--json): the loop's log lines (findings
+    # appearing, warnings) go to stderr, and only errors among them.
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     scrape_every = scrape_interval_s(churn)
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
         fleet = _fleet(nodes, scrape_every)
