@@ -75,6 +75,13 @@ def dry_run_of(request: web.Request, body: Any = None) -> bool:
 
 
 async def body_of(request: web.Request) -> Any:
+    if "protobuf" in request.headers.get("Content-Type", ""):
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            "the twin speaks JSON only: send application/json (kubectl: use create -f / apply -f "
+            "rather than the typed create subcommands, which send protobuf)",
+        )
     raw = await request.read()
     if not raw:
         return None

@@ -52,6 +52,7 @@ DAEMONSET = by_kind("DaemonSet", "apps")
 PDB = by_kind("PodDisruptionBudget", "policy")
 SLICE = by_kind("ResourceSlice", "resource.k8s.io")
 LWS = by_kind("LeaderWorkerSet", "leaderworkerset.x-k8s.io")
+LEASE = by_kind("Lease", "coordination.k8s.io")
 SYSTEM = "kube-system"
 
 
@@ -128,7 +129,7 @@ class Mirror:
         """What exists once and does not move: namespaces, the topology, cards, Services."""
         self._seeded = True
         s = self.store
-        for ns in ("default", SYSTEM, self.namespace):
+        for ns in ("default", SYSTEM, "kube-node-lease", self.namespace):
             s.upsert(
                 NAMESPACE,
                 "",
@@ -147,6 +148,21 @@ class Mirror:
             if node.cards:
                 s.upsert(SLICE, "", f"{node.name}-{DRIVER}", self._slice(node.name))
             self._daemon_pod(node.name)
+            s.upsert(
+                LEASE,
+                "kube-node-lease",
+                node.name,
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": node.name, "namespace": "kube-node-lease"},
+                    "spec": {
+                        "holderIdentity": node.name,
+                        "leaseDurationSeconds": 40,
+                        "renewTime": rfc3339(self.sim.now).replace("Z", ".000000Z"),
+                    },
+                },
+            )
         s.upsert(DAEMONSET, SYSTEM, "nvidia-device-plugin-daemonset", self._daemonset())
         for spec in eng.profile.workloads:
             s.upsert(SERVICE, self.namespace, spec.name, self._service(spec))
@@ -585,6 +601,7 @@ class Mirror:
         if spec.nodes_per_replica > 1:
             labels["leaderworkerset.sigs.k8s.io/worker-index"] = str(k)
             labels["leaderworkerset.sigs.k8s.io/group-index"] = str(r.index)
+            labels["leaderworkerset.sigs.k8s.io/name"] = spec.name
         elif spec.kind != "render":
             labels["pod-template-hash"] = _hash(spec.name, 10)
         meta: Obj = {

@@ -131,6 +131,9 @@ class Twin:
             asyncio.get_running_loop().create_task(self._clock())
 
     async def _shutdown(self) -> None:
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -200,6 +203,7 @@ class Twin:
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
         r.add_get("/twin/workloads/{workload}/v1/models", lambda q: serving.models(self, q))
+        r.add_get("/twin/workloads/{workload}/metrics", lambda q: serving.metrics(self, q))
         r.add_post(
             "/twin/workloads/{workload}/v1/chat/completions", lambda q: serving.chat(self, q)
         )

@@ -43,6 +43,27 @@ async def models(twin: Twin, request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": data})
 
 
+async def metrics(twin: Twin, request: web.Request) -> web.Response:
+    """vLLM's gauges for the workload, in the Prometheus text format (classic)."""
+    name = request.match_info["workload"]
+    run = twin.sim.engine.state.workloads.get(name)
+    if run is None:
+        return _error(404, "no such workload")
+    running = run.server.in_flight + sum(
+        r.server.in_flight for r in run.replicas if r.phase == "terminating"
+    )
+    label = f'{{model_name="{twin.sim.engine.specs[name].model or name}"}}'
+    lines = [
+        "# HELP vllm:num_requests_running Number of requests currently running on GPU.",
+        "# TYPE vllm:num_requests_running gauge",
+        f"vllm:num_requests_running{label} {float(running)}",
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f"vllm:num_requests_waiting{label} {float(len(run.queue))}",
+    ]
+    return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+
 async def chat(twin: Twin, request: web.Request) -> web.Response:
     name = request.match_info["workload"]
     spec = twin.sim.engine.specs.get(name)

@@ -116,7 +116,9 @@ class Store:
     def find(self, res: Resource, namespace: str, name: str) -> Obj | None:
         return self.table(res).get((namespace, name))
 
-    def select(self, res: Resource, namespace: str | None, labels: Match, fields: Match) -> list[Obj]:
+    def select(
+        self, res: Resource, namespace: str | None, labels: Match, fields: Match
+    ) -> list[Obj]:
         return [
             obj
             for (ns, _), obj in sorted(self.table(res).items())

@@ -22,11 +22,11 @@ import httpx
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tools.backends.base import ActionResult, DrainResult, ProbeResult
+from tools.backends.base import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes.cache import Watched
 from tools.backends.kubernetes.connect import api_client
-from tools.backends.kubernetes.drain import Drainer, DrainState
+from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import Caller
 from tools.backends.kubernetes.observe import Builder, pod_gpus, template_of, terminated
 from tools.backends.kubernetes.settings import KubernetesSettings
@@ -362,7 +362,7 @@ class KubernetesCluster:
         except httpx.HTTPError as exc:
             raise BackendUnavailable(f"{workload}: {url}: {exc}") from exc
         total = 0.0
-        for line in text.splitlines():
+        for line in text.splitlines():  # either name: see Prometheus' OpenMetrics rewrite
             if line.startswith(("vllm:num_requests_running", "vllm_num_requests_running")):
                 total += float(line.rsplit(" ", 1)[-1])
         return int(total)
@@ -447,8 +447,22 @@ class KubernetesCluster:
             message=f"draining {node}: {len(st.pending)} pod(s) to evict",
         )
 
-    def drain_status(self, node: str) -> DrainState | None:
-        return self.drainer.states.get(node)
+    def drain_status(self, node: str) -> DrainProgress:
+        """Pods still bound to the node (DaemonSet and mirror pods aside), from the cache."""
+        self._node(node)
+        left = [p for p in self._pods_on(node) if skipped(p) is None]
+        st = self.drainer.states.get(node)
+        note = ""
+        if st is not None and st.pending:
+            note = f"; {len(st.pending)} eviction(s) refused so far by a disruption budget"
+        if st is not None and st.error:
+            note += f"; {st.error}"
+        return DrainProgress(
+            node=node,
+            replicas_left=len(left),
+            in_flight=0,
+            message=f"{len(left)} pod(s) left on {node}{note}",
+        )
 
     def drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
         self._check_deadline(node, deadline_s)
