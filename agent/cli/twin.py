@@ -41,7 +41,7 @@ users:
 """
 
 
-def twin(
+def twin(  # noqa: PLR0917 - typer maps each option to a parameter
     scenario: ScenarioOpt = None,
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: any free one).")] = 0,
     speed: Annotated[

@@ -13,6 +13,7 @@ Besides the API (evals/twin/api.py) it serves discovery (/api, /apis, /api/v1, /
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -202,10 +203,11 @@ class Twin:
         r.add_get("/api/v1", self._core_resources)
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
-        r.add_get("/twin/workloads/{workload}/v1/models", lambda q: serving.models(self, q))
-        r.add_get("/twin/workloads/{workload}/metrics", lambda q: serving.metrics(self, q))
+        r.add_get("/twin/workloads/{workload}/v1/models", functools.partial(serving.models, self))
+        r.add_get("/twin/workloads/{workload}/metrics", functools.partial(serving.metrics, self))
         r.add_post(
-            "/twin/workloads/{workload}/v1/chat/completions", lambda q: serving.chat(self, q)
+            "/twin/workloads/{workload}/v1/chat/completions",
+            functools.partial(serving.chat, self),
         )
         r.add_post("/twin/advance", self._advance_hook)
         r.add_post("/twin/faults", self._faults_hook)

@@ -10,8 +10,10 @@ the agent costs what changed since the last one, not a relist. `lists` counts th
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +50,8 @@ class Watched:
         self.events = 0
         self.synced = threading.Event()
         self.errors: list[str] = []
+        self.stopping = False
+        _QUIET.caches.add(self)
 
         @functools.wraps(list_func)  # the watch reads the return type from its signature
         def listing(**kwargs: Any) -> Any:
@@ -62,6 +66,7 @@ class Watched:
                 if isinstance(result, dict):
                     rv = (result.get("metadata") or {}).get("resourceVersion")
                     result = _DictList(result)
+                self._replace(result.items or [])
                 self._seen(rv)
                 self.synced.set()
             return result
@@ -82,6 +87,7 @@ class Watched:
         self.informer.start()  # type: ignore[no-untyped-call]
 
     def stop(self) -> None:
+        self.stopping = True
         self.informer._stop_event.set()
         watch = self.informer._watch
         if watch is not None:
@@ -127,6 +133,13 @@ class Watched:
             self.events += 1
         self._seen(d.get("metadata", {}).get("resourceVersion"))
 
+    def _replace(self, items: list[Any]) -> None:
+        """A full list: the cache is exactly its items (before the informer's own events)."""
+        fresh = {_key(d): d for d in (self._dict(o) for o in items)}
+        with self.lock:
+            self.objects = fresh
+            self.version += 1
+
     def _delete(self, obj: Any) -> None:
         d = self._dict(obj)
         with self.lock:
@@ -138,6 +151,23 @@ class Watched:
     def _bookmark(self, obj: Any) -> None:
         meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
         self._seen(meta.get("resourceVersion"))
+
+
+class _QuietWhenStopped(logging.Filter):
+    """The informer logs the broken watch of a cache that is being stopped as an error, with
+    a traceback; that is the stop itself, not news."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.caches: weakref.WeakSet[Watched] = weakref.WeakSet()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        thread = threading.current_thread()
+        return not any(w.stopping and w.informer._thread is thread for w in list(self.caches))
+
+
+_QUIET = _QuietWhenStopped()
+logging.getLogger("kubernetes.informer.informer").addFilter(_QUIET)
 
 
 class _DictList:
