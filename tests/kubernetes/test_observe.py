@@ -22,22 +22,37 @@ def structure(state: ClusterState) -> dict[str, object]:
                 n.memory_total_bytes,
                 n.unified_memory,
                 n.scheduler,
-                tuple((g.uuid, g.index, g.model, g.sharing, g.clients,
-                       g.memory_total_bytes.value) for g in n.gpus),
+                tuple(
+                    (g.uuid, g.index, g.model, g.sharing, g.clients, g.memory_total_bytes.value)
+                    for g in n.gpus
+                ),
             )
             for n in sorted(state.nodes, key=lambda n: n.name)
         ],
         "workloads": [
-            (w.name, w.kind, w.pool, w.desired_replicas, w.ready_replicas, w.cards_per_replica,
-             w.nodes_per_replica, w.model, w.context_length, w.placement, w.annotations)
+            (
+                w.name,
+                w.kind,
+                w.pool,
+                w.desired_replicas,
+                w.ready_replicas,
+                w.cards_per_replica,
+                w.nodes_per_replica,
+                w.model,
+                w.context_length,
+                w.placement,
+                w.annotations,
+            )
             for w in state.workloads
         ],
         "pools": state.pools,
         "modes": state.modes,
         "active_mode": state.active_mode.name if state.active_mode else None,
-        "links": [(lk.name, lk.nodes, [p.name for p in lk.paths], lk.configured_gid_index)
-                  for lk in state.links],
-    }  # fmt: skip
+        "links": [
+            (lk.name, lk.nodes, [p.name for p in lk.paths], lk.configured_gid_index)
+            for lk in state.links
+        ],
+    }
 
 
 def test_the_default_day_reads_as_the_simulator_reports_it(
@@ -62,8 +77,9 @@ def test_it_stays_equal_as_replicas_come_and_go(twin: Twin, backend: KubernetesC
 
 
 def test_a_card_counted_twice_shows_in_the_scheduler_view() -> None:
-    with twin_of(Scenario(faults=(MpsDoubleCount(node="ws-1"),),
-                          replicas={"tts": 1, "worker": 1})) as t:  # fmt: skip
+    with twin_of(
+        Scenario(faults=(MpsDoubleCount(node="ws-1"),), replicas={"tts": 1, "worker": 1})
+    ) as t:
         b = open_backend(t)
         try:
             node = b.observe().node("ws-1")

@@ -30,7 +30,7 @@ from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import Caller
 from tools.backends.kubernetes.observe import Builder, pod_gpus, template_of, terminated
 from tools.backends.kubernetes.settings import KubernetesSettings
-from tools.errors import BackendUnavailable, InvalidInput
+from tools.errors import ActionFailed, BackendUnavailable, InvalidInput
 from tools.model import ClusterState, Link
 
 T = TypeVar("T")
@@ -298,12 +298,15 @@ class KubernetesCluster:
             raise InvalidInput(f"place {workload}: no node named {node!r}")
         request = f"{uuid.uuid4().hex[:12]}={node}" + (f":{','.join(gpus)}" if gpus else "")
         body = {"metadata": {"annotations": {c.PLACE: request}}}
-        written = self.call(
-            lambda: self._patch_workload(kind, workload, body, dry_run),
-            "patch",
-            f"{kind.lower()}s",
-            self.ns,
-        )
+        try:
+            written = self.call(
+                lambda: self._patch_workload(kind, workload, body, dry_run),
+                "patch",
+                f"{kind.lower()}s",
+                self.ns,
+            )
+        except ActionFailed as exc:  # 422: the placement was refused (no room there)
+            return ActionResult(ok=False, dry_run=dry_run, message=str(exc))
         if not dry_run:
             self._catch_up(_cache_of(kind), written)
         verb = "would start" if dry_run else "asked for"
