@@ -21,8 +21,10 @@ from agent.approvals.inbox import Inbox
 from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    BackendOpt,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
@@ -31,11 +33,12 @@ from agent.cli.common import (
 )
 from agent.daemon.compose import (
     dry_run,
+    open_backend,
     open_policy,
-    open_sim,
     planner_for,
     run_policy_path,
 )
+from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
@@ -46,7 +49,8 @@ PolicyOpt = Annotated[
     typer.Option("--policy", help="Policy file (default: policies/default.yaml).", dir_okay=False),
 ]
 PlannerOpt = Annotated[
-    str, typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules).")
+    str | None,
+    typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules)."),
 ]
 
 
@@ -69,47 +73,66 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     ticks: Annotated[
         int | None, typer.Option("--ticks", min=1, help="Stop after N ticks (default: the day).")
     ] = None,
+    forever: Annotated[
+        bool,
+        typer.Option("--forever", help="Run until stopped, also past a simulated day's end."),
+    ] = False,
     speed: Annotated[
-        float,
-        typer.Option("--speed", min=0, help="Simulated seconds per real second; 0: flat out."),
-    ] = 60.0,
+        float | None,
+        typer.Option(
+            "--speed", min=0, help="Simulated seconds per real second; 0: flat out (sim only)."
+        ),
+    ] = None,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.1, help="Seconds between ticks (simulated).")
-    ] = 15.0,
-    planner: PlannerOpt = "rules",
+        float | None,
+        typer.Option(
+            "--interval", min=0.1, help="Seconds between ticks (default: steward.yaml, 15)."
+        ),
+    ] = None,
+    planner: PlannerOpt = None,
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off.")
-    ] = 0,
+        int | None,
+        typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
+    ] = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Run the agent: observe, decide, guard, act, verify, record — tick after tick.
 
     With no configuration it runs the embedded homelab through a built-in day of demand,
-    compressed so that decisions show within seconds, and stops at the end of the day.
+    compressed so that decisions show within seconds, and stops at the end of the day. On a
+    configured cluster (steward.yaml, `--backend kubernetes`) it runs until stopped.
     """
     from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
     from agent.daemon.telemetry import Telemetry
 
     configure_logging()
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
-        sim = open_sim(where, scenario)
-        the_policy, policy_path = open_policy(policy)
-        chosen = planner_for(planner, the_policy)
+        opened = open_backend(settings, where, scenario)
+        the_policy, policy_path = open_policy(policy or settings.policy)
+        chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
-        runtime = Runtime.open(where, sim, the_policy, planner=chosen, telemetry=telemetry)
+        runtime = Runtime.open(where, opened.parts, the_policy, planner=chosen, telemetry=telemetry)
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    server = telemetry.serve(port) if port else None
+    listen_port = settings.listen.port if port is None else port
+    server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
     if server:
-        err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
-    day_ticks = int(sim.scenario.duration_s // interval)
+        err_console.print(
+            f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
+        )
+    step = interval if interval is not None else settings.interval_s
+    pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
+    bounded = opened.day_s is not None and not forever
+    day_ticks = int(opened.day_s // step) if bounded and opened.day_s is not None else None
     try:
         runtime.install_signal_handlers()
         runtime.start()
-        reports = runtime.run(ticks if ticks is not None else day_ticks, interval, speed)
+        reports = runtime.run(ticks if ticks is not None else day_ticks, step, pace)
     finally:
         runtime.close()
         if server:
@@ -122,16 +145,29 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     )
 
 
+def _settings(backend: str | None) -> StewardConfig:
+    """steward.yaml (and the environment), with `--backend` over it."""
+    settings = config()
+    if backend is None:
+        return settings
+    if backend not in ("sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    return settings.model_copy(update={"backend": backend})
+
+
 def plan(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    planner: PlannerOpt = "rules",
+    planner: PlannerOpt = None,
     policy: PolicyOpt = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
-        result = dry_run(where, planner, policy)
+        opened = open_backend(settings, where)
+        result = dry_run(where, planner or settings.planner, policy or settings.policy, opened)
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     if json_out:
@@ -223,8 +259,7 @@ def _answer(
             # Raises the error that names what is wrong: unknown, or already answered.
             inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
             return
-        sim = open_sim(root, None)
-        state = sim.observe()
+        state = open_backend(config(), root).parts.cluster().observe()
         refused = [a for a in found.actions if not the_policy.may_approve(principal, a, state)]
         if refused:
             groups = sorted({g for a in refused for g in the_policy.approver_groups(a, state)})

@@ -282,6 +282,8 @@ class Runtime:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
         report = dataclasses.replace(report, in_progress=tuple(self._running))
+        self.ctx.telemetry.long_actions.set(len(self._running))
+        self.ctx.telemetry.pending_approvals.set(len(self.ctx.inbox.listed("waiting")))
         if report.decided or resumed:
             _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         seconds = time.perf_counter() - started

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from agent.planners.base import PlannerReport
@@ -79,6 +79,22 @@ class Telemetry:
             registry=self.registry,
         )
         self.interval_s = 15.0
+        self.pending_approvals = Gauge(
+            "steward_pending_approvals",
+            "Decisions waiting for a human.",
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "steward_leader",
+            "1 while this replica leads (acts), 0 while it stands by and only observes.",
+            registry=self.registry,
+        )
+        self.leader.set(1)
+        self.long_actions = Gauge(
+            "steward_long_actions",
+            "Decisions whose long action (a drain, a rotation) is still going on.",
+            registry=self.registry,
+        )
 
     def planner_report(self, report: PlannerReport) -> None:
         """Count what one model-backed decision cost."""
