@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
+from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
@@ -61,13 +62,9 @@ class LLMSection(Section):
     max_tokens: int | None = Field(default=None, ge=16, le=32_768)
 
 
-class KubernetesSection(Section):
-    """How to reach the cluster: in-cluster config, else a kubeconfig found as kubectl finds it."""
-
-    kubeconfig: Path | None = None
-    context: str | None = None
-    namespace: str | None = None
-    """Only workloads in this namespace (None: every namespace the labels find)."""
+class KubernetesSection(KubernetesSettings, Section):
+    """How to reach the cluster: in-cluster config, else a kubeconfig found as kubectl finds it
+    (the keys: tools/backends/kubernetes/settings.py)."""
 
 
 class PrometheusSection(Section):

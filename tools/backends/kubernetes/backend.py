@@ -12,6 +12,7 @@ is validated by the API server and changes nothing.
 
 from __future__ import annotations
 
+import atexit
 import time
 import uuid
 from collections.abc import Callable
@@ -63,6 +64,9 @@ class KubernetesCluster:
             self._pods_on, self._evict, self._pod_exists, settings.eviction_retry_s
         )
 
+    def __str__(self) -> str:
+        return f"Kubernetes cluster at {self.api.configuration.host} (namespace {self.ns})"
+
     # -- caches -----------------------------------------------------------------------------
 
     def _optional(self, probe: Callable[[], object]) -> bool:
@@ -108,6 +112,7 @@ class KubernetesCluster:
             specs["resourceslices"] = (self.resource.list_resource_slice, {})
         for name, (fn, kw) in specs.items():
             self.caches[name] = Watched(name, self.api, fn, **kw)
+        atexit.register(self.close)
         for w in self.caches.values():
             w.start()
         for w in self.caches.values():
@@ -118,8 +123,10 @@ class KubernetesCluster:
         return self.custom.list_namespaced_custom_object(*LWS[:2], self.ns, LWS[2], **kwargs)
 
     def close(self) -> None:
+        """Stop the watches (also at exit)."""
         for w in self.caches.values():
             w.stop()
+        atexit.unregister(self.close)
 
     @property
     def lists(self) -> int:

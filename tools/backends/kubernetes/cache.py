@@ -87,11 +87,16 @@ class Watched:
         self.informer.start()  # type: ignore[no-untyped-call]
 
     def stop(self) -> None:
+        """Stop watching: the stream's socket is shut, and the thread given a moment to end
+        (a daemon thread still reading when the interpreter exits can abort it)."""
         self.stopping = True
         self.informer._stop_event.set()
         watch = self.informer._watch
         if watch is not None:
             watch.stop()
+        thread = self.informer._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
 
     def wait_synced(self, timeout_s: float) -> None:
         if not self.synced.wait(timeout_s):
