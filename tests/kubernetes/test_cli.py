@@ -77,7 +77,7 @@ def test_a_workload_missing_its_pool_label_exits_2_and_nothing_changes(
     try:
         client.AppsV1Api(b.api).create_namespaced_deployment(
             "default",
-            {
+            {  # type: ignore[arg-type]
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
                 "metadata": {"name": "stray", "labels": {"steward.dev/managed": "true"}},
@@ -90,7 +90,7 @@ def test_a_workload_missing_its_pool_label_exits_2_and_nothing_changes(
                     },
                 },
             },
-        )  # type: ignore[arg-type]
+        )
     finally:
         b.close()
     before = versions(twin)
