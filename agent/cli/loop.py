@@ -291,9 +291,16 @@ def bench_loop(
     nodes: Annotated[int, typer.Option("--nodes", min=1, help="Fleet size for the tick.")] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
     json_out: JsonOpt = False,
+    backend: BackendOpt = None,
 ) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
-    from evals.bench.loop import bench_figures
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick
+    (`--backend kubernetes`: the fleet served by the twin, through the official client)."""
+    if backend not in (None, "sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    if backend == "kubernetes":
+        from evals.bench.kube_loop import bench_figures
+    else:
+        from evals.bench.loop import bench_figures
 
     figures = bench_figures(nodes, runs)
     if json_out:

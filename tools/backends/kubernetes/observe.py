@@ -156,7 +156,15 @@ class Builder:
             )
             for k in sorted(nodes)
         ]
-        wl = [self._workload(kind, obj, pods) for kind, obj in workloads]
+        by_workload: dict[str, list[Obj]] = {}
+        for pod in pods.values():
+            owner = _owner_workload(pod)
+            if owner:
+                by_workload.setdefault(owner, []).append(pod)
+        wl = [
+            self._workload(kind, obj, by_workload.get(obj["metadata"]["name"], []))
+            for kind, obj in workloads
+        ]
         order = {w: i for i, w in enumerate(n for p in pools for n in p.workloads)}
         wl.sort(key=lambda w: (order.get(w.name, len(order)), w.name))
         known = {p.name for p in pools}
@@ -171,7 +179,7 @@ class Builder:
             workloads=tuple(wl),
             pools=pools,
             modes=modes,
-            active_mode=self._active_mode(modes, wl, pods),
+            active_mode=self._active_mode(modes, wl, by_workload),
             links=tuple(self._link(lk) for lk in links),
         )
 
@@ -288,11 +296,10 @@ class Builder:
 
     # -- workloads --------------------------------------------------------------------------
 
-    def _workload(self, kind: str, obj: Obj, pods: dict[str, Obj]) -> Workload:
+    def _workload(self, kind: str, obj: Obj, mine: list[Obj]) -> Workload:
         meta = obj["metadata"]
         name = meta["name"]
         labels = meta.get("labels") or {}
-        mine = [p for p in pods.values() if _owner_workload(p) == name]
         key = (
             meta.get("resourceVersion"),
             tuple(sorted(p["metadata"].get("resourceVersion", "") for p in mine)),
@@ -342,7 +349,7 @@ class Builder:
         return w
 
     def _active_mode(
-        self, modes: tuple[Mode, ...], workloads: list[Workload], pods: dict[str, Obj]
+        self, modes: tuple[Mode, ...], workloads: list[Workload], pods: dict[str, list[Obj]]
     ) -> ActiveMode | None:
         by_name = {w.name: w for w in workloads}
         for mode in modes:
@@ -351,9 +358,8 @@ class Builder:
                 w = by_name.get(wname)
                 times = [
                     t
-                    for p in pods.values()
-                    if _owner_workload(p) == wname
-                    and _ready(p)
+                    for p in pods.get(wname, ())
+                    if _ready(p)
                     and "deletionTimestamp" not in p["metadata"]
                     and (t := _ready_since(p)) is not None
                 ]
