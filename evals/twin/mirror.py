@@ -125,6 +125,21 @@ class Mirror:
                 self._workload(wspec)
         self._update_pdbs()
 
+    def heartbeat(self, names: list[str]) -> None:
+        """The kubelets of these nodes post their status (a new lastHeartbeatTime), as real
+        ones do every few minutes: a watch event per node, nothing else changed."""
+        now = rfc3339(self.sim.now)
+        for name in names:
+            old = self.store.find(NODE, "", name)
+            if old is None:
+                continue
+            status = dict(old["status"])
+            status["conditions"] = [
+                {**c, "lastHeartbeatTime": now} if c["type"] == "Ready" else c
+                for c in status["conditions"]
+            ]
+            self.store.upsert(NODE, "", name, {**old, "status": status})
+
     def _seed(self) -> None:
         """What exists once and does not move: namespaces, the topology, cards, Services."""
         self._seeded = True

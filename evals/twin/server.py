@@ -26,6 +26,7 @@ from evals.twin import api, serving
 from evals.twin.auth import AllowAll, Attributes, Authorizer, forbidden, verb_of
 from evals.twin.faults import Faults, FaultSettings
 from evals.twin.mirror import Mirror
+from evals.twin.readings import readings
 from evals.twin.resources import group_versions, resource_list
 from evals.twin.store import ApiError, Store
 from evals.twin.writes import Writes
@@ -212,6 +213,7 @@ class Twin:
         r.add_post("/twin/advance", self._advance_hook)
         r.add_post("/twin/faults", self._faults_hook)
         r.add_get("/twin/requests", self._requests_hook)
+        r.add_get("/twin/readings", self._readings_hook)
         r.add_route("*", "/api/v1/{tail:.+}", self._resource)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._resource)
 
@@ -348,6 +350,9 @@ class Twin:
     async def _faults_hook(self, request: web.Request) -> web.Response:
         self.faults.configure(FaultSettings.model_validate(await request.json()))
         return web.json_response(self.faults.settings.model_dump())
+
+    async def _readings_hook(self, _request: web.Request) -> web.Response:
+        return web.json_response(readings(self.sim.observe()))
 
     async def _requests_hook(self, _request: web.Request) -> web.Response:
         return web.json_response(

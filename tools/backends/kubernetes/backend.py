@@ -44,9 +44,15 @@ class KubernetesCluster:
     """See the module docstring. `start()` (or the first observe) fills the caches."""
 
     def __init__(
-        self, settings: KubernetesSettings, *, api: client.ApiClient | None = None
+        self,
+        settings: KubernetesSettings,
+        *,
+        api: client.ApiClient | None = None,
+        now: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings
+        self.now = now or (lambda: datetime.now(UTC))
+        """When an observation is taken: the wall clock (a test may give the twin's)."""
         self.ns = settings.namespace
         self.api = api or api_client(settings)
         self.core = client.CoreV1Api(self.api)
@@ -59,7 +65,6 @@ class KubernetesCluster:
         self.builder = Builder(self.ns)
         self.caches: dict[str, Watched] = {}
         self._started = False
-        self._state: tuple[tuple[int, ...], ClusterState] | None = None
         self.drainer = Drainer(
             self._pods_on, self._evict, self._pod_exists, settings.eviction_retry_s
         )
@@ -156,28 +161,23 @@ class KubernetesCluster:
     # -- observe ----------------------------------------------------------------------------
 
     def observe(self) -> ClusterState:
+        """The cluster as the caches have it: only what changed since the last call is read."""
         self.start()
-        versions = tuple(w.version for w in self.caches.values())
-        if self._state is not None and self._state[0] == versions:
-            return self._state[1]
-        workloads: list[tuple[str, Obj]] = []
-        for cache, kind in (
-            ("deployments", "Deployment"),
-            ("statefulsets", "StatefulSet"),
-            ("leaderworkersets", "LeaderWorkerSet"),
-        ):
-            workloads += [(kind, o) for o in self._snap(cache).values()]
-        cms = self._snap("configmaps")
-        state = self.builder.build(
-            now=datetime.now(UTC),
-            nodes=self._snap("nodes"),
-            pods=self._snap("pods"),
-            workloads=workloads,
-            slices=self._snap("resourceslices"),
-            topology=next(iter(cms.values()), None),
-        )
-        self._state = (versions, state)
-        return state
+        b = self.builder
+        feeds: dict[str, Callable[[dict[str, Obj] | None, dict[str, Obj | None]], None]] = {
+            "nodes": b.feed_nodes,
+            "resourceslices": b.feed_slices,
+            "pods": b.feed_pods,
+            "configmaps": b.feed_topology,
+            "deployments": lambda f, d: b.feed_workloads("Deployment", f, d),
+            "statefulsets": lambda f, d: b.feed_workloads("StatefulSet", f, d),
+            "leaderworkersets": lambda f, d: b.feed_workloads("LeaderWorkerSet", f, d),
+        }
+        for name, feed in feeds.items():
+            cache = self.caches.get(name)
+            if cache is not None:
+                feed(*cache.changes())
+        return b.build(self.now())
 
     # -- workloads --------------------------------------------------------------------------
 

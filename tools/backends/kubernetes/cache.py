@@ -51,6 +51,10 @@ class Watched:
         self.synced = threading.Event()
         self.errors: list[str] = []
         self.stopping = False
+        self._dirty: dict[str, Obj | None] = {}
+        """Changes since the last `changes()`: key -> the object, or None if deleted."""
+        self._reset = True
+        """A full list happened since the last `changes()`: the reader starts over."""
         _QUIET.caches.add(self)
 
         @functools.wraps(list_func)  # the watch reads the return type from its signature
@@ -117,6 +121,20 @@ class Watched:
         with self.lock:
             return self.version, dict(self.objects)
 
+    def get(self, key: str) -> Obj | None:
+        with self.lock:
+            return self.objects.get(key)
+
+    def changes(self) -> tuple[dict[str, Obj] | None, dict[str, Obj | None]]:
+        """What changed since the last call: (every object, {}) after a full list, else
+        (None, {key: object or None when deleted}). One reader (the state builder) drains it."""
+        with self.lock:
+            if self._reset:
+                self._reset, self._dirty = False, {}
+                return dict(self.objects), {}
+            dirty, self._dirty = self._dirty, {}
+            return None, dirty
+
     def _dict(self, obj: Any) -> Obj:
         if isinstance(obj, dict):
             return obj
@@ -131,9 +149,16 @@ class Watched:
         self.rv = max(self.rv, value)
 
     def _put(self, obj: Any) -> None:
+        key = _key(obj)
+        rv = _rv(obj)
+        with self.lock:
+            old = self.objects.get(key)
+        if old is not None and rv and (old.get("metadata") or {}).get("resourceVersion") == rv:
+            return  # the informer's ADDED for what the list already gave: nothing new
         d = self._dict(obj)
         with self.lock:
-            self.objects[_key(d)] = d
+            self.objects[key] = d
+            self._dirty[key] = d
             self.version += 1
             self.events += 1
         self._seen(d.get("metadata", {}).get("resourceVersion"))
@@ -144,11 +169,14 @@ class Watched:
         with self.lock:
             self.objects = fresh
             self.version += 1
+            self._reset, self._dirty = True, {}
 
     def _delete(self, obj: Any) -> None:
         d = self._dict(obj)
+        key = _key(d)
         with self.lock:
-            self.objects.pop(_key(d), None)
+            self.objects.pop(key, None)
+            self._dirty[key] = None
             self.version += 1
             self.events += 1
         self._seen(d.get("metadata", {}).get("resourceVersion"))
@@ -186,6 +214,13 @@ class _DictList:
 class _Meta:
     def __init__(self, rv: str) -> None:
         self.resource_version = rv
+
+
+def _rv(obj: Any) -> str | None:
+    if isinstance(obj, dict):
+        return (obj.get("metadata") or {}).get("resourceVersion")
+    meta = getattr(obj, "metadata", None)
+    return getattr(meta, "resource_version", None) if meta is not None else None
 
 
 def _key(obj: Any) -> str:

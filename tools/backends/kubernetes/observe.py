@@ -15,7 +15,6 @@ changed, a workload only when its object or one of its pods did.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -39,6 +38,7 @@ from tools.model import (
     Sharing,
     Taint,
     Workload,
+    trusted,
 )
 
 Obj = dict[str, Any]
@@ -96,17 +96,132 @@ def template_of(kind: str, obj: Obj) -> tuple[Obj, int]:
 
 
 class Builder:
-    """Turns cache snapshots into ClusterStates, reusing what did not change."""
+    """Keeps the cluster's objects indexed as changes come in, and turns them into
+    ClusterStates, rebuilding only the nodes and workloads a change touched."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
-        self._nodes: dict[str, tuple[object, Node]] = {}
-        self._workloads: dict[str, tuple[object, Workload]] = {}
         self._topology: tuple[str, tuple[Pool, ...], tuple[Mode, ...], Obj] | None = None
+        self.nodes: dict[str, Obj] = {}
+        self.slices: dict[str, Obj] = {}
+        """ResourceSlices of the GPU driver, by node name."""
+        self._slice_node: dict[str, str] = {}
+        self.workloads: dict[str, tuple[str, Obj]] = {}
+        """By name: (kind, object)."""
+        self._workload_key: dict[str, str] = {}
+        self.pods: dict[str, Obj] = {}
+        self._pod_at: dict[str, tuple[str | None, str | None]] = {}
+        """Pod key -> (node, workload) it is indexed under."""
+        self.by_node: dict[str, dict[str, Obj]] = {}
+        self.by_workload: dict[str, dict[str, Obj]] = {}
+        self.topology_obj: Obj | None = None
+        self._dirty_nodes: set[str] = set()
+        self._dirty_workloads: set[str] = set()
+        self._built_nodes: dict[str, Node] = {}
+        self._built_workloads: dict[str, Workload] = {}
+        self._node_order: list[str] | None = None
+        self._state: ClusterState | None = None
+
+    # -- changes in -------------------------------------------------------------------------
+
+    def feed_nodes(self, full: dict[str, Obj] | None, delta: dict[str, Obj | None]) -> None:
+        if full is not None:
+            self._dirty_nodes |= set(self.nodes) | set(full)
+            self.nodes = {o["metadata"]["name"]: o for o in full.values()}
+            self._node_order = None
+            return
+        for key, obj in delta.items():
+            if obj is None:
+                self.nodes.pop(key, None)
+                self._built_nodes.pop(key, None)
+            else:
+                self.nodes[key] = obj
+            if obj is None or key not in self._built_nodes:
+                self._node_order = None
+            self._dirty_nodes.add(key)
+
+    def feed_slices(self, full: dict[str, Obj] | None, delta: dict[str, Obj | None]) -> None:
+        items = full.items() if full is not None else delta.items()
+        if full is not None:
+            self._dirty_nodes |= set(self.slices)
+            self.slices, self._slice_node = {}, {}
+        for key, obj in items:
+            old = self._slice_node.pop(key, None)
+            if old is not None:
+                self.slices.pop(old, None)
+                self._dirty_nodes.add(old)
+            spec = (obj or {}).get("spec") or {}
+            node = spec.get("nodeName")
+            if obj is not None and node and spec.get("driver") == c.DRA_DRIVER:
+                self.slices[node] = obj
+                self._slice_node[key] = node
+                self._dirty_nodes.add(node)
+
+    def feed_workloads(
+        self, kind: str, full: dict[str, Obj] | None, delta: dict[str, Obj | None]
+    ) -> None:
+        if full is not None:
+            for name in [n for n, (k, _) in self.workloads.items() if k == kind]:
+                self._drop_workload(name)
+            delta = dict(full)
+        for key, obj in delta.items():
+            name = key.rsplit("/", 1)[-1]
+            if obj is None:
+                if self._workload_key.get(name) == key:
+                    self._drop_workload(name)
+                continue
+            self.workloads[name] = (kind, obj)
+            self._workload_key[name] = key
+            self._dirty_workloads.add(name)
+
+    def _drop_workload(self, name: str) -> None:
+        self.workloads.pop(name, None)
+        self._workload_key.pop(name, None)
+        self._built_workloads.pop(name, None)
+        self._dirty_workloads.add(name)
+
+    def feed_pods(self, full: dict[str, Obj] | None, delta: dict[str, Obj | None]) -> None:
+        if full is not None:
+            for key in list(self.pods):
+                self._unindex(key)
+            delta = dict(full)
+        for key, obj in delta.items():
+            self._unindex(key)
+            if obj is None:
+                continue
+            node = (obj.get("spec") or {}).get("nodeName")
+            owner = _owner_workload(obj)
+            self.pods[key] = obj
+            self._pod_at[key] = (node, owner)
+            if node:
+                self.by_node.setdefault(node, {})[key] = obj
+                self._dirty_nodes.add(node)
+            if owner:
+                self.by_workload.setdefault(owner, {})[key] = obj
+                self._dirty_workloads.add(owner)
+
+    def _unindex(self, key: str) -> None:
+        self.pods.pop(key, None)
+        node, owner = self._pod_at.pop(key, (None, None))
+        if node:
+            self.by_node.get(node, {}).pop(key, None)
+            self._dirty_nodes.add(node)
+        if owner:
+            self.by_workload.get(owner, {}).pop(key, None)
+            self._dirty_workloads.add(owner)
+
+    def feed_topology(self, full: dict[str, Obj] | None, delta: dict[str, Obj | None]) -> None:
+        if full is not None:
+            self.topology_obj = next(iter(full.values()), None)
+        for obj in delta.values():
+            self.topology_obj = obj
+        if full is not None or delta:
+            self._state = None
 
     # -- topology ---------------------------------------------------------------------------
 
-    def topology(self, cm: Obj | None) -> tuple[tuple[Pool, ...], tuple[Mode, ...], list[Obj]]:
+    def topology(self) -> tuple[tuple[Pool, ...], tuple[Mode, ...], list[Obj]]:
+        cm = self.topology_obj
         rv = (cm or {}).get("metadata", {}).get("resourceVersion", "")
         if self._topology is not None and self._topology[0] == rv:
             return self._topology[1], self._topology[2], self._topology[3]["links"]
@@ -126,45 +241,30 @@ class Builder:
 
     # -- the whole state --------------------------------------------------------------------
 
-    def build(
-        self,
-        *,
-        now: datetime,
-        nodes: dict[str, Obj],
-        pods: dict[str, Obj],
-        workloads: Iterable[tuple[str, Obj]],
-        slices: dict[str, Obj],
-        topology: Obj | None,
-    ) -> ClusterState:
-        pools, modes, links = self.topology(topology)
-        by_node: dict[str, list[Obj]] = {}
-        for pod in pods.values():
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node:
-                by_node.setdefault(node, []).append(pod)
-        slice_of = {
-            (s.get("spec") or {}).get("nodeName"): s
-            for s in slices.values()
-            if (s.get("spec") or {}).get("driver") == c.DRA_DRIVER
-        }
-        built_nodes = [
-            self._node(
-                nodes[k],
-                by_node.get(nodes[k]["metadata"]["name"], []),
-                slice_=slice_of.get(nodes[k]["metadata"]["name"]),
-                now=now,
-            )
-            for k in sorted(nodes)
-        ]
-        by_workload: dict[str, list[Obj]] = {}
-        for pod in pods.values():
-            owner = _owner_workload(pod)
-            if owner:
-                by_workload.setdefault(owner, []).append(pod)
-        wl = [
-            self._workload(kind, obj, by_workload.get(obj["metadata"]["name"], []))
-            for kind, obj in workloads
-        ]
+    def build(self, now: datetime) -> ClusterState:
+        """The state now; the previous one when nothing changed since."""
+        if self._state is not None and not self._dirty_nodes and not self._dirty_workloads:
+            return self._state
+        pools, modes, links = self.topology()
+        for name in self._dirty_nodes:
+            obj = self.nodes.get(name)
+            if obj is None:
+                self._built_nodes.pop(name, None)
+                continue
+            pods = list(self.by_node.get(name, {}).values())
+            self._built_nodes[name] = self._node(obj, pods, slice_=self.slices.get(name), now=now)
+        self._dirty_nodes.clear()
+        for name in list(self._dirty_workloads):
+            found = self.workloads.get(name)
+            if found is None:
+                self._built_workloads.pop(name, None)
+            else:
+                mine = list(self.by_workload.get(name, {}).values())
+                self._built_workloads[name] = self._workload(found[0], found[1], mine)
+            self._dirty_workloads.discard(name)  # kept if _workload raised: asked again
+        if self._node_order is None:
+            self._node_order = sorted(self._built_nodes)
+        wl = list(self._built_workloads.values())
         order = {w: i for i, w in enumerate(n for p in pools for n in p.workloads)}
         wl.sort(key=lambda w: (order.get(w.name, len(order)), w.name))
         known = {p.name for p in pools}
@@ -172,30 +272,26 @@ class Builder:
         pools = pools + tuple(
             Pool(name=p, workloads=tuple(w.name for w in wl if w.pool == p)) for p in extra
         )
-        return ClusterState(
-            observed_at=now,
-            source=SOURCE,
-            nodes=tuple(built_nodes),
-            workloads=tuple(wl),
-            pools=pools,
-            modes=modes,
-            active_mode=self._active_mode(modes, wl, by_workload),
-            links=tuple(self._link(lk) for lk in links),
+        self._state = trusted(
+            ClusterState,
+            {
+                "observed_at": now,
+                "source": SOURCE,
+                "nodes": tuple(self._built_nodes[n] for n in self._node_order),
+                "workloads": tuple(wl),
+                "pools": pools,
+                "modes": modes,
+                "active_mode": self._active_mode(modes, wl),
+                "links": tuple(self._link(lk) for lk in links),
+            },
         )
+        return self._state
 
     # -- nodes ------------------------------------------------------------------------------
 
     def _node(self, obj: Obj, pods: list[Obj], *, slice_: Obj | None, now: datetime) -> Node:
         meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
         name = meta["name"]
-        key = (
-            meta.get("resourceVersion"),
-            (slice_ or {}).get("metadata", {}).get("resourceVersion"),
-            tuple(sorted(p["metadata"].get("resourceVersion", "") for p in pods)),
-        )
-        cached = self._nodes.get(name)
-        if cached is not None and cached[0] == key:
-            return cached[1]
         labels = dict(meta.get("labels") or {})
         taints = tuple(
             Taint(key=t["key"], value=t.get("value") or "", effect=t.get("effect", "NoSchedule"))
@@ -242,7 +338,6 @@ class Builder:
             gpus=gpus,
             scheduler=scheduler,
         )
-        self._nodes[name] = (key, node)
         return node
 
     def _gpus(
@@ -300,13 +395,6 @@ class Builder:
         meta = obj["metadata"]
         name = meta["name"]
         labels = meta.get("labels") or {}
-        key = (
-            meta.get("resourceVersion"),
-            tuple(sorted(p["metadata"].get("resourceVersion", "") for p in mine)),
-        )
-        cached = self._workloads.get(name)
-        if cached is not None and cached[0] == key:
-            return cached[1]
         where = f"{kind} {meta.get('namespace', self.namespace)}/{name}"
         pool = labels.get(c.POOL)
         if not pool:
@@ -345,12 +433,9 @@ class Builder:
                 if k not in c.OWN_ANNOTATIONS and k.startswith("steward.dev/")
             },
         )
-        self._workloads[name] = (key, w)
         return w
 
-    def _active_mode(
-        self, modes: tuple[Mode, ...], workloads: list[Workload], pods: dict[str, list[Obj]]
-    ) -> ActiveMode | None:
+    def _active_mode(self, modes: tuple[Mode, ...], workloads: list[Workload]) -> ActiveMode | None:
         by_name = {w.name: w for w in workloads}
         for mode in modes:
             since: list[datetime] = []
@@ -358,7 +443,7 @@ class Builder:
                 w = by_name.get(wname)
                 times = [
                     t
-                    for p in pods.get(wname, ())
+                    for p in self.by_workload.get(wname, {}).values()
                     if _ready(p)
                     and "deletionTimestamp" not in p["metadata"]
                     and (t := _ready_since(p)) is not None
