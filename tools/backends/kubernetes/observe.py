@@ -121,6 +121,7 @@ class Builder:
         self._built_workloads: dict[str, Workload] = {}
         self._node_order: list[str] | None = None
         self._state: ClusterState | None = None
+        self._fields: dict[str, object] = {}
 
     # -- changes in -------------------------------------------------------------------------
 
@@ -242,9 +243,9 @@ class Builder:
     # -- the whole state --------------------------------------------------------------------
 
     def build(self, now: datetime) -> ClusterState:
-        """The state now; the previous one when nothing changed since."""
+        """The state now: the previous one, observed now, when nothing changed since."""
         if self._state is not None and not self._dirty_nodes and not self._dirty_workloads:
-            return self._state
+            return trusted(ClusterState, {**self._fields, "observed_at": now})
         pools, modes, links = self.topology()
         for name in self._dirty_nodes:
             obj = self.nodes.get(name)
@@ -272,19 +273,17 @@ class Builder:
         pools = pools + tuple(
             Pool(name=p, workloads=tuple(w.name for w in wl if w.pool == p)) for p in extra
         )
-        self._state = trusted(
-            ClusterState,
-            {
-                "observed_at": now,
-                "source": SOURCE,
-                "nodes": tuple(self._built_nodes[n] for n in self._node_order),
-                "workloads": tuple(wl),
-                "pools": pools,
-                "modes": modes,
-                "active_mode": self._active_mode(modes, wl),
-                "links": tuple(self._link(lk) for lk in links),
-            },
-        )
+        self._fields = {
+            "observed_at": now,
+            "source": SOURCE,
+            "nodes": tuple(self._built_nodes[n] for n in self._node_order),
+            "workloads": tuple(wl),
+            "pools": pools,
+            "modes": modes,
+            "active_mode": self._active_mode(modes, wl),
+            "links": tuple(self._link(lk) for lk in links),
+        }
+        self._state = trusted(ClusterState, dict(self._fields))
         return self._state
 
     # -- nodes ------------------------------------------------------------------------------
