@@ -27,7 +27,7 @@ from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 from tools.clock import VirtualClock
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 TICK_S = 15.0
 TICKS = 480  # the built-in day: two hours
 

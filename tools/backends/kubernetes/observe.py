@@ -14,6 +14,7 @@ changed, a workload only when its object or one of its pods did.
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -47,8 +48,17 @@ MISSING = Metric.missing(SOURCE)
 
 
 def quantity(value: object) -> int:
+    """A resource quantity ("96Gi", "2", "1500m") in whole units; 0 when it does not parse."""
+    if isinstance(value, int):
+        return value
+    return _quantity(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity(text: str) -> int:
+    """A cluster repeats a handful of quantities across thousands of objects: parse each once."""
     try:
-        return int(Decimal(parse_quantity(value)))  # type: ignore[no-untyped-call]
+        return int(Decimal(parse_quantity(text)))  # type: ignore[no-untyped-call]
     except (ValueError, TypeError):
         return 0
 
@@ -122,6 +132,8 @@ class Builder:
         self._node_order: list[str] | None = None
         self._state: ClusterState | None = None
         self._fields: dict[str, object] = {}
+        self._node_memo: dict[str, tuple[object, Node]] = {}
+        self._gpu_memo: dict[tuple[object, ...], Gpu] = {}
 
     # -- changes in -------------------------------------------------------------------------
 
@@ -289,8 +301,29 @@ class Builder:
     # -- nodes ------------------------------------------------------------------------------
 
     def _node(self, obj: Obj, pods: list[Obj], *, slice_: Obj | None, now: datetime) -> Node:
+        """The node; the very object built last time when nothing it reads changed (a kubelet's
+        heartbeat changes the API object, not the Node), so readers' per-object caches hold."""
         meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
         name = meta["name"]
+        ready_now = any(
+            x.get("type") == "Ready" and x.get("status") == "True"
+            for x in status.get("conditions") or []
+        )
+        key = (
+            tuple((meta.get("labels") or {}).items()),
+            spec.get("unschedulable"),
+            tuple(
+                (t.get("key"), t.get("value"), t.get("effect")) for t in spec.get("taints") or []
+            ),
+            ready_now,
+            tuple((status.get("allocatable") or {}).items()),
+            (status.get("capacity") or {}).get("memory"),
+            (slice_ or {}).get("metadata", {}).get("resourceVersion"),
+            tuple(sorted(p["metadata"].get("resourceVersion", "") for p in pods)),
+        )
+        cached = self._node_memo.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         labels = dict(meta.get("labels") or {})
         taints = tuple(
             Taint(key=t["key"], value=t.get("value") or "", effect=t.get("effect", "NoSchedule"))
@@ -337,6 +370,7 @@ class Builder:
             gpus=gpus,
             scheduler=scheduler,
         )
+        self._node_memo[name] = (key, node)
         return node
 
     def _gpus(
@@ -373,8 +407,13 @@ class Builder:
         gpus = []
         for uuid, index, product, memory in sorted(cards, key=lambda x: x[1]):
             total = node_memory if unified else memory
-            gpus.append(
-                Gpu(
+            users = tuple(clients.get(uuid, ()))
+            gkey = (uuid, index, product, total, sharing, users, node)
+            gpu = self._gpu_memo.get(gkey)
+            if gpu is None:
+                if len(self._gpu_memo) > 200_000:
+                    self._gpu_memo.clear()
+                gpu = self._gpu_memo[gkey] = Gpu(
                     uuid=uuid,
                     index=index,
                     model=product,
@@ -383,9 +422,9 @@ class Builder:
                     if total
                     else MISSING,
                     sharing=sharing,
-                    clients=tuple(clients.get(uuid, ())),
+                    clients=users,
                 )
-            )
+            gpus.append(gpu)
         return tuple(gpus)
 
     # -- workloads --------------------------------------------------------------------------
