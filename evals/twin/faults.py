@@ -25,6 +25,8 @@ class FaultSettings(BaseModel):
     kinds: tuple[FaultKind, ...] = ("5xx", "409", "429", "timeout")
     timeout_s: float = Field(default=1.0, ge=0)
     seed: int = 0
+    methods: tuple[str, ...] = ("GET", "POST", "PUT", "PATCH", "DELETE")
+    """Which requests may fail (writes only: a reproducible sequence whatever the reads do)."""
 
 
 class Faults:
@@ -38,6 +40,8 @@ class Faults:
 
     def draw(self, method: str) -> tuple[FaultKind, ApiError] | None:
         s = self.settings
+        if method not in s.methods:
+            return None
         if s.rate <= 0 or not s.kinds or self.rng.random() >= s.rate:
             return None
         kind = self.rng.choice(s.kinds)
