@@ -11,6 +11,7 @@ import typer
 
 import evals.bench.llm_prompt
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
+from agent import __version__
 from agent.cli import (
     audit,
     bench,
@@ -44,8 +45,20 @@ gpus.register(app)
 twin.register(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"steward {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
     config_file: Annotated[
         Path | None,
         typer.Option(

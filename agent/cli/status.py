@@ -18,11 +18,13 @@ from agent.cli.common import (
     BackendOpt,
     DataDirOpt,
     JsonOpt,
+    ResetOpt,
     config,
     console,
     data_dir,
     emit_json,
     fail,
+    reset_data_dir,
 )
 from agent.daemon.compose import open_backend
 from tools.errors import StewardError
@@ -32,8 +34,8 @@ ScenarioOpt = Annotated[
     Path | None,
     typer.Option(
         "--scenario",
-        help="A scenario file (evals/scenarios/*.yaml) for the simulated cluster; it replaces "
-        "the one in the data dir if it differs.",
+        help="A scenario file, or a shipped scenario's name (link-11-percent), for the "
+        "simulated cluster; a data dir with a history keeps its own unless --reset.",
         exists=False,
         dir_okay=False,
     ),
@@ -45,13 +47,17 @@ def status(
     scenario: ScenarioOpt = None,
     data_dir_opt: DataDirOpt = None,
     backend: BackendOpt = None,
+    reset: ResetOpt = False,
 ) -> None:
     """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""
     settings = config()
     if backend is not None:
         settings = settings.model_copy(update={"backend": backend})
+    where = data_dir(data_dir_opt)
+    if reset:
+        reset_data_dir(where)
     try:
-        opened = open_backend(settings, data_dir(data_dir_opt), scenario)
+        opened = open_backend(settings, where, scenario)
         state = opened.parts.cluster().observe()
     except StewardError as exc:
         fail(str(exc))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from agent.daemon.day import default_day
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
+from evals.scenarios import SCENARIOS_DIR
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.actions import Plan
@@ -35,6 +37,7 @@ from tools.backends.base import MetricSource
 from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
+from tools.model import ClusterState
 from tools.sim import store
 from tools.sim.scenario import Scenario, load_scenario
 
@@ -52,6 +55,8 @@ class Opened:
     """How long the simulated scenario lasts (the built-in day ends by itself); None: unbounded."""
     speed: float | None = None
     """The scenario's pace (simulated seconds per real second); None: real time."""
+    elapsed_s: float = 0.0
+    """How much of the simulated scenario has already run in this data dir."""
 
     @property
     def simulated(self) -> bool:
@@ -68,6 +73,7 @@ def open_backend(config: StewardConfig, data_dir: Path, scenario: Path | None = 
             description=f"simulated cluster {sim.scenario.name!r} in {data_dir}",
             day_s=sim.scenario.duration_s,
             speed=sim.scenario.speed,
+            elapsed_s=sim.elapsed_s,
         )
     if scenario is not None:
         raise InvalidInput("--scenario is for the simulated cluster (backend sim) only")
@@ -95,17 +101,67 @@ def _optional(module: str, what: str) -> Any:
 
 
 def open_sim(data_dir: Path, scenario: Path | None) -> SimCluster:
-    """The data dir's simulated cluster (see the module docstring)."""
+    """The data dir's simulated cluster (see the module docstring).
+
+    A data dir belongs to one cluster: a scenario other than the one it holds is refused once
+    the data dir has a history (`reset` archives it first)."""
+    saved = store.load(data_dir)
     if scenario is not None:
-        return SimCluster.open(data_dir, load_scenario(scenario))
-    if store.load(data_dir) is not None:
+        chosen = load_scenario(resolve_scenario(scenario))
+        if saved is not None and saved.scenario != chosen and has_history(data_dir):
+            raise InvalidInput(
+                f"{data_dir} holds the simulated cluster of scenario {saved.scenario.name!r} "
+                f"and its history; {scenario} is another ({chosen.name!r}). Pass --reset to "
+                "archive the old log and state (kept readable under archive/) and start over, "
+                "or give this scenario its own --data-dir"
+            )
+        return SimCluster.open(data_dir, chosen)
+    if saved is not None:
         return SimCluster.open(data_dir)
     return SimCluster.open(data_dir, default_day())
 
 
+HISTORY_FILES = ("audit.db", "checkpoints.db", "inbox.db", "loop.json", "modes")
+
+
+def has_history(data_dir: Path) -> bool:
+    """Whether anything was decided or recorded in `data_dir` (not just a cluster saved)."""
+    return any((data_dir / name).exists() for name in HISTORY_FILES)
+
+
+def archive(data_dir: Path) -> Path | None:
+    """Move everything in `data_dir` (but earlier archives) to archive/<UTC time>/, where the old
+    log stays readable (`steward audit verify --data-dir …/archive/<time>`); None if empty."""
+    entries = [p for p in data_dir.iterdir() if p.name != ARCHIVE_DIR]
+    if not entries:
+        return None
+    target = data_dir / ARCHIVE_DIR / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target.mkdir(parents=True, exist_ok=False)
+    for entry in entries:
+        entry.rename(target / entry.name)
+    return target
+
+
+ARCHIVE_DIR = "archive"
+
+
+def resolve_scenario(path: Path) -> Path:
+    """A scenario file, or the name of one shipped with Steward (`link-11-percent`)."""
+    if path.is_file() or path.parent != Path("."):
+        return path
+    shipped = SCENARIOS_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
+    return shipped if shipped.exists() else path
+
+
+def observe_scenario(path: Path) -> ClusterState:
+    """What a scenario's cluster looks like at its start, without a data dir (for `policy
+    explain --scenario`)."""
+    return SimCluster.from_scenario(open_scenario(path)).observe()
+
+
 def open_scenario(path: Path) -> Scenario:
-    """A scenario file, checked (InvalidInput naming FILE:LINE:COL)."""
-    return load_scenario(path)
+    """A scenario file (or a shipped scenario's name), checked (InvalidInput: FILE:LINE:COL)."""
+    return load_scenario(resolve_scenario(path))
 
 
 def open_policy(path: Path | None) -> tuple[Policy, Path]:

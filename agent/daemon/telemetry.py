@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
@@ -43,6 +44,17 @@ class Telemetry:
             "steward_planner_fallbacks",
             "Times the chosen planner failed and the rules planner decided.",
             ["planner"],
+            registry=self.registry,
+        )
+        self.refused_at_execution = Counter(
+            "steward_refused_at_execution",
+            "Actions allowed or approved before that the guard refused when they came to run.",
+            registry=self.registry,
+        )
+        self.findings = Gauge(
+            "steward_findings",
+            "Findings open now (shared card counted twice, degraded link, stale metrics ...).",
+            ["kind"],
             registry=self.registry,
         )
         self.planner_tokens = Counter(
@@ -90,6 +102,8 @@ class Telemetry:
             registry=self.registry,
         )
         self.leader.set(1)
+        self.leader_info: Callable[[], dict[str, object]] = lambda: {"leading": True}
+        """Who leads, for /healthz (the runtime sets it from its Leadership)."""
         self.long_actions = Gauge(
             "steward_long_actions",
             "Decisions whose long action (a drain, a rotation) is still going on.",
@@ -127,6 +141,7 @@ class Telemetry:
             "last_tick_age_s": age,
             "ticks": self.tick_count,
             "failing_ticks": self.failing_ticks,
+            "leader": self.leader_info(),
         }
 
     def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:

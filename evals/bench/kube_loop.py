@@ -4,7 +4,7 @@ The fleet of `steward bench loop` (N nodes x 8 cards, steady demand) is served b
 (evals/twin) on loopback, and the loop runs on the Kubernetes backend through the official
 client, as it would against a real cluster. Between two timed ticks (untimed, as on a cluster
 where time passes by itself) the twin's world moves 15 s, and the backend's watch caches take
-in what changed (the simulator's replicas, and a tenth of the nodes posting their status, as
+in what changed (the simulator's replicas, and `churn` of the nodes posting their status, as
 kubelets do); a tick then costs what changed, not a relist. Reported besides the tick
 figures: the full lists the caches made (`lists_at_start`, and `relists` after the first tick:
 the target is 0) and the watch events taken in.
@@ -30,7 +30,7 @@ from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 
 
-def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
+def bench_figures(nodes: int, runs: int, churn: float = 0.1) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="steward-bench-k8s-") as tmp:
         sim = SimCluster(_fleet(nodes))
@@ -44,15 +44,18 @@ def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
                 runtime = Runtime.open(Path(tmp), Parts.of(cluster), policy)
 
                 names = [n.name for n in sim.profile.nodes]
-                beat = max(1, len(names) // 10)
+                if not 0 <= churn <= 1:
+                    raise ValueError(f"a share of the nodes, within 0..1, got {churn}")
+                beat = round(len(names) * churn)
                 turn = [0]
 
                 def between() -> None:
-                    """15 s of the world; a tenth of the kubelets post their status."""
+                    """15 s of the world; CHURN of the kubelets post their status."""
                     twin.advance(INTERVAL_S)
                     start = (turn[0] * beat) % len(names)
                     turn[0] += 1
-                    twin.call(lambda: twin.mirror.heartbeat(names[start : start + beat]))
+                    if beat:
+                        twin.call(lambda: twin.mirror.heartbeat(names[start : start + beat]))
                     rv = int(twin.store.rv)
                     for cache in cluster.caches.values():
                         cache.wait_rv(rv, 10.0) if cache.name in ("pods", "nodes") else None
@@ -72,6 +75,7 @@ def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
                     "gpus": nodes * 8,
                     "pods": len(cluster.caches["pods"].objects),
                     "runs": runs,
+                    "churn": churn,
                     "median_ms": tick.median_ms,
                     "p99_ms": tick.p99_ms,
                     "tick": tick.model_dump(),
