@@ -21,7 +21,8 @@ import structlog
 
 from agent.cli.bench import measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
-from evals.bench.loop import INTERVAL_S, _fleet, _fleet_policy
+from evals.bench.fresh import INTERVAL_S, scrape_interval_s
+from evals.bench.loop import DEFAULT_CHURN, _fleet, _fleet_policy
 from evals.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.kubernetes.backend import KubernetesCluster
@@ -30,10 +31,10 @@ from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 
 
-def bench_figures(nodes: int, runs: int, churn: float = 0.1) -> dict[str, Any]:
+def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory(prefix="steward-bench-k8s-") as tmp:
-        sim = SimCluster(_fleet(nodes))
+        sim = SimCluster(_fleet(nodes, scrape_interval_s(churn)))
         with Twin(sim) as twin:
             settings = KubernetesSettings(server=twin.url, in_cluster=False, sync_timeout_s=300)
             cluster = KubernetesCluster(settings)
@@ -44,8 +45,6 @@ def bench_figures(nodes: int, runs: int, churn: float = 0.1) -> dict[str, Any]:
                 runtime = Runtime.open(Path(tmp), Parts.of(cluster), policy)
 
                 names = [n.name for n in sim.profile.nodes]
-                if not 0 <= churn <= 1:
-                    raise ValueError(f"a share of the nodes, within 0..1, got {churn}")
                 beat = round(len(names) * churn)
                 turn = [0]
 
