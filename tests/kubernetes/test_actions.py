@@ -15,10 +15,28 @@ def test_scale_goes_through_the_scale_subresource(twin: Twin, backend: Kubernete
     result = backend.scale("render", 0)
     assert result.ok and result.changed
     assert twin.call(lambda: twin.sim.engine.state.workloads["render"].desired) == 0
-    paths = [r.path for r in twin.requests if r.method == "PUT"]
+    paths = [r.path for r in twin.requests if r.method == "PATCH"]
     assert paths == ["/apis/apps/v1/namespaces/default/statefulsets/render/scale"]
     assert backend.scale("render", 0).changed is False  # already there: nothing sent
-    assert len([r for r in twin.requests if r.method == "PUT"]) == 1
+    assert len([r for r in twin.requests if r.method == "PATCH"]) == 1
+
+
+def test_a_stale_scale_is_refused_then_read_again(twin: Twin, backend: KubernetesCluster) -> None:
+    """Optimistic concurrency: a scale patched at an old resourceVersion is a 409; the backend
+    reads the scale again and succeeds."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    apps = client.AppsV1Api(backend.api)
+    old = apps.read_namespaced_deployment_scale("worker", "default").metadata.resource_version  # type: ignore[union-attr]
+    apps.patch_namespaced_deployment("worker", "default", {"metadata": {"labels": {"x": "1"}}})
+    with pytest.raises(ApiException) as stale:
+        stale_body = {"metadata": {"resourceVersion": old}, "spec": {"replicas": 0}}
+        apps.patch_namespaced_deployment_scale("worker", "default", stale_body)
+    assert stale.value.status == 409
+    assert twin.call(lambda: twin.sim.engine.state.workloads["worker"].desired) == 1
+    assert backend.scale("worker", 0).changed
+    assert twin.call(lambda: twin.sim.engine.state.workloads["worker"].desired) == 0
 
 
 def test_a_scale_up_that_cannot_be_placed_is_refused_before_it_is_sent(

@@ -1,7 +1,7 @@
 """`KubernetesCluster`: the Cluster protocol on a real cluster, through the official client.
 
 Reads come from watch caches (cache.py) and are built into a ClusterState (observe.py);
-writes go to the API server: scale through the scale subresource (read, set, replace with the
+writes go to the API server: scale through the scale subresource (read, then a patch carrying the
 read resourceVersion: a 409 re-reads and tries again), placement as a placement request on the
 workload (`steward.dev/place`, see docs/kubernetes.md), cordon and uncordon as a patch of
 `spec.unschedulable`, drain through the Eviction API (drain.py), the gateway switch as the
@@ -215,16 +215,18 @@ class KubernetesCluster:
         out: Obj = self.api.sanitize_for_serialization(s)  # type: ignore[no-untyped-call]
         return out
 
-    def _replace_scale(self, kind: str, name: str, body: Obj, dry_run: bool) -> Obj:
+    def _patch_scale(self, kind: str, name: str, body: Obj, dry_run: bool) -> Obj:
+        """A merge patch of the scale subresource; with the resourceVersion it was read at in
+        the patch, the API server refuses it (409) if the workload changed in between."""
         kw: dict[str, Any] = {"_request_timeout": self.timeout}
         if dry_run:
             kw["dry_run"] = DRY
         if kind == "Deployment":
-            r = self.apps.replace_namespaced_deployment_scale(name, self.ns, body, **kw)  # type: ignore[arg-type]
+            r = self.apps.patch_namespaced_deployment_scale(name, self.ns, body, **kw)
         elif kind == "StatefulSet":
-            r = self.apps.replace_namespaced_stateful_set_scale(name, self.ns, body, **kw)  # type: ignore[arg-type]
+            r = self.apps.patch_namespaced_stateful_set_scale(name, self.ns, body, **kw)
         else:
-            found: Obj = self.custom.replace_namespaced_custom_object_scale(  # type: ignore[assignment]
+            found: Obj = self.custom.patch_namespaced_custom_object_scale(  # type: ignore[assignment]
                 *LWS[:2], self.ns, LWS[2], name, body, **kw
             )
             return found
@@ -245,10 +247,11 @@ class KubernetesCluster:
 
         def attempt() -> Obj:
             scale = self._read_scale(kind, workload)  # re-read on every try: fresh resourceVersion
-            scale["spec"] = {**(scale.get("spec") or {}), "replicas": replicas}
-            return self._replace_scale(kind, workload, scale, dry_run)
+            rv = (scale.get("metadata") or {}).get("resourceVersion")
+            body = {"metadata": {"resourceVersion": rv}, "spec": {"replicas": replicas}}
+            return self._patch_scale(kind, workload, body, dry_run)
 
-        written = self.call(attempt, "update", f"{kind.lower()}s/scale", self.ns)
+        written = self.call(attempt, "patch", f"{kind.lower()}s/scale", self.ns)
         verb = "would scale" if dry_run else "scaled"
         if not dry_run:
             self._catch_up(_cache_of(kind), written)
