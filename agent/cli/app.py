@@ -12,7 +12,19 @@ import typer
 import evals.bench.llm_prompt
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent import __version__
-from agent.cli import audit, bench, configure, gpus, loop, mode, pause, placement, policy, status
+from agent.cli import (
+    audit,
+    bench,
+    configure,
+    gpus,
+    loop,
+    mode,
+    pause,
+    placement,
+    policy,
+    status,
+    twin,
+)
 from agent.daemon.config import CONFIG_ENV
 
 app = typer.Typer(
@@ -32,6 +44,7 @@ placement.register(app)
 loop.register(app)
 gpus.register(app)
 pause.register(app)
+twin.register(app)
 
 
 def _version(value: bool) -> None:

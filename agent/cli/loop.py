@@ -453,10 +453,18 @@ def bench_loop(
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
     churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
+    backend: BackendOpt = None,
 ) -> None:
     """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
-    on observations parsed afresh from JSON with CHURN of the nodes changed per tick."""
-    from evals.bench.loop import bench_figures
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick
+    (`--backend kubernetes`: the fleet served by the twin, through the official client, with
+    CHURN of the kubelets posting their status between ticks)."""
+    if backend not in (None, "sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    if backend == "kubernetes":
+        from evals.bench.kube_loop import bench_figures
+    else:
+        from evals.bench.loop import bench_figures
 
     try:
         figures = bench_figures(nodes, runs, churn)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
 from agent.chatops.settings import SlackSettings
+from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
@@ -62,13 +63,9 @@ class LLMSection(Section):
     max_tokens: int | None = Field(default=None, ge=16, le=32_768)
 
 
-class KubernetesSection(Section):
-    """How to reach the cluster: in-cluster config, else a kubeconfig found as kubectl finds it."""
-
-    kubeconfig: Path | None = None
-    context: str | None = None
-    namespace: str | None = None
-    """Only workloads in this namespace (None: every namespace the labels find)."""
+class KubernetesSection(KubernetesSettings, Section):
+    """How to reach the cluster: in-cluster config, else a kubeconfig found as kubectl finds it
+    (the keys: tools/backends/kubernetes/settings.py)."""
 
 
 class PrometheusSection(Section):

@@ -1,0 +1,113 @@
+"""The twin's telemetry, standing in for Prometheus and the exporters on a real cluster.
+
+The Kubernetes API carries no measurements. On a real cluster the metric sources (Prometheus
+over dcgm-exporter and vLLM, NVML) fill them in; on the twin, `GET /twin/readings` answers the
+simulator's readings as it measured them (value, freshness, when, which exporter) and
+`TwinReadings` is the MetricSource that merges them into the backend's observation, so a loop
+on the Kubernetes backend sees what a loop on the embedded simulator sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tools.model import ClusterState, Metric
+
+GPU_FIELDS = ("memory_used_bytes", "utilization", "power_w")
+WORKLOAD_FIELDS = ("queue_depth", "queue_wait_s", "tokens_per_s", "ttft_s")
+
+
+def readings(state: ClusterState) -> dict[str, Any]:
+    """The measured values of an observation, keyed by what they measure."""
+    return {
+        "nodes": {
+            n.name: {
+                "memory_used_bytes": n.memory_used_bytes.model_dump(mode="json"),
+                "gpus": {
+                    g.uuid: {
+                        f: getattr(g, f).model_dump(mode="json")
+                        for f in (*GPU_FIELDS, "memory_total_bytes")
+                    }
+                    for g in n.gpus
+                },
+            }
+            for n in state.nodes
+        },
+        "workloads": {
+            w.name: {f: getattr(w, f).model_dump(mode="json") for f in WORKLOAD_FIELDS}
+            for w in state.workloads
+        },
+        "links": {
+            lk.name: {
+                p.name: {
+                    "negotiated_gbps": p.negotiated_gbps.model_dump(mode="json"),
+                    "gid_index": p.gid_index.model_dump(mode="json"),
+                }
+                for p in lk.paths
+            }
+            for lk in state.links
+        },
+    }
+
+
+class TwinReadings:
+    """A MetricSource over the twin's `/twin/readings` (see the module docstring)."""
+
+    name = "twin"
+
+    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+        self.url = url.rstrip("/") + "/twin/readings"
+        self.timeout_s = timeout_s
+
+    def read(self, state: ClusterState) -> ClusterState:
+        try:
+            got: dict[str, Any] = httpx.get(self.url, timeout=self.timeout_s).json()
+        except (httpx.HTTPError, ValueError):
+            return state  # a source that is down leaves the readings missing: never invented
+        nodes = []
+        for n in state.nodes:
+            r = got["nodes"].get(n.name)
+            if r is None:
+                nodes.append(n)
+                continue
+            gpus = tuple(
+                g.model_copy(
+                    update={
+                        f: Metric.model_validate(v) for f, v in r["gpus"].get(g.uuid, {}).items()
+                    }
+                )
+                for g in n.gpus
+            )
+            used = Metric.model_validate(r["memory_used_bytes"])
+            nodes.append(n.model_copy(update={"gpus": gpus, "memory_used_bytes": used}))
+        workloads = tuple(
+            w.model_copy(
+                update={
+                    f: Metric.model_validate(v) for f, v in got["workloads"].get(w.name, {}).items()
+                }
+            )
+            for w in state.workloads
+        )
+        links = []
+        for lk in state.links:
+            paths = got["links"].get(lk.name, {})
+            links.append(
+                lk.model_copy(
+                    update={
+                        "paths": tuple(
+                            p.model_copy(
+                                update={
+                                    k: Metric.model_validate(v)
+                                    for k, v in paths.get(p.name, {}).items()
+                                }
+                            )
+                            for p in lk.paths
+                        )
+                    }
+                )
+            )
+        return state.model_copy(
+            update={"nodes": tuple(nodes), "workloads": workloads, "links": tuple(links)}
+        )

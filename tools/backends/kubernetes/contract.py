@@ -1,0 +1,39 @@
+"""The label and annotation contract between a cluster and Steward (docs/kubernetes.md).
+
+A workload (Deployment, StatefulSet or LeaderWorkerSet) is Steward's when it carries
+`steward.dev/managed: "true"`; it must then say its pool (`steward.dev/pool`), and may say its
+kind, mode, model, context, serving endpoint and gateway state. The cluster's pools, modes and
+links are described once, in the `steward-topology` ConfigMap of Steward's namespace.
+"""
+
+from __future__ import annotations
+
+MANAGED = "steward.dev/managed"
+POOL = "steward.dev/pool"
+KIND = "steward.dev/kind"
+MODE = "steward.dev/mode"
+MODEL = "steward.dev/model"
+CONTEXT = "steward.dev/context-length"
+ENDPOINT = "steward.dev/endpoint"
+ACCEPTING = "steward.dev/accepting"
+PLACE = "steward.dev/place"
+REPLICA = "steward.dev/replica"
+GPUS = "steward.dev/gpus"
+UNIFIED = "steward.dev/unified-memory"
+WORKLOAD = "steward.dev/workload"
+
+OWN_ANNOTATIONS = frozenset({MODEL, CONTEXT, ENDPOINT, PLACE})
+"""Read into the Workload's fields, so left out of its free-text annotations."""
+
+GPU = "nvidia.com/gpu"
+GFD_COUNT = "nvidia.com/gpu.count"
+GFD_PRODUCT = "nvidia.com/gpu.product"
+GFD_MEMORY = "nvidia.com/gpu.memory"
+GFD_REPLICAS = "nvidia.com/gpu.replicas"
+GFD_SHARING = "nvidia.com/gpu.sharing-strategy"
+MIG_PREFIX = "nvidia.com/mig-"
+DRA_DRIVER = "gpu.nvidia.com"
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER = "leaderworkerset.sigs.k8s.io/worker-index"
+KINDS = ("inference", "render", "tts", "batch")
