@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,18 @@ PlannerOpt = Annotated[
 ]
 
 
+MAX_INTERVAL_S = 3600.0
+"""An hour between ticks at most: a longer tick never finishes a decision in useful time."""
+MAX_SPEED = 100_000.0
+
+
+def _finite(value: float) -> float:
+    """Refuse NaN (which passes every min/max check) and infinities, as bad input (exit 2)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def register(app: typer.Typer) -> None:
     """Add run, plan, pending, approve and deny to the root app."""
     app.command("run")(run)
@@ -71,10 +84,23 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     speed: Annotated[
         float,
-        typer.Option("--speed", min=0, help="Simulated seconds per real second; 0: flat out."),
+        typer.Option(
+            "--speed",
+            min=0,
+            max=MAX_SPEED,
+            callback=_finite,
+            help="Simulated seconds per real second; 0: flat out.",
+        ),
     ] = 60.0,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.1, help="Seconds between ticks (simulated).")
+        float,
+        typer.Option(
+            "--interval",
+            min=0.1,
+            max=MAX_INTERVAL_S,
+            callback=_finite,
+            help="Seconds between ticks (simulated).",
+        ),
     ] = 15.0,
     planner: PlannerOpt = "rules",
     port: Annotated[
@@ -129,6 +155,7 @@ def plan(
     policy: PolicyOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
+    configure_logging()  # logs to stderr: with --json, stdout holds the JSON document alone
     where = data_dir(data_dir_opt)
     try:
         result = dry_run(where, planner, policy)
@@ -139,6 +166,11 @@ def plan(
         return
     console.print(f"[bold]plan[/bold] {result['decision_id']} at {result['observed_at']} (dry run)")
     lines = [f"  finding: {finding}" for finding in result["findings"]]
+    if result["fallback_reason"]:
+        lines.append(
+            f"  the {planner} planner failed ({result['fallback_reason']}); "
+            f"the {result['planner']} planner decided"
+        )
     if not result["actions"]:
         lines.append(f"  no action: {result['rationale'] or 'nothing to decide'}")
     for a in result["actions"]:
