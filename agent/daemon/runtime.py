@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol, runtime_checkable
@@ -111,10 +112,12 @@ class Runtime:
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
+            audit = AuditLog.open(data_dir, clock=lambda: cluster.now)
+            catch_up(cluster, audit.last_time())
             ctx = LoopContext(
                 cluster=cluster,
                 policy=policy,
-                audit=AuditLog.open(data_dir, clock=lambda: cluster.now),
+                audit=audit,
                 inbox=Inbox.open(data_dir),
                 settings=settings,
                 planner=planner or rules,
@@ -123,6 +126,7 @@ class Runtime:
                 rotate=rotate,
                 persist=lambda: cluster.save(data_dir),
             )
+            ctx.telemetry.audit_head = audit.head
             if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:
                 ctx.planner.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
@@ -232,6 +236,7 @@ class Runtime:
     def decide(self) -> TickReport:
         """One pass of the agent: resume answered decisions, then observe … record once."""
         started = time.perf_counter()
+        self.ctx.telemetry.tick_started()
         resumed = self.resume_answered()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
@@ -348,6 +353,14 @@ def _fields(report: TickReport, d: Decision) -> dict[str, object]:
         "fallback": d.fallback_reason,
         "resumed": list(report.resumed),
     }
+
+
+def catch_up(sim: SimCluster, log_time: datetime | None) -> None:
+    """A simulated cluster saved before the log's last record (it is saved at most every
+    SAVE_EVERY_S) is brought up to that time: the world went on while the agent was down, and
+    record times never go backwards."""
+    if log_time is not None and sim.now < log_time:
+        sim.advance((log_time - sim.now).total_seconds())
 
 
 # -- the lock and the memory file -------------------------------------------------------------
