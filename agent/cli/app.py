@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 import evals.bench.llm_prompt  # noqa: F401 - registers `steward bench llm-prompt`
 from agent.cli import audit, bench, gpus, loop, mode, placement, policy, status
+from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from tools.errors import InvalidInput, StewardError
 
 app = typer.Typer(
     name="steward",
@@ -25,7 +29,12 @@ gpus.register(app)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except StewardError as exc:
+        # A refusal no command caught (a damaged state file, a lost log): one line, no traceback.
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT if isinstance(exc, InvalidInput) else EXIT_CHECK_FAILED)
 
 
 if __name__ == "__main__":
