@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import structlog
+
 from agent.audit import Approval as AuditApproval
 from agent.audit import AuditLog, ModeStep
 from policies.model import Policy
@@ -35,6 +37,8 @@ from tools.modes import (
     WallClock,
     placement_fit,
 )
+
+log = structlog.get_logger("steward.rotation")
 
 
 def rotation_settings(policy: Policy) -> RotationSettings:
@@ -91,13 +95,31 @@ def audit_mirror(audit: AuditLog) -> StepObserver:
     return mirror
 
 
+def _record_cut(audit: AuditLog | None) -> Callable[[str], None]:
+    """A torn journal tail cut off: a warning, and a record in the decision log when open."""
+
+    def cut(message: str) -> None:
+        log.warning("rotation journal: torn tail cut", detail=message)
+        if audit is not None:
+            audit.append(
+                ModeStep(
+                    rotation_id="journal",
+                    step="journal",
+                    status="torn_tail_cut",
+                    detail={"message": message},
+                )
+            )
+
+    return cut
+
+
 def open_rotation(
     cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog | None = None
 ) -> Rotation:
     """The saga over `cluster`, journalled in `data_dir`, mirrored into `audit` if given."""
     return Rotation(
         cluster,
-        Journal.open(data_dir),
+        Journal.open(data_dir, on_cut=_record_cut(audit)),
         clock=clock_for(cluster),
         fit=placement_fit,
         settings=rotation_settings(policy),
