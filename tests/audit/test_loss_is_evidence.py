@@ -182,3 +182,14 @@ def test_record_times_never_go_backwards(tmp_path: Path) -> None:
     with AuditLog.open(tmp_path, readonly=True) as log:
         times = [r.time for r in log.records()]
         assert times == sorted(times) and len(times) == 7
+
+
+def test_the_history_files_are_the_names_their_owners_use() -> None:
+    from agent.approvals.inbox import DB_NAME as INBOX
+    from agent.audit.witness import HISTORY_FILES
+    from agent.daemon.runtime import MEMORY_NAME
+    from agent.loop.graph import CHECKPOINT_DB
+    from tools.modes import Journal
+
+    journal = Journal.open(Path("d")).path.relative_to("d").as_posix()
+    assert set(HISTORY_FILES) == {CHECKPOINT_DB, INBOX, journal, MEMORY_NAME}
