@@ -144,8 +144,12 @@ def submit(actions: list[dict[str, Any]], rationale: str = "scripted") -> Reply:
 class ScriptedServer:
     """Start with `with ScriptedServer([...]) as server:`; `server.base_url` is the endpoint."""
 
-    def __init__(self, replies: list[Reply] | None = None) -> None:
+    def __init__(
+        self, replies: list[Reply] | None = None, source: Callable[[], Reply] | None = None
+    ) -> None:
         self.replies: deque[Reply] = deque(replies or ())
+        self.source = source
+        """Where replies come from once the script is used up (an endless chaos feed)."""
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -187,6 +191,8 @@ class ScriptedServer:
             self.paths.append(path)
             if self.replies:
                 return self.replies.popleft()
+            if self.source is not None:
+                return self.source()
         return error(500, "the script has no more replies")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
