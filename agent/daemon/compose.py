@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
+from agent.daemon.catchup import catch_up
 from agent.daemon.day import default_day
 from agent.loop.state import Decision
 from agent.planners.base import Planner
@@ -87,6 +88,7 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
     settings = RulesSettings.from_policy(policy)
     try:
         audit = AuditLog.open(data_dir, clock=lambda: sim.now)
+        catch_up(sim, audit.last_time())  # in memory only: a dry run saves nothing
         writer: str | None = None
     except AuditError as exc:
         audit = AuditLog.open(data_dir, readonly=True)

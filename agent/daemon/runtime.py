@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol, runtime_checkable
@@ -32,6 +31,7 @@ from langgraph.types import Command
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
+from agent.daemon.catchup import catch_up
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
@@ -353,14 +353,6 @@ def _fields(report: TickReport, d: Decision) -> dict[str, object]:
         "fallback": d.fallback_reason,
         "resumed": list(report.resumed),
     }
-
-
-def catch_up(sim: SimCluster, log_time: datetime | None) -> None:
-    """A simulated cluster saved before the log's last record (it is saved at most every
-    SAVE_EVERY_S) is brought up to that time: the world went on while the agent was down, and
-    record times never go backwards."""
-    if log_time is not None and sim.now < log_time:
-        sim.advance((log_time - sim.now).total_seconds())
 
 
 # -- the lock and the memory file -------------------------------------------------------------
