@@ -188,7 +188,7 @@ def _soak(
     if final.returncode != 0:
         problems.append(f"the final clean run exited {final.returncode}: {final.stderr[-400:]}")
     problems += _pool_minimums(where, policy, "at the end")
-    found = _check_log(where)
+    found = check_log(where)
     problems += found.problems
     return ChaosReport(
         minutes=minutes,
@@ -270,14 +270,14 @@ def _pool_minimums(where: Path, policy: Policy, when: str) -> list[str]:
     ]
 
 
-class _LogFindings(BaseModel):
+class LogFindings(BaseModel):
     decisions: int
     executed: int
     records: int
     problems: list[str]
 
 
-def _check_log(where: Path) -> _LogFindings:
+def check_log(where: Path) -> LogFindings:
     problems: list[str] = []
     verify = subprocess.run(
         [*STEWARD, "audit", "verify", "--data-dir", str(where)],
@@ -332,7 +332,7 @@ def _check_log(where: Path) -> _LogFindings:
     problems += [f"{d}: {n} outcomes" for d, n in outcomes.items() if n > 1]
     lost = sorted(unfinished - waiting)
     problems += [f"{d}: intent neither closed nor waiting for a human (lost)" for d in lost]
-    return _LogFindings(
+    return LogFindings(
         decisions=len(intents), executed=executed, records=len(records), problems=problems
     )
 
