@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
@@ -124,6 +124,24 @@ class Telemetry:
 
     def tick_started(self) -> None:
         self.tick_started_monotonic = time.monotonic()
+        self.pending_approvals = Gauge(
+            "steward_pending_approvals",
+            "Decisions waiting for a human.",
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "steward_leader",
+            "1 while this replica leads (acts), 0 while it stands by and only observes.",
+            registry=self.registry,
+        )
+        self.leader.set(1)
+        self.leader_info: Callable[[], dict[str, object]] = lambda: {"leading": True}
+        """Who leads, for /healthz (the runtime sets it from its Leadership)."""
+        self.long_actions = Gauge(
+            "steward_long_actions",
+            "Decisions whose long action (a drain, a rotation) is still going on.",
+            registry=self.registry,
+        )
 
     def planner_report(self, report: PlannerReport) -> None:
         """Count what one model-backed decision cost."""
@@ -172,6 +190,7 @@ class Telemetry:
             "tick_running_s": running,
             "ticks": self.tick_count,
             "failing_ticks": self.failing_ticks,
+            "leader": self.leader_info(),
         }
 
     def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
