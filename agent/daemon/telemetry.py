@@ -111,19 +111,6 @@ class Telemetry:
             registry=self.registry,
         )
         self.interval_s = 15.0
-        self.min_tick_bound_s = MIN_TICK_BOUND_S
-        self.tick_started_monotonic: float | None = None
-        """When the tick now running began; None between ticks."""
-        self.audit_head: Head | None = None
-        self.registry.register(_AuditHead(self))
-
-    @property
-    def tick_bound_s(self) -> float:
-        """How long one tick may run before /healthz calls it stuck."""
-        return max(3 * self.interval_s, self.min_tick_bound_s)
-
-    def tick_started(self) -> None:
-        self.tick_started_monotonic = time.monotonic()
         self.pending_approvals = Gauge(
             "steward_pending_approvals",
             "Decisions waiting for a human.",
@@ -142,6 +129,19 @@ class Telemetry:
             "Decisions whose long action (a drain, a rotation) is still going on.",
             registry=self.registry,
         )
+        self.min_tick_bound_s = MIN_TICK_BOUND_S
+        self.tick_started_monotonic: float | None = None
+        """When the tick now running began; None between ticks."""
+        self.audit_head: Head | None = None
+        self.registry.register(_AuditHead(self))
+
+    @property
+    def tick_bound_s(self) -> float:
+        """How long one tick may run before /healthz calls it stuck."""
+        return max(3 * self.interval_s, self.min_tick_bound_s)
+
+    def tick_started(self) -> None:
+        self.tick_started_monotonic = time.monotonic()
 
     def planner_report(self, report: PlannerReport) -> None:
         """Count what one model-backed decision cost."""

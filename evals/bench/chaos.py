@@ -151,7 +151,7 @@ def _soak(
         "STEWARD_LLM_DEADLINE_S": "3",
         "STEWARD_TEST_CRASH_AT": "",
     }
-    command = [*STEWARD, "run", "--planner", "llm", "--speed", "0", "--interval", "15"]
+    command = [*STEWARD, "run", "--forever", "--planner", "llm", "--speed", "0", "--interval", "15"]
     command += ["--data-dir", str(where)]
     problems: list[str] = []
     faults: Counter[str] = Counter()
