@@ -51,7 +51,7 @@ STEWARD = [sys.executable, "-m", "agent.cli"]
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ("gx10-a", "gx10-b", "ws-1", "render-1")
 WORKLOADS = ("burst-llm", "render", "tts", "worker")
-EARLY_KILLS = 0.4
+EARLY_KILLS = 0.5
 """The share of lives killed at a random moment of their start-up."""
 
 
@@ -165,7 +165,7 @@ def _soak(
         # Some lives die while starting (resuming what the last one left); the others once
         # the agent has recorded its start, a few seconds into its work.
         early = rng.random() < EARLY_KILLS
-        life = rng.uniform(0.5, 4.0) if early else _started(where, agent) + rng.uniform(0.3, 4.0)
+        life = rng.uniform(0.5, 4.0) if early else _started(where, agent) + rng.uniform(0.3, 3.0)
         try:
             code = agent.wait(timeout=life)
         except subprocess.TimeoutExpired:
