@@ -16,7 +16,7 @@ the last seq and hash, written in the same transaction as every append — and n
 - against the head held outside the log (audit.head, witness.py): truncated when the log ends
   before the witnessed seq (a deleted, emptied or cut file), replaced when the record there
   hashes differently, unwitnessed when records exist but the witness is gone, bad_hmac /
-  hmac_missing for its MAC; time going backwards from one record to the next is `backwards`.
+  hmac_missing for its MAC.
 
 Without a key, someone who rewrites the whole chain and its anchor is not detectable; with
 STEWARD_AUDIT_KEY set, that needs the key.
@@ -45,9 +45,7 @@ ProblemKind = Literal[
     "bad_hmac",
     "hmac_missing",
     "unsupported",
-    "replaced",
-    "unwitnessed",
-    "backwards",
+    "time_backwards",
 ]
 MAX_LISTED = 50
 
@@ -225,13 +223,13 @@ def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> Veri
     """Verify the stored rows (in stored order) against each other, the anchor and the key."""
     found = _Findings()
     prev_seq, prev_hash, prev_ok = 0, GENESIS_HASH, True
-    signed = 0
     prev_time = ""
+    signed = 0
     for row in rows:
-        pos, at, _, _, chained_to, body, digest, mac = row
-        if at < prev_time:
-            found.add(pos, "backwards", f"its time {at} is before the previous record's")
-        prev_time = at
+        pos, time, _, _, chained_to, body, digest, mac = row
+        if time < prev_time:  # stored as UTC text with microseconds: text order is time order
+            found.add(pos, "time_backwards", f"its time {time} is before the previous {prev_time}")
+        prev_time = max(prev_time, time)
         signed += mac is not None
         ok = (hash_body(body) == digest and _envelope_matches(row)) or _diagnose(found, row)
         # Records written before a key was first set carry no MAC and need none: the signed
