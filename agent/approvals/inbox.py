@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit.records import Channel
+from agent.daemon import dbfile
 from tools.actions import Action, dump_action, parse_actions
 from tools.errors import InvalidInput
 

@@ -45,6 +45,8 @@ ProblemKind = Literal[
     "bad_hmac",
     "hmac_missing",
     "unsupported",
+    "replaced",
+    "unwitnessed",
     "time_backwards",
 ]
 MAX_LISTED = 50
