@@ -31,6 +31,7 @@ from policies.rules import (
     budgets,
     cooldowns,
     modes,
+    nodes,
     placement,
     pools,
     priority,
@@ -73,6 +74,8 @@ RULE_IDS: tuple[str, ...] = (
     priority.PRIORITY_PREEMPTION,
     protection.NEVER_BELOW_CURRENT,
     protection.NEVER_DRAINED,
+    nodes.LAST_OF_POOL,
+    nodes.LAST_OF_MODE,
     cooldowns.DUPLICATE,
     cooldowns.BY_TARGET,
     "cooldown.<action type>",
@@ -253,6 +256,7 @@ class _Books:
             effect = self._on_committed if ledger is self.committed else self._on_pending
             denials += pools.check(action, effect, ctx, ledger)
             denials += protection.check(action, effect, ctx, ledger)
+            denials += nodes.check(action, ctx, ledger)
             denials += placement.check(action, ctx, ledger)
             denials += slo.check(action, ctx, ledger)
         budget = budgets.check(action, self._on_pending, ctx, pending)

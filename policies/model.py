@@ -111,6 +111,8 @@ class ApprovalRule(Strict):
     """Approval is needed only inside this window; unset: always."""
     approvers: tuple[str, ...] = Field(min_length=1)
     """Groups (defined under approvers.groups) whose members may approve."""
+    serving_protected: bool = False
+    """Only actions on a node that serves a protected workload (cordon, uncordon, drain)."""
 
     @property
     def rule_id(self) -> str:

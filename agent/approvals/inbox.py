@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit.records import Channel
+from agent.daemon import dbfile
 from tools.actions import Action, dump_action, parse_actions
 from tools.errors import InvalidInput
 
@@ -85,7 +86,11 @@ class Inbox:
     def open(cls, data_dir: Path) -> Inbox:
         data_dir.mkdir(parents=True, exist_ok=True)
         path = data_dir / DB_NAME
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
+        conn = dbfile.connect(
+            path,
+            "the approval inbox",
+            lambda p: sqlite3.connect(p, isolation_level=None, check_same_thread=False, timeout=10),
+        )
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript(_SCHEMA)

@@ -44,10 +44,12 @@ from agent.audit.records import (
 from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, key_from_env
 from agent.audit.story import ActionStory, Story, explain, export_row, render, summary
 from agent.audit.verify import Problem, ProblemKind, VerifyReport
+from agent.audit.witness import HEAD_FILE, LogLost
 
 __all__ = [
     "DB_NAME",
     "GENESIS_HASH",
+    "HEAD_FILE",
     "KEY_ENV",
     "KINDS",
     "SCHEMA_VERSION",
@@ -68,6 +70,7 @@ __all__ = [
     "Intent",
     "Interrupted",
     "Kind",
+    "LogLost",
     "ModeStep",
     "Outcome",
     "Payload",

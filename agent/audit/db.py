@@ -13,7 +13,9 @@ consistent snapshot while the writer appends. The writer holds an exclusive floc
 Why the anchor is a row and not a file: it must change atomically with the records. A separate
 file would need its own fsync and could disagree with the database after a crash (a false
 "truncated"); a row written in the same transaction disagrees only if someone edited the file.
-With a key, the anchor's MAC also stops a cut tail from being re-anchored.
+With a key, the anchor's MAC also stops a cut tail from being re-anchored. What a row cannot
+catch is the whole file going (deleted, emptied, replaced): for that the head is also witnessed
+outside the file, in audit.head (witness.py), allowed to lag the log by one append, never to lead.
 """
 
 from __future__ import annotations

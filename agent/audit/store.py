@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agent.audit import witness
 from agent.audit.db import (
     SCHEMA,
     check_layout,
@@ -52,7 +53,14 @@ from agent.audit.records import (
     mac_of,
     time_text,
 )
-from agent.audit.verify import Anchor, VerifyReport, anchor_mac, check
+from agent.audit.verify import (
+    Anchor,
+    VerifyReport,
+    anchor_mac,
+    check,
+    read_witness,
+    witnessed,
+)
 
 DB_NAME = "audit.db"
 KEY_ENV = "STEWARD_AUDIT_KEY"
@@ -102,8 +110,14 @@ class AuditLog:
         """
         key = key if key is not None else key_from_env()
         path = data_dir / DB_NAME
+        state = "missing" if not path.is_file() else "empty (0 bytes)"
+        if (not path.is_file() or path.stat().st_size == 0) and (
+            history := witness.history_in(data_dir)
+        ):
+            # Loss is evidence, never a fresh start: refuse before touching anything.
+            raise witness.LogLost(witness.lost_message(data_dir, path, state, history))
         if readonly:
-            if not path.is_file():
+            if not path.is_file() or path.stat().st_size == 0:
                 raise AuditError(
                     f"no decision log at {path}: nothing was recorded there yet; pass the "
                     "--data-dir the agent runs with"
@@ -129,6 +143,7 @@ class AuditLog:
             if created:
                 fsync_dir(data_dir)
             log._check_layout_and_key()
+            witness.on_open(data_dir, path, conn, key)
         except BaseException:
             log.close()
             raise
@@ -181,6 +196,10 @@ class AuditLog:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            last = written[-1]
+            # After the commit: a crash in between leaves the witness one append behind (a
+            # prefix, which verifies), never ahead of the log.
+            witness.write(self.path.parent, last.seq, last.hash, last.time, self._key)
         return written
 
     def write_intent(self, intent: Intent) -> Record:
@@ -281,6 +300,20 @@ class AuditLog:
         )
         return written
 
+    def head(self) -> tuple[int, str] | None:
+        """The last seq and its hash (None while the log is empty), for /metrics."""
+        with self._mutex:
+            row = self._conn.execute("SELECT seq, hash FROM head WHERE id = 1").fetchone()
+        return (int(row[0]), str(row[1])) if row else None
+
+    def last_time(self) -> datetime | None:
+        """The time of the last record (None while the log is empty)."""
+        with self._mutex:
+            row = self._conn.execute(
+                "SELECT r.time FROM records r JOIN head h ON r.seq = h.seq"
+            ).fetchone()
+        return datetime.fromisoformat(row[0]) if row else None
+
     # Reconciliation --------------------------------------------------------------------------
 
     def unfinished_intents(self) -> list[Record]:
@@ -374,6 +407,7 @@ class AuditLog:
 
     def verify(self) -> VerifyReport:
         """Check the whole log (one consistent snapshot, safe while the writer appends)."""
+        seen = read_witness(self.path.parent)
         with self._mutex:
             conn = self._conn
             conn.execute("BEGIN")
@@ -385,7 +419,8 @@ class AuditLog:
                 head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
             finally:
                 conn.execute("COMMIT")
-        return check(rows, Anchor._make(head) if head else None, self._key)
+        report = check(rows, Anchor._make(head) if head else None, self._key)
+        return witnessed(report, rows, seen, self._key)
 
     def _check_layout_and_key(self) -> None:
         conn = self._conn

@@ -12,7 +12,11 @@ the last seq and hash, written in the same transaction as every append — and n
 - bad_hmac / hmac_missing: with a key, a MAC that does not match, or none where one must be
   (on the anchor, and on every record from the first signed one on; records from before a key
   was set are covered by the signed anchor through the chain);
-- unsupported: a record written by a newer schema than this steward reads.
+- unsupported: a record written by a newer schema than this steward reads;
+- against the head held outside the log (audit.head, witness.py): truncated when the log ends
+  before the witnessed seq (a deleted, emptied or cut file), replaced when the record there
+  hashes differently, unwitnessed when records exist but the witness is gone, bad_hmac /
+  hmac_missing for its MAC.
 
 Without a key, someone who rewrites the whole chain and its anchor is not detectable; with
 STEWARD_AUDIT_KEY set, that needs the key.
@@ -23,10 +27,13 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.audit import witness
+from agent.audit.errors import AuditError
 from agent.audit.records import GENESIS_HASH, SCHEMA_VERSION, hash_body, mac_of
 
 ProblemKind = Literal[
@@ -38,6 +45,8 @@ ProblemKind = Literal[
     "bad_hmac",
     "hmac_missing",
     "unsupported",
+    "replaced",
+    "unwitnessed",
     "time_backwards",
 ]
 MAX_LISTED = 50
@@ -265,4 +274,61 @@ def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> Veri
         signed_records=signed,
         problems=tuple(listed),
         problems_total=found.total,
+    )
+
+
+def read_witness(data_dir: Path) -> witness.Witness | str | None:
+    """The witnessed head, or why it cannot be read. Read it BEFORE the log's snapshot: the
+    writer updates it after each commit, so it then never runs ahead of what the snapshot holds.
+    """
+    try:
+        return witness.read(data_dir)
+    except AuditError as exc:
+        return str(exc)
+
+
+def witnessed(
+    report: VerifyReport,
+    rows: Sequence[Row],
+    seen: witness.Witness | str | None,
+    key: bytes | None,
+) -> VerifyReport:
+    """`report` with what the head held outside the log (audit.head) says about `rows`."""
+    problems: list[Problem] = []
+    if isinstance(seen, str):
+        message = f"the log: unwitnessed — {seen}"
+        problems.append(Problem(seq=None, problem="unwitnessed", message=message))
+        seen = None
+    elif seen is None and rows:
+        problems.append(
+            Problem(
+                seq=None,
+                problem="unwitnessed",
+                message=f"the log: unwitnessed — {witness.HEAD_FILE}, the head held outside "
+                "the log, is gone (deleted?): a cut or replaced log could not be told apart",
+            )
+        )
+    if seen is not None:
+        last = rows[-1][0] if rows else None
+        at_seq = next((r[6] for r in reversed(rows) if r[0] == seen.seq), None)
+        problem = witness.against(seen, last, at_seq)
+        if problem is not None:
+            kind: ProblemKind = "truncated" if last is None or last < seen.seq else "replaced"
+            message = f"the log: {kind} — {problem}"
+            problems.append(Problem(seq=seen.seq, problem=kind, message=message))
+        # A log written unsigned until now has an unsigned witness too, as its anchor row.
+        unsigned_so_far = seen.mac is None and report.signed_records == 0
+        bad_mac = None if unsigned_so_far else witness.mac_problem(seen, key)
+        if bad_mac is not None:
+            kind = "hmac_missing" if seen.mac is None else "bad_hmac"
+            message = f"the log: {kind} — {bad_mac}"
+            problems.append(Problem(seq=seen.seq, problem=kind, message=message))
+    if not problems:
+        return report
+    return report.model_copy(
+        update={
+            "ok": False,
+            "problems": (*report.problems, *problems)[:MAX_LISTED],
+            "problems_total": report.problems_total + len(problems),
+        }
     )

@@ -25,7 +25,9 @@ from agent.cli import (
     status,
     twin,
 )
+from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from agent.daemon.config import CONFIG_ENV
+from tools.errors import InvalidInput, StewardError
 
 app = typer.Typer(
     name="steward",
@@ -75,7 +77,12 @@ def _root(
 
 def main() -> None:
     sys.argv[1:] = take_config_option(sys.argv[1:])
-    app()
+    try:
+        app()
+    except StewardError as exc:
+        # A refusal no command caught (a damaged state file, a lost log): one line, no traceback.
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT if isinstance(exc, InvalidInput) else EXIT_CHECK_FAILED)
 
 
 def take_config_option(args: list[str]) -> list[str]:

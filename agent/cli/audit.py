@@ -26,6 +26,7 @@ from agent.audit import (
     Check,
     Intent,
     Kind,
+    LogLost,
     Outcome,
     Proposal,
     render,
@@ -72,7 +73,14 @@ def _open(data: Path | None) -> AuditLog:
 @app.command()
 def verify(data: DataDirOpt = None, json_out: JsonOpt = False) -> None:
     """Check every record's hash, MAC, place and the anchor; exit 1 naming the first bad one."""
-    with _open(data) as log:
+    try:
+        opened = AuditLog.open(data_dir(data), readonly=True)
+    except LogLost as exc:  # a deleted or emptied log where one was written: a failed check
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(EXIT_CHECK_FAILED) from None
+    except AuditError as exc:
+        fail(str(exc))
+    with opened as log:
         report = log.verify()
     if json_out:
         emit_json(report)

@@ -8,6 +8,7 @@ Targets are checked here, by benchmarks, never by timed unit tests.
 
 from __future__ import annotations
 
+import math
 import resource
 import statistics
 import sys
@@ -90,3 +91,26 @@ def figures(name: str, samples_ms: Sequence[float]) -> Figures:
         max_ms=round(ordered[-1], 4),
         peak_rss_mb=round(peak_rss_mb(), 1),
     )
+
+
+@app.command("chaos")
+def chaos(
+    minutes: Annotated[
+        float, typer.Option("--minutes", min=0.1, max=24 * 60, help="How long to soak.")
+    ] = 10.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seeds every kill, fault and answer.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """The agent as a real process under kill -9, API faults, bad LLM answers, outages and node
+    losses; then the invariants. Exit 1 when any is violated."""
+    if not math.isfinite(minutes):
+        raise typer.BadParameter(f"--minutes {minutes} is not a finite number")
+    from evals.bench.chaos import report_text, run_chaos  # the subprocesses and the server
+
+    report = run_chaos(minutes, seed)
+    if json_out:
+        print(report.model_dump_json(indent=2))
+    else:
+        print(report_text(report))
+    if report.violations:
+        raise typer.Exit(1)

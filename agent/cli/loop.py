@@ -69,6 +69,18 @@ PlannerOpt = Annotated[
 ]
 
 
+MAX_INTERVAL_S = 86_400.0
+"""A day between ticks at most, as steward.yaml's loop.interval_s allows."""
+MAX_SPEED = 100_000.0
+
+
+def _finite(value: float | None) -> float | None:
+    """Refuse NaN (which passes every min/max check) and infinities, as bad input (exit 2)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def register(app: typer.Typer) -> None:
     """Add run, plan, pending, approve and deny to the root app."""
     app.command("run")(run)
@@ -95,13 +107,21 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     speed: Annotated[
         float | None,
         typer.Option(
-            "--speed", min=0, help="Simulated seconds per real second; 0: flat out (sim only)."
+            "--speed",
+            min=0,
+            max=MAX_SPEED,
+            callback=_finite,
+            help="Simulated seconds per real second; 0: flat out (sim only).",
         ),
     ] = None,
     interval: Annotated[
         float | None,
         typer.Option(
-            "--interval", min=0.1, help="Seconds between ticks (default: steward.yaml, 15)."
+            "--interval",
+            min=0.1,
+            max=MAX_INTERVAL_S,
+            callback=_finite,
+            help="Seconds between ticks (default: steward.yaml, 15).",
         ),
     ] = None,
     planner: PlannerOpt = None,
@@ -305,6 +325,7 @@ def plan(
     backend: BackendOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
+    configure_logging()  # logs to stderr: with --json, stdout holds the JSON document alone
     settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
@@ -317,6 +338,11 @@ def plan(
         return
     console.print(f"[bold]plan[/bold] {result['decision_id']} at {result['observed_at']} (dry run)")
     lines = [f"  finding: {finding}" for finding in result["findings"]]
+    if result["fallback_reason"]:
+        lines.append(
+            f"  the {planner} planner failed ({result['fallback_reason']}); "
+            f"the {result['planner']} planner decided"
+        )
     if not result["actions"]:
         lines.append(f"  no action: {result['rationale'] or 'nothing to decide'}")
     for a in result["actions"]:

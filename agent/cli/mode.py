@@ -26,6 +26,7 @@ from agent.cli.common import (
     emit_json,
     fail,
 )
+from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from agent.rotation.request import RequestResult, RotationRequests, history_of, judge_rotation
 from agent.rotation.runner import advice_settings, open_rotation
@@ -73,9 +74,11 @@ def _setup(where: Path, scenario: Path | None, policy: Path | None) -> tuple[Par
 
 def _audit(where: Path, parts: Parts) -> AuditLog:
     try:
-        return AuditLog.open(where, clock=parts.clock.now)
+        log = AuditLog.open(where, clock=parts.clock.now)
     except AuditError as exc:
         fail(f"{exc} (with the agent running, ask it for the rotation instead)", EXIT_CHECK_FAILED)
+    catch_up(parts, log.last_time())  # records never go back before the log's last one
+    return log
 
 
 @app.command("status")

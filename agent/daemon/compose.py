@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
+from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
 from agent.loop.state import Decision
@@ -212,6 +213,7 @@ def dry_run(
     settings = RulesSettings.from_policy(policy)
     try:
         audit = AuditLog.open(data_dir, clock=parts.clock.now)
+        catch_up(parts, audit.last_time())  # in memory only: a dry run saves nothing
         writer: str | None = None
     except AuditError as exc:
         audit = AuditLog.open(data_dir, readonly=True)

@@ -42,6 +42,7 @@ from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile, pause
 from agent.daemon.announce import Announcer
+from agent.daemon.catchup import catch_up
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
@@ -190,10 +191,12 @@ class Runtime:
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
+            audit = AuditLog.open(data_dir, clock=parts.clock.now)
+            catch_up(parts, audit.last_time())
             ctx = LoopContext(
                 cluster=parts.cluster(fence),
                 policy=policy,
-                audit=AuditLog.open(data_dir, clock=parts.clock.now),
+                audit=audit,
                 inbox=Inbox.open(data_dir),
                 settings=settings,
                 planner=planner or rules,
@@ -205,6 +208,7 @@ class Runtime:
                 parts=parts,
                 persist=lambda: parts.save(data_dir),
             )
+            ctx.telemetry.audit_head = audit.head
             if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:
                 ctx.planner.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
@@ -346,6 +350,7 @@ class Runtime:
 
         A replica that does not lead only observes (it stays ready to take over)."""
         started = time.perf_counter()
+        self.ctx.telemetry.tick_started()
         leading = self.leadership.leading()
         self.ctx.telemetry.leader.set(1 if leading else 0)
         if not leading:

@@ -2,7 +2,11 @@
 
 Each `Telemetry` has its own registry, so two loops in one process (the tests) never share
 counters. `serve(port)` starts a small threaded HTTP server on loopback: /metrics in the
-Prometheus text format, /healthz as JSON (503 once no tick has completed for three intervals).
+Prometheus text format, /healthz as JSON. /healthz answers 503 (not ready) until the first tick
+has completed — a daemon stuck in its first tick is not healthy — while a tick runs past its
+bound, once no tick has completed for three intervals, and after FAILING_TICKS failed ticks.
+/metrics carries `steward_audit_head{hash=…}` = the decision log's last seq, so that a witness
+outside the data dir can hold the head and catch a log cut or replaced behind its back.
 """
 
 from __future__ import annotations
@@ -10,11 +14,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 
 from agent.planners.base import PlannerReport
 
@@ -26,6 +32,31 @@ MAX_POST_BYTES = 1 << 20
 
 FAILING_TICKS = 3
 """After this many failed ticks in a row /healthz answers 503."""
+MIN_TICK_BOUND_S = 30.0
+"""A tick may take this long at least before it counts as overrunning (an LLM decision's
+deadline fits in it); longer intervals give it three intervals."""
+
+Head = Callable[[], tuple[int, str] | None]
+"""The decision log's head: (last seq, its hash), None while it is empty."""
+
+
+class _AuditHead(Collector):
+    """`steward_audit_head`, read from the log at scrape time (never a stale copy)."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "steward_audit_head",
+            "The decision log's last seq; its hash in the label (an outside witness holds it).",
+            labels=["hash"],
+        )
+        read = self.telemetry.audit_head
+        head = read() if read is not None else None
+        if head is not None:
+            family.add_metric([head[1]], float(head[0]))
+        yield family
 
 
 class Telemetry:
@@ -117,6 +148,19 @@ class Telemetry:
         )
         self.posts: dict[str, PostHandler] = {}
         """POST routes other parts add to the daemon's port (Slack's /slack/events)."""
+        self.min_tick_bound_s = MIN_TICK_BOUND_S
+        self.tick_started_monotonic: float | None = None
+        """When the tick now running began; None between ticks."""
+        self.audit_head: Head | None = None
+        self.registry.register(_AuditHead(self))
+
+    @property
+    def tick_bound_s(self) -> float:
+        """How long one tick may run before /healthz calls it stuck."""
+        return max(3 * self.interval_s, self.min_tick_bound_s)
+
+    def tick_started(self) -> None:
+        self.tick_started_monotonic = time.monotonic()
 
     def planner_report(self, report: PlannerReport) -> None:
         """Count what one model-backed decision cost."""
@@ -131,6 +175,7 @@ class Telemetry:
         self.tick_count += 1
         self.tick_seconds.observe(seconds)
         self.last_tick_monotonic = time.monotonic()
+        self.tick_started_monotonic = None
         self.failing_ticks = self.failing_ticks + 1 if failed else 0
         if failed:
             self.tick_failures.inc()
@@ -138,15 +183,30 @@ class Telemetry:
     def healthy(self) -> tuple[bool, dict[str, object]]:
         """Whether ticks keep coming and succeeding, with the figures /healthz shows.
 
-        Unhealthy when no tick completed for three intervals (the loop is stuck) or the last
-        FAILING_TICKS ticks all failed (the backend has been unreachable for a while)."""
+        Not ready before the first tick completed; unhealthy while a tick runs past
+        `tick_bound_s`, when no tick completed for three intervals (the loop is stuck) or the
+        last FAILING_TICKS ticks all failed (the backend has been unreachable for a while)."""
+        now = time.monotonic()
         last = self.last_tick_monotonic
-        age = None if last is None else time.monotonic() - last
-        fresh = age is None or age <= 3 * max(self.interval_s, 1.0)
-        ok = fresh and self.failing_ticks < FAILING_TICKS
+        age = None if last is None else now - last
+        started = self.tick_started_monotonic
+        running = None if started is None else now - started
+        reason = None
+        if running is not None and running > self.tick_bound_s:
+            reason = f"a tick has run {running:.0f} s, over its bound of {self.tick_bound_s:g} s"
+        elif age is None:
+            reason = "no tick has completed yet"
+        elif age > 3 * max(self.interval_s, 1.0):
+            reason = f"no tick completed for {age:.0f} s"
+        elif self.failing_ticks >= FAILING_TICKS:
+            reason = f"the last {self.failing_ticks} ticks failed"
+        ok = reason is None
         return ok, {
             "ok": ok,
+            "ready": age is not None,
+            "reason": reason,
             "last_tick_age_s": age,
+            "tick_running_s": running,
             "ticks": self.tick_count,
             "failing_ticks": self.failing_ticks,
             "leader": self.leader_info(),

@@ -22,6 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from agent.daemon import dbfile
 from agent.loop import nodes
 from agent.loop.context import LoopContext
 from agent.loop.state import SERIALIZED_TYPES, Decision
@@ -94,7 +95,11 @@ def open_checkpointer(data_dir: Path) -> SqliteSaver:
     WAL with synchronous=NORMAL: a committed step survives the process being killed (kill -9),
     which is the failure the checkpoints are for; the decision log itself syncs every record.
     """
-    conn = sqlite3.connect(data_dir / CHECKPOINT_DB, check_same_thread=False)
+    conn = dbfile.connect(
+        data_dir / CHECKPOINT_DB,
+        "the checkpoint DB",
+        lambda p: sqlite3.connect(p, check_same_thread=False),
+    )
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     allowed = [(t.__module__, t.__name__) for t in (*SERIALIZED_TYPES, *ACTION_TYPES)]

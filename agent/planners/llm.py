@@ -111,6 +111,11 @@ class LLMPlanner:
         except PlannerFailed as exc:
             failure = exc.reason
             raise
+        except Exception as exc:
+            # Whatever a model or its server does must not crash the agent: an answer that
+            # got past every check and still broke something is one more failed decision.
+            failure = f"unexpected {type(exc).__name__} while planning: {str(exc)[:200]}"
+            raise PlannerFailed(failure) from exc
         finally:
             self._in_flight.release()
             self.last_report = PlannerReport(

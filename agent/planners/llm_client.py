@@ -9,7 +9,10 @@ jittered exponential backoff (honouring Retry-After), at most MAX_ATTEMPTS times
 the decision's deadline — except a 500 that is the server's validation error of the request
 (llama-cpp-python's way of saying 422), which no retry can fix; after that, or on any other
 error, `PlannerFailed` says why. The openai client's own retries are off: the
-deadline is ours to keep.
+deadline is ours to keep. Each exchange is bounded in wall-clock time, body included
+(llm_transfer.py), and every body is validated against the protocol before it is read
+(llm_wire.py): an answer of the wrong shape is a `PlannerFailed`, never an exception that
+escapes the planner.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 from agent.planners import llm_tools
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_settings import LLMSettings, OutputMode
+from agent.planners.llm_transfer import TooSlow, fetch
+from agent.planners.llm_wire import WireCompletion, WireModels, parse
 
 _TRANSIENT = (
+    TooSlow,
     openai.APITimeoutError,
     openai.APIConnectionError,
     openai.RateLimitError,
@@ -99,6 +105,20 @@ def _downgrade_for(mode: OutputMode, exc: openai.APIStatusError) -> OutputMode |
     return target if any(w in text for w in words) else None
 
 
+def _arriving(exc: TooSlow) -> str:
+    if exc.received:
+        return f"the answer still arriving ({exc.received} byte(s) in {exc.seconds:.1f} s)"
+    return f"no answer in {exc.seconds:.1f} s"
+
+
+def _what_failed(exc: BaseException) -> str:
+    if isinstance(exc, TooSlow):
+        return f"timed out, {_arriving(exc)}"
+    if isinstance(exc, openai.OpenAIError):
+        return _what(exc)
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
     header = response.headers.get("retry-after") if response is not None else None
@@ -134,8 +154,9 @@ class Endpoint:
     def resolve_model(self, deadline: Deadline, usage: Usage) -> str:
         """The configured model, or the first one the endpoint lists."""
         if self.model is None:
-            listed = self._send(lambda t: self.client.models.list(timeout=t), deadline, usage)
-            names = [m.id for m in listed.data]
+            models = self.client.models.with_streaming_response
+            body = self._send(lambda t: fetch(lambda: models.list(timeout=t), t), deadline, usage)
+            names = [m.id for m in parse(WireModels, body, self.base_url).data]
             if not names:
                 raise PlannerFailed(f"{self.base_url}: lists no model; set STEWARD_LLM_MODEL")
             self.model = names[0]
@@ -156,23 +177,27 @@ class Endpoint:
             mode = self.mode
             request = self._request(mode, messages, names, force)
 
-            def create(timeout: float, request: dict[str, Any] = request) -> Any:
-                return self.client.chat.completions.create(
-                    model=model,
-                    messages=messages,  # type: ignore[arg-type]
-                    timeout=timeout,
-                    **request,
+            def create(timeout: float, request: dict[str, Any] = request) -> bytes:
+                chat = self.client.chat.completions.with_streaming_response
+                return fetch(
+                    lambda: chat.create(
+                        model=model,
+                        messages=messages,  # type: ignore[arg-type]
+                        timeout=timeout,
+                        **request,
+                    ),
+                    timeout,
                 )
 
             try:
-                completion = self._send(create, deadline, usage)
+                body = self._send(create, deadline, usage)
             except openai.APIStatusError as exc:
                 lower = _downgrade_for(mode, exc)
                 if lower is None:
                     raise self._failed(exc, usage) from exc
                 self.mode = lower
                 continue
-            return self._turn(completion, mode, usage)
+            return self._turn(parse(WireCompletion, body, self.base_url), mode, usage)
 
     def _request(
         self,
@@ -203,21 +228,18 @@ class Endpoint:
             request["extra_body"] = {"response_format": {"type": "json_object", "schema": schema}}
         return request
 
-    def _turn(self, completion: Any, mode: OutputMode, usage: Usage) -> Turn:
+    def _turn(self, completion: WireCompletion, mode: OutputMode, usage: Usage) -> Turn:
         if completion.usage is not None:
             usage.prompt_tokens += completion.usage.prompt_tokens or 0
             usage.completion_tokens += completion.usage.completion_tokens or 0
-        if not completion.choices:
-            raise PlannerFailed(f"{self.base_url}: the answer has no choices")
         message = completion.choices[0].message
         calls = tuple(
             Call(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "")
             for i, c in enumerate(message.tool_calls or ())
-            if getattr(c, "function", None) is not None
         )
         return Turn(calls=calls, content=message.content, mode=mode)
 
-    def _send(self, request: Callable[[float], Any], deadline: Deadline, usage: Usage) -> Any:
+    def _send(self, request: Callable[[float], bytes], deadline: Deadline, usage: Usage) -> bytes:
         """`request(timeout)` retried on transient errors until the deadline."""
 
         def hinted(state: RetryCallState) -> float:
@@ -261,8 +283,18 @@ class Endpoint:
                             + (f" after {usage.requests} request(s): {last[-1]}" if last else "")
                         )
                     usage.requests += 1
+                    bound = min(self.settings.timeout_s, left)
                     try:
-                        return request(min(self.settings.timeout_s, left))
+                        return request(bound)
+                    except TooSlow as exc:
+                        if bound >= left:
+                            raise PlannerFailed(
+                                f"{self.base_url}: timed out at the deadline of "
+                                f"{self.settings.deadline_s:g} s, {_arriving(exc)} after "
+                                f"{usage.requests} request(s)"
+                            ) from exc
+                        last.append(_what_failed(exc))
+                        raise
                     except openai.OpenAIError as exc:
                         last.append(_what(exc))
                         raise
@@ -278,8 +310,8 @@ class Endpoint:
             raise PlannerFailed(f"{self.base_url}: the answer is not JSON: {exc}") from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _failed(self, exc: openai.OpenAIError, usage: Usage) -> PlannerFailed:
-        what = _what(exc)
+    def _failed(self, exc: BaseException, usage: Usage) -> PlannerFailed:
+        what = _what_failed(exc)
         if isinstance(exc, _TRANSIENT):
             what += (
                 f" (retried until the {self.settings.deadline_s:g} s deadline, "

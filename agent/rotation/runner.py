@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import structlog
+
 from agent.audit import Approval as AuditApproval
 from agent.audit import AuditLog, ModeStep
 from policies.model import Policy
@@ -32,6 +34,8 @@ from tools.modes import (
     StepObserver,
     placement_fit,
 )
+
+log = structlog.get_logger("steward.rotation")
 
 
 def rotation_settings(policy: Policy) -> RotationSettings:
@@ -72,6 +76,24 @@ def audit_mirror(audit: AuditLog) -> StepObserver:
     return mirror
 
 
+def _record_cut(audit: AuditLog | None) -> Callable[[str], None]:
+    """A torn journal tail cut off: a warning, and a record in the decision log when open."""
+
+    def cut(message: str) -> None:
+        log.warning("rotation journal: torn tail cut", detail=message)
+        if audit is not None:
+            audit.append(
+                ModeStep(
+                    rotation_id="journal",
+                    step="journal",
+                    status="torn_tail_cut",
+                    detail={"message": message},
+                )
+            )
+
+    return cut
+
+
 def open_rotation(
     cluster: Cluster,
     data_dir: Path,
@@ -90,7 +112,7 @@ def open_rotation(
     parts = parts or Parts.of(cluster)
     return Rotation(
         cluster,
-        Journal.open(data_dir),
+        Journal.open(data_dir, on_cut=_record_cut(audit)),
         clock=clock or parts.clock,
         fit=placement_fit,
         settings=rotation_settings(policy),

@@ -81,6 +81,26 @@ class Context:
         return out
 
     @cached_property
+    def pool_nodes(self) -> dict[str, frozenset[str]]:
+        """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
+        when it names card models, those carrying one (read only for cordons and drains)."""
+        out: dict[str, set[str]] = {}
+        for name, limits in self.policy.pools.items():
+            if limits.min_cards or limits.min_ready_replicas:
+                models = set(limits.gpu_models)
+                out[name] = (
+                    {n.name for n in self.state.nodes if any(g.model in models for g in n.gpus)}
+                    if models
+                    else set()
+                )
+        for workload in self.state.workloads:
+            nodes = out.get(workload.pool)
+            if nodes is not None:
+                for replica in workload.placement:
+                    nodes.update(replica.nodes)
+        return {pool: frozenset(nodes) for pool, nodes in out.items()}
+
+    @cached_property
     def active_windows(self) -> list[QuietWindow]:
         """The quiet windows that contain `now`."""
         return [w for w in self.policy.windows if w.contains(self.local)]
@@ -197,8 +217,9 @@ class Ledger:
 
         It may when the action touches a pool whose cards an action waiting for approval
         changed, may lower ready replicas in a pool whose readiness one changed, names a node
-        whose schedulability one changed, or adds cards while this ledger holds more cards in
-        all (with fewer, the committed ledger's total-budget check is the stricter one).
+        whose schedulability one changed (or takes a node while one changed any), or adds
+        cards while this ledger holds more cards in all (with fewer, the committed ledger's
+        total-budget check is the stricter one).
         """
         if not (self.diverged_cards or self.diverged_ready or self.diverged_nodes):
             return False
@@ -213,6 +234,9 @@ class Ledger:
                 return True
         if _node_of(action) in self.diverged_nodes:
             return True
+        if self.diverged_nodes and (type(action) is CordonNode or type(action) is DrainNode):
+            return True  # the last schedulable node of a pool or mode counts every node
+
         return self.total_cards > committed.total_cards and any(
             c.desired > committed.desired_of(c.workload) for c in effect.changes
         )

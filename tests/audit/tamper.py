@@ -6,9 +6,11 @@ import json
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent.audit import witness
 from agent.audit.records import canonical_json, hash_body, mac_of
 from agent.audit.verify import anchor_mac
 
@@ -131,3 +133,11 @@ def append_forged(db: Path) -> None:
             "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
             (seq + 1, time, kind, decision, digest, text, hash_body(text)),
         )
+
+
+def rewitness(data_dir: Path, key: bytes | None = None) -> None:
+    """Rewrite audit.head to the log's present head, as an attacker without the key can."""
+    with closing(sqlite3.connect(data_dir / "audit.db")) as conn:
+        seq, digest = conn.execute("SELECT seq, hash FROM head").fetchone()
+        at = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()[0]
+    witness.write(data_dir, seq, digest, datetime.fromisoformat(at), key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from agent.audit import DB_NAME, KEY_ENV, AuditError, AuditLog, Startup, VerifyReport
 from tests.audit import tamper
-from tests.audit.builders import FakeClock, approval, intent, outcome
+from tests.audit.builders import T0, FakeClock, approval, intent, outcome
 
 KEY = b"correct horse battery staple"
 
@@ -119,10 +120,22 @@ def test_a_record_of_a_newer_schema_is_named_unsupported(tmp_path: Path) -> None
     assert "schema version 2; upgrade steward" in report.summary()
 
 
-def test_without_a_key_a_fully_reforged_chain_is_not_detectable(tmp_path: Path) -> None:
-    # The documented limit that the HMAC key exists for.
+def test_without_a_key_a_reforged_chain_is_caught_by_the_head_held_outside_the_log(
+    tmp_path: Path,
+) -> None:
     db = build(tmp_path)
     tamper.reforge(db, 2, lambda p: p.update(rationale="forged"))
+    report = verify(tmp_path)
+    assert not report.ok and any(p.problem == "replaced" for p in report.problems)
+
+
+def test_without_a_key_a_chain_reforged_with_its_witness_is_not_detectable(
+    tmp_path: Path,
+) -> None:
+    # The documented limit that the HMAC key (and an outside witness of the head) exist for.
+    db = build(tmp_path)
+    tamper.reforge(db, 2, lambda p: p.update(rationale="forged"))
+    tamper.rewitness(tmp_path)
     assert verify(tmp_path).ok
 
 
@@ -176,7 +189,7 @@ def test_with_a_key_a_cut_tail_reanchored_without_the_key_is_named_bad_hmac(
 
 def test_a_log_started_unsigned_and_signed_later_verifies_with_the_key(tmp_path: Path) -> None:
     build(tmp_path, decisions=1)
-    with AuditLog.open(tmp_path, key=KEY, clock=FakeClock()) as log:
+    with AuditLog.open(tmp_path, key=KEY, clock=FakeClock(T0 + timedelta(hours=1))) as log:
         log.write_intent(intent("d-signed"))
     report = verify(tmp_path, KEY)
     assert report.ok and report.signed_records == 1

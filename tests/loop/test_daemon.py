@@ -59,7 +59,13 @@ def test_daemon_serves_health_and_metrics_and_stops_cleanly(tmp_path: Path) -> N
     )  # fmt: skip
     try:
         code, body = _wait_for(f"http://127.0.0.1:{port}/healthz")
-        assert code == 200 and json.loads(body)["ok"] is True
+        deadline = time.monotonic() + 60
+        while code != 200:  # not ready until the first tick has completed
+            assert json.loads(body)["ready"] is False, body
+            assert time.monotonic() < deadline, "no tick completed in a minute"
+            time.sleep(0.2)
+            code, body = _get(f"http://127.0.0.1:{port}/healthz")
+        assert json.loads(body)["ok"] is True
         deadline = time.monotonic() + 60
         while "steward_actions_total{" not in _get(f"http://127.0.0.1:{port}/metrics")[1]:
             assert time.monotonic() < deadline, "no action in a minute"
@@ -68,6 +74,7 @@ def test_daemon_serves_health_and_metrics_and_stops_cleanly(tmp_path: Path) -> N
         assert 'steward_decisions_total{verdict="allow"}' in metrics
         assert 'steward_actions_total{ok="true",type="place_replica"}' in metrics
         assert "steward_planner_seconds_bucket" in metrics
+        assert "steward_audit_head{hash=" in metrics
         second = subprocess.run(
             [*STEWARD, "run", "--ticks", "1", "--data-dir", str(data_dir)],
             capture_output=True, text=True, timeout=120, check=False,

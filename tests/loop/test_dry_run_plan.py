@@ -16,11 +16,11 @@ runner = CliRunner()
 
 
 def _fingerprint(data_dir: Path) -> dict[str, str]:
-    """Every state file but the log (which gains exactly one dry-run record)."""
+    """Every state file but the log and its witness (which gain exactly one dry-run record)."""
     return {
         p.name: hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(data_dir.iterdir())
-        if p.is_file() and not p.name.startswith("audit.db")
+        if p.is_file() and not p.name.startswith(("audit.db", "audit.head"))
     }
 
 

@@ -60,6 +60,7 @@ def check_applied(
         broken += _preconditions(action, after, state, policy, now, preempts=position in excused)
         spent += cards_changed(action, after)
         after = apply_action(action, after)
+    broken += _nodes_kept(state, after, policy)
     cards, ready, total = pool_totals(after)
     for name, limits in policy.pools.items():
         was, now_cards = before_cards.get(name, 0), cards.get(name, 0)
@@ -96,6 +97,33 @@ def check_applied(
         and history.count_since(now - timedelta(hours=1)) + counted > limit
     ):
         broken.append(f"more than {limit} actions in an hour")
+    return broken
+
+
+def _nodes_kept(before: ClusterState, after: ClusterState, policy: Policy) -> list[str]:
+    """A pool that keeps a minimum, and every mode, keep one schedulable node if they had one.
+
+    A pool's nodes: where its replicas run, and the nodes with a card model it names."""
+    groups: dict[str, set[str]] = {}
+    for name, limits in policy.pools.items():
+        if limits.min_cards or limits.min_ready_replicas:
+            groups[f"pool {name}"] = {
+                n.name for n in before.nodes if any(g.model in limits.gpu_models for g in n.gpus)
+            } | {
+                node
+                for w in before.workloads
+                if w.pool == name
+                for r in w.placement
+                for node in r.nodes
+            }
+    for mode in before.modes:
+        groups[f"mode {mode.name}"] = set(mode.nodes)
+    broken = []
+    for what, names in groups.items():
+        had = [n for n in names if (node := before.node(n)) is not None and node.schedulable]
+        has = [n for n in names if (node := after.node(n)) is not None and node.schedulable]
+        if had and not has:
+            broken.append(f"{what}: its last schedulable node(s) {sorted(had)} taken")
     return broken
 
 

@@ -6,8 +6,14 @@ the outgoing workloads looked like before they were touched, and which step had 
 entry is one JSON line, flushed and fsync'd before the step it announces runs, so that what the
 journal says started may have happened, and what it says is done has.
 
-A torn last line (the process died while writing it) is ignored on read: the step it announced
-had not started yet, because a step starts only after its entry is durable.
+Each line carries the CRC-32 of its JSON after a tab (`{json}\t{crc:08x}`), so a torn write is
+told from a damaged file. A torn last line (the process died while writing it: no newline, or a
+checksum that does not match) is skipped on read — the step it announced had not started yet,
+because a step starts only after its entry is durable — and cut off before anything is
+appended, so a new entry never lands on the fragment (that once broke `mode status|journal|
+resume` and `run` for good). What was cut is kept in `cut` for the caller to log and record. A
+bad line anywhere else is damage, refused with its place. Lines without a checksum (written by
+an earlier steward) are read as they are.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ import fcntl
 import json
 import os
 import uuid
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +41,22 @@ Result = Literal["committed", "refused", "rolled_back", "fallback", "failed"]
 rolled back to the previous mode; fell back to whatever could serve; failed (nothing serves)."""
 
 JOURNAL_FILE = "journal.jsonl"
+TAIL_READ = 65_536
+
+
+def _line(entry_json: str) -> str:
+    return f"{entry_json}\t{zlib.crc32(entry_json.encode()):08x}\n"
+
+
+def _payload(line: str) -> str | None:
+    """The JSON of a complete line whose checksum holds (or that has none); None if torn."""
+    if not line.endswith("\n"):
+        return None
+    text = line[:-1]
+    body, tab, crc = text.rpartition("\t")
+    if not tab:
+        return text  # a line from before checksums
+    return body if f"{zlib.crc32(body.encode()):08x}" == crc else None
 
 
 class JournalEntry(BaseModel):
@@ -90,15 +113,19 @@ class Transaction(BaseModel):
 class Journal:
     """An fsync'd JSON-lines file of rotation transactions in a data directory."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_cut: Callable[[str], None] | None = None) -> None:
         self.path = path
+        self.on_cut = on_cut
+        """Called with the message of each torn tail cut off (the agent logs and records it)."""
         self._cache: list[JournalEntry] | None = None
         """Entries read once under the lock and extended by `append` (None: read the file)."""
+        self.cut: list[str] = []
+        """What `cut_torn_tail` removed, one message each, for the caller to log and record."""
 
     @classmethod
-    def open(cls, data_dir: Path) -> Journal:
+    def open(cls, data_dir: Path, on_cut: Callable[[str], None] | None = None) -> Journal:
         """The journal of `data_dir` (created on first write)."""
-        return cls(data_dir / "modes" / JOURNAL_FILE)
+        return cls(data_dir / "modes" / JOURNAL_FILE, on_cut)
 
     def new_txn(self) -> str:
         return uuid.uuid4().hex[:12]
@@ -128,7 +155,8 @@ class Journal:
             detail=detail or {},
         )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = entry.model_dump_json() + "\n"
+        self.cut_torn_tail()
+        line = _line(entry.model_dump_json())
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
@@ -147,17 +175,55 @@ class Journal:
     def _read(self) -> Iterator[JournalEntry]:
         if not self.path.exists():
             return
-        lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
         for number, line in enumerate(lines, start=1):
-            if not line.endswith("\n") and number == len(lines):
+            body = _payload(line)
+            if body is None and number == len(lines):
                 return  # torn write: the step it announced never started
             try:
-                yield JournalEntry.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValidationError) as exc:
+                if body is None:
+                    raise ValueError("its checksum does not match its content")
+                yield JournalEntry.model_validate(json.loads(body))
+            except (ValueError, ValidationError) as exc:
                 raise InvalidInput(
                     f"{self.path}:{number}: rotation journal entry is unreadable ({exc}); "
                     "move the file aside to start a fresh journal"
                 ) from exc
+
+    def cut_torn_tail(self) -> str | None:
+        """Cut a torn last line off the file (fsynced); the message says what was cut."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if size == 0:
+            return None
+        with self.path.open("rb") as handle:
+            # The last line only: an entry is far shorter than TAIL_READ (else read it all).
+            offset = max(0, size - TAIL_READ)
+            handle.seek(offset)
+            data = handle.read()
+            found = data.rfind(b"\n", 0, len(data) - 1)
+            if found < 0 and offset > 0:
+                handle.seek(0)
+                data, offset = handle.read(), 0
+                found = data.rfind(b"\n", 0, len(data) - 1)
+        tail = data[found + 1 :].decode("utf-8", errors="replace")
+        if _payload(tail) is not None:
+            return None
+        start = offset + found + 1
+        with self.path.open("r+b") as handle:
+            handle.truncate(start)
+            handle.flush()
+            os.fsync(handle.fileno())
+        message = (
+            f"{self.path}: cut a torn last line ({size - start} byte(s) at offset {start}: "
+            f"{tail[:60]!r}); the step it announced never started"
+        )
+        self.cut.append(message)
+        if self.on_cut is not None:
+            self.on_cut(message)
+        return message
 
     def transactions(self) -> list[Transaction]:
         """Every transaction in the journal, oldest first."""
@@ -190,6 +256,7 @@ class Journal:
                     f"{self.path.parent}: another rotation holds the lock; wait for it to end"
                 ) from exc
             try:
+                self.cut_torn_tail()
                 self._cache = list(self._read())
                 yield
             finally:

@@ -45,7 +45,7 @@ def path_in(data_dir: Path) -> Path:
 
 
 def save(data_dir: Path, saved: Saved) -> Path:
-    """Write atomically (a temporary file renamed over the old one)."""
+    """Write atomically and durably (a temporary file, fsynced, renamed over the old one)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     state = saved.state
     cut = state.t - SERIES_SAVED_S
@@ -54,8 +54,20 @@ def save(data_dir: Path, saved: Saved) -> Path:
         saved = saved.model_copy(update={"state": dataclasses.replace(state, series=recent)})
     target = path_in(data_dir)
     tmp = target.with_suffix(".json.tmp")
-    tmp.write_bytes(_ADAPTER.dump_json(saved))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, _ADAPTER.dump_json(saved))
+        # Durable, not just atomic: act saves the cluster before the outcome of its actions
+        # is recorded, and a log that outlives the cluster it describes is a stale world.
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, target)
+    directory = os.open(data_dir, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
     return target
 
 
