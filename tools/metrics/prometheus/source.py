@@ -1,0 +1,248 @@
+"""`PrometheusSource`: a metric source that merges Prometheus's readings into an observation.
+
+Each tick asks every family once (in parallel, over kept-alive connections), joins the series to
+the observation's cards and workloads (tools.metrics.prometheus.join) and returns the
+observation with those readings replaced. Nothing is invented: a card or workload no series
+covers gets a missing reading that says so; when Prometheus is unreachable or refuses a query,
+exactly that family's readings turn stale — the last value kept, with its own time — or missing
+when there never was one, each with the source and the reason. `last_tick` tells how long the
+queries and the join took, and what failed.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
+
+from tools.metrics.prometheus.client import (
+    PrometheusClient,
+    PrometheusUnavailable,
+    QueryRefused,
+    Vector,
+)
+from tools.metrics.prometheus.join import CardIndex, Readings, WorkloadIndex, collect
+from tools.metrics.prometheus.queries import Resolved, resolve
+from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.model import ClusterState, Gpu, Metric, Node, Workload, trusted
+
+Answer = Vector | str
+"""A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
+
+
+class TickReport(BaseModel):
+    """How one read went: timings apart, families that failed and why, unmatched series."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query_ms: float
+    """Wall time of all the family queries (HTTP, Prometheus, JSON decoding)."""
+    join_ms: float
+    """Matching the series to the observation and building the new one."""
+    series: int
+    unmatched: int
+    failed: dict[str, str] = {}
+
+
+def _metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
+    return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
+
+
+class _Field:
+    """One model field's new readings: per key, and what a key without one gets."""
+
+    def __init__(self, default: Metric) -> None:
+        self.by_key: dict[str, Metric] = {}
+        self.default = default
+
+    def get(self, key: str) -> Metric:
+        return self.by_key.get(key, self.default)
+
+
+class PrometheusSource:
+    """The Prometheus HTTP API as a `MetricSource` (name "prometheus")."""
+
+    name = "prometheus"
+
+    def __init__(
+        self, settings: PrometheusSettings, client: PrometheusClient | None = None
+    ) -> None:
+        self.settings = settings
+        self.client = client or PrometheusClient(
+            settings.url, settings.timeout_s, settings.attempts
+        )
+        self.families: list[Resolved] = resolve(settings)
+        self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
+        self._workloads = WorkloadIndex()
+        self._last: dict[str, dict[str, tuple[float, datetime, bool]]] = {}
+        """Per family: the last reading of each key (value, its time, host-memory mark)."""
+        self.last_tick: TickReport | None = None
+        self._unmatched = 0
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.client.close()
+
+    def ask(self) -> dict[str, Answer]:
+        """Every family's answer for this tick."""
+
+        def one(family: Resolved) -> Answer:
+            try:
+                return self.client.query(family.combined)
+            except PrometheusUnavailable as exc:
+                return f"unreachable: {exc}"
+            except QueryRefused as exc:
+                return f"query refused: {exc}"
+
+        return dict(
+            zip(
+                (f.name for f in self.families),
+                self._pool.map(one, self.families),
+                strict=True,
+            )
+        )
+
+    def read(self, state: ClusterState) -> ClusterState:
+        """The observation with this source's readings merged in."""
+        start = time.perf_counter()
+        answers = self.ask()
+        asked = time.perf_counter()
+        merged = self.merge(state, answers)
+        done = time.perf_counter()
+        series = sum(len(a.series) for a in answers.values() if isinstance(a, Vector))
+        self.last_tick = self.last_tick_report(answers, series, asked - start, done - asked)
+        return merged
+
+    def last_tick_report(
+        self, answers: dict[str, Answer], series: int, query_s: float, join_s: float
+    ) -> TickReport:
+        return TickReport(
+            query_ms=round(query_s * 1000, 3),
+            join_ms=round(join_s * 1000, 3),
+            series=series,
+            unmatched=self._unmatched,
+            failed={k: v for k, v in answers.items() if isinstance(v, str)},
+        )
+
+    def merge(self, state: ClusterState, answers: dict[str, Answer]) -> ClusterState:
+        """The join and the new observation (apart from `ask`, so that it can be timed alone)."""
+        cards = CardIndex(state)
+        self._workloads.refresh(state)
+        self._unmatched = 0
+        fields: dict[str, _Field] = {}
+        for family in self.families:
+            answer = answers.get(family.name, "not asked")
+            fields[family.family.field] = self._field(family, answer, state, cards)
+        nodes = self._nodes(state, fields)
+        workloads = self._workloads_with(state, fields)
+        return state.model_copy(update={"nodes": nodes, "workloads": workloads})
+
+    def _field(
+        self, family: Resolved, answer: Answer, state: ClusterState, cards: CardIndex
+    ) -> _Field:
+        name = family.name
+        source = f"prometheus:{name}"
+        if isinstance(answer, str):
+            reason = f"{source}: {answer}"
+            out = _Field(_metric(None, "missing", None, reason))
+            for key, (value, at, _) in self._last.get(name, {}).items():
+                out.by_key[key] = _metric(value, "stale", at, reason)
+            return out
+        readings = collect(family, answer, cards, self._workloads)
+        self._unmatched += readings.unmatched
+        out = _Field(_metric(None, "missing", None, f"{source}: no series"))
+        no_data = _metric(None, "missing", None, f"{source}: no data in the window")
+        for key in readings.no_data:
+            out.by_key[key] = no_data
+        self._fill(out, name, source, readings, state.observed_at)
+        return out
+
+    def _fill(self, out: _Field, name: str, source: str, readings: Readings, now: datetime) -> None:
+        bound = self.settings.staleness_s
+        marked_source = f"{source} (unified memory: host memory)"
+        last: dict[str, tuple[float, datetime, bool]] = {}
+        ages = readings.ages
+        marked = readings.marked
+        for key, value in readings.values.items():
+            age = ages[key]
+            at = now - timedelta(seconds=age)
+            mark = key in marked
+            if age > bound:
+                out.by_key[key] = _metric(
+                    value, "stale", at, f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
+                )
+            else:
+                out.by_key[key] = _metric(value, "fresh", at, marked_source if mark else source)
+            last[key] = (value, at, mark)
+        self._last[name] = last
+
+    def _nodes(self, state: ClusterState, fields: dict[str, _Field]) -> tuple[Node, ...]:
+        plain = [
+            (f, fields[f]) for f in ("utilization", "memory_used_bytes", "power_w") if f in fields
+        ]
+        used, free = fields.get("memory_used_bytes"), fields.get("memory_free_bytes")
+        if not plain and free is None:
+            return state.nodes
+        nodes: list[Node] = []
+        for node in state.nodes:
+            gpus: list[Gpu] = []
+            for gpu in node.gpus:
+                values = dict(gpu.__dict__)
+                uuid = gpu.uuid
+                for name, found in plain:
+                    values[name] = found.get(uuid)
+                if used is not None and free is not None:
+                    values["memory_total_bytes"] = _total(used.get(uuid), free.get(uuid))
+                gpus.append(trusted(Gpu, values))
+            nodes.append(trusted(Node, {**node.__dict__, "gpus": tuple(gpus)}))
+        return tuple(nodes)
+
+    def _workloads_with(
+        self, state: ClusterState, fields: dict[str, _Field]
+    ) -> tuple[Workload, ...]:
+        names = (
+            "queue_depth",
+            "running",
+            "kv_cache_usage",
+            "ttft_s",
+            "queue_wait_s",
+            "tokens_per_s",
+        )
+        present = [(n, fields[n]) for n in names if n in fields]
+        epp = fields.get("epp_queue")
+        if not present and epp is None:
+            return state.workloads
+        out: list[Workload] = []
+        for workload in state.workloads:
+            values = dict(workload.__dict__)
+            for name, found in present:
+                values[name] = found.get(workload.name)
+            if epp is not None and not values["queue_depth"].usable:
+                average = epp.get(workload.name)
+                if average.value is not None:
+                    values["queue_depth"] = _from_pool(average, workload)
+            out.append(trusted(Workload, values))
+        return tuple(out)
+
+
+def _total(used: Metric, free: Metric) -> Metric:
+    """The card's memory as used + free, as trusted as the less trusted of the two."""
+    if used.value is None or free.value is None:
+        return used if used.value is None else free
+    worst = used if used.status != "fresh" else free
+    at = min(a for a in (used.observed_at, free.observed_at) if a is not None)
+    return _metric(used.value + free.value, worst.status, at, worst.source)
+
+
+def _from_pool(average: Metric, workload: Workload) -> Metric:
+    """The endpoint picker's average queue of the pool, times the workload's ready replicas."""
+    assert average.value is not None
+    total = average.value * max(workload.ready_replicas, 1)
+    return _metric(
+        total,
+        average.status,
+        average.observed_at,
+        f"{average.source} (average x {max(workload.ready_replicas, 1)} replicas)",
+    )
