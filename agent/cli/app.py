@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-import evals.bench.llm_prompt  # noqa: F401 - registers `steward bench llm-prompt`
+import evals.bench.llm_prompt
+import evals.bench.metrics  # noqa: F401 - registers `steward bench metrics`
 from agent.cli import audit, bench, gpus, loop, mode, placement, policy, status
 
 app = typer.Typer(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from evals.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import Exporters, truth
-from tests.metrics.prometheus_server import RealPrometheus
 
 
 @pytest.fixture(scope="module")

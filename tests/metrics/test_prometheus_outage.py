@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from agent.daemon.runtime import Runtime
+from evals.bench.prometheus_server import RealPrometheus
 from policies.loader import DEFAULT_POLICY, load_policy
-from tests.metrics.prometheus_server import RealPrometheus
 from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 from tools.metrics.exposition import EngineExporter, card_lines, render

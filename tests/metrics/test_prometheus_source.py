@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from evals.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, bare, truth
-from tests.metrics.prometheus_server import RealPrometheus
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
 from tools.model import ClusterState, Gpu, Workload
 

@@ -8,10 +8,10 @@ execution) is `QueryRefused`, carrying Prometheus's own error text, and is not r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from tools.errors import PermanentError, TemporaryError
@@ -25,10 +25,12 @@ class QueryRefused(PermanentError):
     """Prometheus refused the query; the message is its own error."""
 
 
-class Vector(BaseModel):
-    """The answer to one instant query: series as (labels, value) and when it was evaluated."""
+@dataclass(frozen=True)
+class Vector:
+    """The answer to one instant query: series as (labels, value) and when it was evaluated.
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    A dataclass, not a pydantic model: its tens of thousands of label sets come from
+    Prometheus's JSON as they are, and validating them again would cost more than the join."""
 
     evaluated_at: float
     """POSIX seconds, on Prometheus's clock."""

@@ -18,7 +18,6 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tools.metrics.prometheus.client import Vector
@@ -92,6 +91,10 @@ class WorkloadIndex:
                 serving.setdefault(w.model, []).append(w.name)
         self._models = {m: ws[0] for m, ws in serving.items() if len(ws) == 1}
 
+    @property
+    def names(self) -> frozenset[str]:
+        return self._names
+
     def key(self, labels: dict[str, str]) -> str | None:
         pod = labels.get("exported_pod") or labels.get("pod")
         if not pod:
@@ -126,7 +129,11 @@ class WorkloadIndex:
 def collect(
     family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
 ) -> Readings:
-    """One family's series, combined per card or workload (the timed part of a tick's join)."""
+    """One family's series, combined per card or workload (the timed part of a tick's join).
+
+    Timestamp series (`steward_part="t"`) date the value series that carry the same values of
+    their labels: one per scrape target for a gauge, one per pod for a rate or a quantile, one
+    per series for a `timestamp(query)` of an override. A key's age is its oldest series'."""
     target = family.family.target
     if target == "gpu":
         keyer = cards.key
@@ -134,25 +141,39 @@ def collect(
         keyer = workloads.key
     else:
         keyer = workloads.pool_key
+    uuids = cards.uuids if target == "gpu" else frozenset()
     summed = family.family.aggregate == "sum"
     out = Readings()
     values = out.values
-    stamps: dict[str, float] = {}
     scale = family.family.scale
+    stamped: dict[tuple[str, ...], dict[tuple[str | None, ...], float]] = {}
+    stamps: dict[str, float] = {}
+    dated: list[tuple[str, dict[str, str]]] = []
+    """Value series read before any timestamp series: dated once all are in."""
     for labels, raw in answer.series:
-        key = keyer(labels)
+        if labels.get(PART) == "t":
+            names = tuple(sorted(n for n in labels if n != PART))
+            by = stamped.setdefault(names, {})
+            slot = tuple(labels[n] for n in names)
+            old = by.get(slot)
+            by[slot] = raw if old is None or raw < old else old
+            continue
+        # The common case first: a DCGM series whose UUID is a card of the observation.
+        key = labels.get("UUID")
+        if key not in uuids:
+            key = keyer(labels)
         if key is None:
             out.unmatched += 1
-            continue
-        if labels.get(PART) == "t":
-            old = stamps.get(key)
-            stamps[key] = raw if old is None or raw < old else old
             continue
         if math.isnan(raw):
             out.no_data.add(key)
             continue
         if UNIFIED_LABEL in labels:
             out.marked.add(key)
+        if stamped:
+            _date(stamps, stamped, key, labels)
+        else:
+            dated.append((key, labels))
         value = raw * scale
         old_value = values.get(key)
         if old_value is None:
@@ -161,6 +182,8 @@ def collect(
             values[key] = old_value + value
         elif value > old_value:
             values[key] = value
+    for key, labels in dated:
+        _date(stamps, stamped, key, labels)
     evaluated = answer.evaluated_at
     ages = out.ages
     for key in values:
@@ -170,5 +193,15 @@ def collect(
     return out
 
 
-def unmatched_total(readings: Iterable[Readings]) -> int:
-    return sum(r.unmatched for r in readings)
+def _date(
+    stamps: dict[str, float],
+    stamped: dict[tuple[str, ...], dict[tuple[str | None, ...], float]],
+    key: str,
+    labels: dict[str, str],
+) -> None:
+    """Date `key` by the timestamp series that carry this value series' labels (the oldest)."""
+    for names, by in stamped.items():
+        stamp = by.get(tuple(map(labels.get, names)))
+        if stamp is not None:
+            old = stamps.get(key)
+            stamps[key] = stamp if old is None or stamp < old else old

@@ -2,9 +2,10 @@
 
 One family is one instant query per tick, whatever the size of the cluster: its series are then
 joined to cards or workloads by their labels (tools.metrics.prometheus.join). Each family has a
-value query and a timestamp query that dates the same series by their samples' own times
-(`timestamp()` of the raw selector); both are sent as one request (`combined`), their series
-told apart by a `steward_part` label.
+value query and a timestamp query that dates its series by their samples' own times
+(`timestamp()` of the raw selector, the oldest per scrape target or per pod); both are sent as
+one request (`combined`), their series told apart by a `steward_part` label. A timestamp series
+dates every value series that carries its labels (join.collect).
 
 Names come from the exporters themselves: the DCGM exporter (`DCGM_FI_DEV_*`, labels gpu, UUID,
 device, modelName, Hostname and the workload's pod/namespace/container), vLLM (`vllm:*`, which a
@@ -68,6 +69,11 @@ _KV = "vllm[:_](gpu|kv)_cache_usage_perc|sglang[:_]token_usage"
 MIB = float(2**20)
 
 
+_TARGET = "instance, job"
+"""A scrape target: every series of one scrape shares its sample time (exporters here set no
+timestamps of their own), so one timestamp series per target dates them all."""
+
+
 def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> Family:
     return Family.model_validate(
         {
@@ -75,7 +81,7 @@ def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> F
             "target": target,
             "field": field,
             "query": query,
-            "timestamp": f"timestamp({query})",
+            "timestamp": f"min by ({_TARGET}) (timestamp({query}))",
             **kw,
         }
     )
@@ -98,7 +104,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         target="workload",
         field="ttft_s",
         query=_quantile(_TTFT),
-        timestamp=f'timestamp({{__name__=~"{_TTFT}", le="+Inf"}})',
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TTFT}", le="+Inf"}}))',
         aggregate="max",
     ),
     Family(
@@ -106,7 +112,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         target="workload",
         field="queue_wait_s",
         query=_quantile(_QUEUE_TIME),
-        timestamp=f'timestamp({{__name__=~"{_QUEUE_TIME}", le="+Inf"}})',
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_QUEUE_TIME}", le="+Inf"}}))',
         aggregate="max",
     ),
     Family(
@@ -114,7 +120,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         target="workload",
         field="tokens_per_s",
         query=f'sum by ({_BY}) (rate({{__name__=~"{_TOKENS}"}}[{{window}}]))',
-        timestamp=f'timestamp({{__name__=~"{_TOKENS}"}})',
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TOKENS}"}}))',
     ),
     _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
 )
@@ -140,7 +146,9 @@ class Resolved(BaseModel):
         value = f'label_replace({self.query}, "{PART}", "v", "", "")'
         if not self.timestamp:
             return value
-        return f'{value} or label_replace({self.timestamp}, "{PART}", "t", "", "")'
+        # Timestamps first: Prometheus answers an `or` left side first, so the join can date
+        # each value series as it reads it (it copes with any order, only more slowly).
+        return f'label_replace({self.timestamp}, "{PART}", "t", "", "") or {value}'
 
 
 def resolve(settings: PrometheusSettings) -> list[Resolved]:

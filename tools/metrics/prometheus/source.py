@@ -50,12 +50,29 @@ def _metric(value: float | None, status: str, at: datetime | None, source: str) 
     return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
 
 
+_METRIC_FIELDS = set(Metric.model_fields)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _fresh(value: float, at: datetime, source: str) -> Metric:
+    """`_metric(value, "fresh", at, source)` inlined: the join makes one per card and family."""
+    obj = _new(Metric)
+    _set(obj, "__dict__", {"value": value, "status": "fresh", "observed_at": at, "source": source})
+    _set(obj, "__pydantic_fields_set__", _METRIC_FIELDS)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
 class _Field:
     """One model field's new readings: per key, and what a key without one gets."""
 
     def __init__(self, default: Metric) -> None:
         self.by_key: dict[str, Metric] = {}
         self.default = default
+        self.raw: Readings | None = None
+        """Set for a family read only as a part of another reading (free memory)."""
 
     def get(self, key: str) -> Metric:
         return self.by_key.get(key, self.default)
@@ -156,7 +173,19 @@ class PrometheusSource:
         no_data = _metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
             out.by_key[key] = no_data
+        before = self._last.get(name, {})
+        if family.family.field == "memory_free_bytes":
+            out.raw = readings  # only a part of the card's total: no Metric of its own
         self._fill(out, name, source, readings, state.observed_at)
+        # A series that was there and is gone (its target stopped answering, a staleness
+        # marker) leaves the last reading stale, while its card or workload is still observed.
+        gone = f"{source}: no series since its last sample"
+        kept = self._last[name]
+        present = cards.uuids if family.family.target == "gpu" else self._workloads.names
+        for key, (value, at, mark) in before.items():
+            if key not in kept and key not in readings.no_data and key in present:
+                out.by_key[key] = _metric(value, "stale", at, gone)
+                kept[key] = (value, at, mark)
         return out
 
     def _fill(self, out: _Field, name: str, source: str, readings: Readings, now: datetime) -> None:
@@ -165,17 +194,25 @@ class PrometheusSource:
         last: dict[str, tuple[float, datetime, bool]] = {}
         ages = readings.ages
         marked = readings.marked
+        by_key = out.by_key
+        raw_only = out.raw is not None
+        # Series scraped together share their age: one datetime per age, not one per series.
+        times: dict[float, datetime] = {}
         for key, value in readings.values.items():
             age = ages[key]
-            at = now - timedelta(seconds=age)
+            at = times.get(age)
+            if at is None:
+                at = times[age] = now - timedelta(seconds=age)
             mark = key in marked
+            last[key] = (value, at, mark)
+            if raw_only:
+                continue
             if age > bound:
-                out.by_key[key] = _metric(
+                by_key[key] = _metric(
                     value, "stale", at, f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
                 )
             else:
-                out.by_key[key] = _metric(value, "fresh", at, marked_source if mark else source)
-            last[key] = (value, at, mark)
+                by_key[key] = _fresh(value, at, marked_source if mark else source)
         self._last[name] = last
 
     def _nodes(self, state: ClusterState, fields: dict[str, _Field]) -> tuple[Node, ...]:
@@ -189,12 +226,13 @@ class PrometheusSource:
         for node in state.nodes:
             gpus: list[Gpu] = []
             for gpu in node.gpus:
-                values = dict(gpu.__dict__)
                 uuid = gpu.uuid
-                for name, found in plain:
-                    values[name] = found.get(uuid)
+                values: dict[str, object] = {
+                    **gpu.__dict__,
+                    **{name: found.get(uuid) for name, found in plain},
+                }
                 if used is not None and free is not None:
-                    values["memory_total_bytes"] = _total(used.get(uuid), free.get(uuid))
+                    values["memory_total_bytes"] = _total(used.get(uuid), free, uuid)
                 gpus.append(trusted(Gpu, values))
             nodes.append(trusted(Node, {**node.__dict__, "gpus": tuple(gpus)}))
         return tuple(nodes)
@@ -227,13 +265,17 @@ class PrometheusSource:
         return tuple(out)
 
 
-def _total(used: Metric, free: Metric) -> Metric:
+def _total(used: Metric, free: _Field, uuid: str) -> Metric:
     """The card's memory as used + free, as trusted as the less trusted of the two."""
-    if used.value is None or free.value is None:
-        return used if used.value is None else free
-    worst = used if used.status != "fresh" else free
-    at = min(a for a in (used.observed_at, free.observed_at) if a is not None)
-    return _metric(used.value + free.value, worst.status, at, worst.source)
+    raw = free.raw
+    if raw is None or uuid not in raw.values:
+        # Free memory unread (refused, unreachable, no series): its own reading says why.
+        return free.get(uuid) if used.value is not None else used
+    if used.value is None or used.observed_at is None:
+        return used
+    if used.status != "fresh":
+        return _metric(used.value + raw.values[uuid], used.status, used.observed_at, used.source)
+    return _fresh(used.value + raw.values[uuid], used.observed_at, used.source)
 
 
 def _from_pool(average: Metric, workload: Workload) -> Metric:

@@ -1,6 +1,7 @@
-"""A real Prometheus server for the tests: Debian's `prometheus` binary on loopback.
+"""A real Prometheus server for the tests and `steward bench metrics`: the `prometheus` binary
+(Debian's package; .ci/run installs it) started on loopback.
 
-It scrapes the given targets every `interval` and keeps its data in a temporary directory, so a
+It scrapes the given targets every `interval` and keeps its data in the given directory, so a
 test can kill it (SIGKILL, as a crash would) and start it again on the same port and data.
 """
 
@@ -17,6 +18,10 @@ import httpx
 import yaml
 
 BINARY = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+class PrometheusMissing(RuntimeError):
+    """No prometheus binary here."""
 
 
 def free_port() -> int:
@@ -53,6 +58,10 @@ class RealPrometheus:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> RealPrometheus:
+        if not Path(BINARY).is_file():
+            raise PrometheusMissing(
+                f"no prometheus binary at {BINARY}: install it (apt-get install -y prometheus)"
+            )
         log = (self.workdir / "prometheus.log").open("ab")
         self.proc = subprocess.Popen(
             [
