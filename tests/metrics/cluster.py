@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
+from evals.bench.metrics import without_readings
 from tools.metrics.exposition import EngineExporter, card_lines, render
 from tools.metrics.serve import MetricsServer
 from tools.model import (
@@ -123,36 +124,8 @@ def truth() -> ClusterState:
     )
 
 
-def bare(state: ClusterState) -> ClusterState:
-    """The cluster with every reading missing, as a backend without metrics observes it."""
-    nodes = tuple(
-        n.model_copy(
-            update={
-                "gpus": tuple(
-                    Gpu(uuid=g.uuid, index=g.index, model=g.model, node=g.node, clients=g.clients)
-                    for g in n.gpus
-                )
-            }
-        )
-        for n in state.nodes
-    )
-    workloads = tuple(
-        w.model_copy(
-            update={
-                f: MISSING
-                for f in (
-                    "queue_depth",
-                    "queue_wait_s",
-                    "tokens_per_s",
-                    "ttft_s",
-                    "running",
-                    "kv_cache_usage",
-                )
-            }
-        )
-        for w in state.workloads
-    )
-    return state.model_copy(update={"nodes": nodes, "workloads": workloads})
+bare = without_readings
+"""The cluster with every reading missing, as a backend without metrics observes it."""
 
 
 class Exporters:
