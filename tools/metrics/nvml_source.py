@@ -5,11 +5,13 @@ matched by UUID: utilization, memory (the host's on unified-memory superchips, m
 reading's source) and power. The reading's age is carried over to the observation's clock. When
 NVML cannot be read the node's cards keep their last NVML values marked stale — or missing when
 there never was one — with the reason; a host that is not a node of the observed cluster leaves
-the observation as it is.
+the observation as it is. The node is the one named by `NODE_NAME` (a pod's downward API),
+else this host's name.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -40,7 +42,8 @@ class NvmlSource:
         host_memory: Callable[[], HostMemory] = read_host_memory,
         snapshot: Callable[[], Snapshot] | None = None,
     ) -> None:
-        self.node = node or socket.gethostname()
+        # In a pod the node's name is not the hostname: the downward API's NODE_NAME says it.
+        self.node = node or os.environ.get("NODE_NAME") or socket.gethostname()
         self._read = snapshot or (lambda: read_snapshot(nvml))
         self._host_memory = host_memory
         self._last: dict[str, Gpu] = {}

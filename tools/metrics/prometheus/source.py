@@ -102,6 +102,12 @@ class PrometheusSource:
         self._pool.shutdown(wait=True)
         self.client.close()
 
+    def check(self) -> list[str]:
+        """Every configured query parsed by Prometheus (`steward config check`)."""
+        from tools.metrics.prometheus.check import check_queries
+
+        return check_queries(self.settings, self.client)
+
     def ask(self) -> dict[str, Answer]:
         """Every family's answer for this tick."""
 
@@ -112,6 +118,8 @@ class PrometheusSource:
                 return f"unreachable: {exc}"
             except QueryRefused as exc:
                 return f"query refused: {exc}"
+            except (ValueError, KeyError, TypeError) as exc:  # not what the API documents
+                return f"unreadable answer: {type(exc).__name__}: {exc}"
 
         return dict(
             zip(
