@@ -15,6 +15,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from tools.metrics.exposition import CONTENT_TYPE
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A scraper that hangs up mid-answer (its timeout, Prometheus killed) is not an error
+        # of the exporter; the default handler prints a traceback for it.
+        return
+
+
 class MetricsServer:
     """GET /metrics -> body(); started in a daemon thread by `start`, stopped by `stop`."""
 
@@ -43,7 +50,7 @@ class MetricsServer:
             def log_message(self, format: str, *args: object) -> None:
                 return  # scrapes every second would flood the log
 
-        self._http = ThreadingHTTPServer((host, port), Handler)
+        self._http = _Server((host, port), Handler)
         self._http.daemon_threads = True
         self._thread: threading.Thread | None = None
 

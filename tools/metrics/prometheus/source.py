@@ -66,16 +66,77 @@ def _fresh(value: float, at: datetime, source: str) -> Metric:
 
 
 class _Field:
-    """One model field's new readings: per key, and what a key without one gets."""
+    """One model field's readings this tick, made into `Metric`s only when asked for.
 
-    def __init__(self, default: Metric) -> None:
+    `get(key)` answers the override of a key (a stale carry, no data in the window), else its
+    reading of this tick, fresh or stale by its age, else `default` (why there is none). A
+    field that failed this tick answers from `previous` — the last one that did not — stale."""
+
+    def __init__(
+        self,
+        default: Metric,
+        *,
+        readings: Readings | None = None,
+        now: datetime | None = None,
+        source: str = "",
+        bound: float = 0.0,
+        previous: _Field | None = None,
+    ) -> None:
         self.by_key: dict[str, Metric] = {}
         self.default = default
-        self.raw: Readings | None = None
-        """Set for a family read only as a part of another reading (free memory)."""
+        self.readings = readings
+        self.now = now
+        self.source = source
+        self.marked_source = f"{source} (unified memory: host memory)"
+        self.bound = bound
+        self.previous = previous
+        self.carried: dict[str, tuple[float, datetime]] = {}
+        """Keys whose series went away: their last value and its time (kept stale)."""
+        self._times: dict[float, datetime] = {}
+        """Series scraped together share their age: one datetime per age, not per series."""
+
+    def at(self, age: float) -> datetime:
+        found = self._times.get(age)
+        if found is None:
+            assert self.now is not None
+            found = self._times[age] = self.now - timedelta(seconds=age)
+        return found
+
+    def value(self, key: str) -> float | None:
+        readings = self.readings
+        return None if readings is None else readings.values.get(key)
+
+    def last(self, key: str) -> tuple[float, datetime] | None:
+        """This field's reading of `key` (value, time), if it has one."""
+        value = self.value(key)
+        if value is not None:
+            assert self.readings is not None
+            return value, self.at(self.readings.ages[key])
+        return self.carried.get(key)
 
     def get(self, key: str) -> Metric:
-        return self.by_key.get(key, self.default)
+        found = self.by_key.get(key)
+        if found is not None:
+            return found
+        readings = self.readings
+        if readings is not None:
+            value = readings.values.get(key)
+            if value is not None:
+                age = readings.ages[key]
+                if age > self.bound:
+                    return _metric(
+                        value,
+                        "stale",
+                        self.at(age),
+                        f"{self.source}: sample {age:.0f} s old (bound {self.bound:g} s)",
+                    )
+                marked = key in readings.marked
+                return _fresh(value, self.at(age), self.marked_source if marked else self.source)
+        if self.previous is not None:
+            last = self.previous.last(key)
+            if last is not None:
+                return _metric(last[0], "stale", last[1], self.default.source)
+        return self.default
 
 
 class PrometheusSource:
@@ -93,8 +154,8 @@ class PrometheusSource:
         self.families: list[Resolved] = resolve(settings)
         self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
         self._workloads = WorkloadIndex()
-        self._last: dict[str, dict[str, tuple[float, datetime, bool]]] = {}
-        """Per family: the last reading of each key (value, its time, host-memory mark)."""
+        self._last: dict[str, _Field] = {}
+        """Per family: the readings of the last tick that answered."""
         self.last_tick: TickReport | None = None
         self._unmatched = 0
 
@@ -169,59 +230,35 @@ class PrometheusSource:
     ) -> _Field:
         name = family.name
         source = f"prometheus:{name}"
+        before = self._last.get(name)
         if isinstance(answer, str):
-            reason = f"{source}: {answer}"
-            out = _Field(_metric(None, "missing", None, reason))
-            for key, (value, at, _) in self._last.get(name, {}).items():
-                out.by_key[key] = _metric(value, "stale", at, reason)
-            return out
+            # The last good readings, stale, with this tick's reason; missing where none.
+            return _Field(_metric(None, "missing", None, f"{source}: {answer}"), previous=before)
         readings = collect(family, answer, cards, self._workloads)
         self._unmatched += readings.unmatched
-        out = _Field(_metric(None, "missing", None, f"{source}: no series"))
+        out = _Field(
+            _metric(None, "missing", None, f"{source}: no series"),
+            readings=readings,
+            now=state.observed_at,
+            source=source,
+            bound=self.settings.staleness_s,
+        )
         no_data = _metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
             out.by_key[key] = no_data
-        before = self._last.get(name, {})
-        if family.family.field == "memory_free_bytes":
-            out.raw = readings  # only a part of the card's total: no Metric of its own
-        self._fill(out, name, source, readings, state.observed_at)
-        # A series that was there and is gone (its target stopped answering, a staleness
-        # marker) leaves the last reading stale, while its card or workload is still observed.
-        gone = f"{source}: no series since its last sample"
-        kept = self._last[name]
-        present = cards.uuids if family.family.target == "gpu" else self._workloads.names
-        for key, (value, at, mark) in before.items():
-            if key not in kept and key not in readings.no_data and key in present:
-                out.by_key[key] = _metric(value, "stale", at, gone)
-                kept[key] = (value, at, mark)
+        if before is not None:
+            # A series that was there and is gone (its target stopped answering, a staleness
+            # marker) leaves the last reading stale, while its card or workload is observed.
+            gone = f"{source}: no series since its last sample"
+            present = cards.uuids if family.family.target == "gpu" else self._workloads.names
+            had = before.carried.keys() | (before.readings.values.keys() if before.readings else ())
+            for key in had - readings.values.keys() - readings.no_data:
+                last = before.last(key)
+                if key in present and last is not None:
+                    out.carried[key] = last
+                    out.by_key[key] = _metric(last[0], "stale", last[1], gone)
+        self._last[name] = out
         return out
-
-    def _fill(self, out: _Field, name: str, source: str, readings: Readings, now: datetime) -> None:
-        bound = self.settings.staleness_s
-        marked_source = f"{source} (unified memory: host memory)"
-        last: dict[str, tuple[float, datetime, bool]] = {}
-        ages = readings.ages
-        marked = readings.marked
-        by_key = out.by_key
-        raw_only = out.raw is not None
-        # Series scraped together share their age: one datetime per age, not one per series.
-        times: dict[float, datetime] = {}
-        for key, value in readings.values.items():
-            age = ages[key]
-            at = times.get(age)
-            if at is None:
-                at = times[age] = now - timedelta(seconds=age)
-            mark = key in marked
-            last[key] = (value, at, mark)
-            if raw_only:
-                continue
-            if age > bound:
-                by_key[key] = _metric(
-                    value, "stale", at, f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
-                )
-            else:
-                by_key[key] = _fresh(value, at, marked_source if mark else source)
-        self._last[name] = last
 
     def _nodes(self, state: ClusterState, fields: dict[str, _Field]) -> tuple[Node, ...]:
         plain = [
@@ -240,7 +277,9 @@ class PrometheusSource:
                     **{name: found.get(uuid) for name, found in plain},
                 }
                 if used is not None and free is not None:
-                    values["memory_total_bytes"] = _total(used.get(uuid), free, uuid)
+                    used_now = values["memory_used_bytes"]
+                    assert isinstance(used_now, Metric)
+                    values["memory_total_bytes"] = _total(used_now, free, uuid)
                 gpus.append(trusted(Gpu, values))
             nodes.append(trusted(Node, {**node.__dict__, "gpus": tuple(gpus)}))
         return tuple(nodes)
@@ -275,15 +314,20 @@ class PrometheusSource:
 
 def _total(used: Metric, free: _Field, uuid: str) -> Metric:
     """The card's memory as used + free, as trusted as the less trusted of the two."""
-    raw = free.raw
-    if raw is None or uuid not in raw.values:
-        # Free memory unread (refused, unreachable, no series): its own reading says why.
-        return free.get(uuid) if used.value is not None else used
+    free_value = free.value(uuid)
+    stale = False
+    if free_value is None:
+        last = free.last(uuid)
+        if last is None and free.previous is not None:
+            last = free.previous.last(uuid)
+        if last is None:
+            return free.get(uuid) if used.value is not None else used  # it says why
+        free_value, stale = last[0], True
     if used.value is None or used.observed_at is None:
         return used
-    if used.status != "fresh":
-        return _metric(used.value + raw.values[uuid], used.status, used.observed_at, used.source)
-    return _fresh(used.value + raw.values[uuid], used.observed_at, used.source)
+    if stale or used.status != "fresh":
+        return _metric(used.value + free_value, "stale", used.observed_at, used.source)
+    return _fresh(used.value + free_value, used.observed_at, used.source)
 
 
 def _from_pool(average: Metric, workload: Workload) -> Metric:
