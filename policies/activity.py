@@ -25,6 +25,7 @@ _NO_CARD: tuple[float | None, float] = (_ABSENT, 0.0)
 def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when the readings cannot tell (see the module docstring)."""
     limits = policy.activity
+    readings = _readings(limits.busy_utilization_percent)
     seen = False
     unknown = False
     for workload in state.pool_workloads(pool):
@@ -39,19 +40,20 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
         if running.usable and running.value:
             return True
         for replica in workload.placement:
+            cards = replica.gpus
+            if not cards:
+                continue
             for node_name in replica.nodes:
                 node = state.node(node_name)
                 if node is None:
                     continue
-                readings = _utilization(node)
-                for uuid in replica.gpus:
-                    value = readings.get(uuid, _NO_CARD)[0]
-                    if value is None:
-                        unknown = True
-                    elif value != _ABSENT:
-                        seen = True
-                        if value > limits.busy_utilization_percent:
-                            return True
+                fresh, busy, unread_cards = readings(node)
+                if busy and not busy.isdisjoint(cards):
+                    return True
+                if not seen and not fresh.isdisjoint(cards):
+                    seen = True
+                if not unknown and unread_cards and not unread_cards.isdisjoint(cards):
+                    unknown = True
     if unknown:
         return None
     return False if seen else None
@@ -85,6 +87,8 @@ def unread(
         if (not depth.usable or old(depth)) and _queue_expected(workload, depth):
             note(f"{workload.name} queue", depth)
         for replica in workload.placement:
+            if not replica.gpus:
+                continue
             for node_name in replica.nodes:
                 node = state.node(node_name)
                 if node is None:
@@ -106,11 +110,35 @@ def _queue_expected(workload: Workload, depth: Metric) -> bool:
     return workload.kind not in QUEUELESS_KINDS or depth.status == "stale"
 
 
-def _card_utilization(node: Node) -> dict[str, tuple[float | None, float]]:
-    """Each card's utilization when fresh (None when stale or missing) and its POSIX time.
+Cards = tuple[frozenset[str], frozenset[str], frozenset[str]]
+"""A node's cards with a fresh utilization reading, those of them above the threshold, and the
+cards whose utilization is stale or missing."""
 
-    Derived once per version of the node: between two scrapes a node's object is shared by
-    successive observations, so a 1,000-node fleet reads only the nodes scraped since."""
+
+def _readings(threshold: float) -> Derived[Node, Cards]:
+    """Per node, which cards read fresh, which busy and which not at all: derived once per
+    version of the node (between two scrapes a node keeps its version, so a 1,000-node fleet
+    reads only the nodes scraped since, however the observation was built), one table per
+    threshold."""
+    found = _by_threshold.get(threshold)
+    if found is None:
+
+        def cards(node: Node) -> Cards:
+            fresh = [g for g in node.gpus if g.utilization.usable]
+            busy = (g.uuid for g in fresh if (g.utilization.value or 0.0) > threshold)
+            unread_cards = (g.uuid for g in node.gpus if not g.utilization.usable)
+            return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
+
+        found = _by_threshold[threshold] = Derived(cards)
+    return found
+
+
+_by_threshold: dict[float, Derived[Node, Cards]] = {}
+
+
+def _card_utilization(node: Node) -> dict[str, tuple[float | None, float]]:
+    """Each card's utilization when fresh (None when stale or missing) and its POSIX time, for
+    naming the readings that hold a pool (derived once per version of the node)."""
     return {g.uuid: _reading(g.utilization) for g in node.gpus}
 
 

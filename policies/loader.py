@@ -32,7 +32,19 @@ def load_policy(path: Path | str) -> Policy:
     except OSError as exc:
         problem = Problem(str(path), 1, 1, f"cannot read the file: {exc.strerror}")
         raise PolicyError([problem]) from exc
+    except UnicodeDecodeError as exc:
+        problem = Problem(
+            str(path), 1, 1, f"not UTF-8 text ({_encoding_hint(exc)}); save it as UTF-8"
+        )
+        raise PolicyError([problem]) from exc
     return parse_policy(text, str(path))
+
+
+def _encoding_hint(exc: UnicodeDecodeError) -> str:
+    start = exc.object[:2] if isinstance(exc.object, bytes) else b""
+    if start in (b"\xff\xfe", b"\xfe\xff"):
+        return "it looks like UTF-16"
+    return f"byte {exc.object[exc.start]:#04x} at offset {exc.start}"
 
 
 def load_default_policy() -> Policy:

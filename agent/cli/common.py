@@ -65,8 +65,26 @@ def data_dir(option: Path | None) -> Path:
     """The data dir chosen by the option, $STEWARD_DATA_DIR, steward.yaml or the default
     (./.steward); created if absent."""
     path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_dir():
+        fail(f"data dir {path} is a file, not a directory; point --data-dir (or STEWARD_DATA_DIR) "
+             "at a directory")  # fmt: skip
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"data dir {path} cannot be created: {exc.strerror}; choose another --data-dir")
+    if not os.access(path, os.W_OK):
+        fail(f"data dir {path} is not writable by this user; choose another --data-dir")
     return path
+
+
+def decision_id_arg(value: str) -> str:
+    """A decision id as given on the command line: printable, short, no path or control
+    characters (ids look like d-1a2b3c4d5e6f); exit 2 naming it otherwise."""
+    shown = value.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    if not value or len(value) > 64 or not all(c.isascii() and c.isprintable() for c in value):
+        fail(f"{shown[:80]!r} is not a decision id (ids look like d-1a2b3c4d5e6f; "
+             "`steward pending` and `steward audit show` list them)")  # fmt: skip
+    return value
 
 
 def _configured() -> bool:

@@ -9,17 +9,21 @@ a human; the running daemon (or the next `run`) resumes them.
 from __future__ import annotations
 
 import dataclasses
-import getpass
 import json
+import math
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agent.approvals.answers import submit
+from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import Inbox, PendingDecision
+from agent.approvals.rebuild import why_unresumable
+from agent.audit import AuditError, AuditLog
 from agent.cli import bench
+from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
@@ -44,9 +48,13 @@ from agent.daemon.compose import (
 )
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
+from agent.daemon.notifier import Notifier, notifier_for
+from agent.loop.context import HISTORY_WINDOW
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
+from policies.history import Executed, History
 from tools.errors import InvalidInput, PermanentError
+from tools.model import ClusterState
 
 if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
     from agent.daemon.runtime import RunSummary, TickReport
@@ -124,19 +132,36 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         the_policy, policy_path = open_policy(policy or settings.policy)
         chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
-        runtime = Runtime.open(where, opened.parts, the_policy, planner=chosen, telemetry=telemetry)
+        runtime = Runtime.open(
+            where,
+            opened.parts,
+            the_policy,
+            planner=chosen,
+            telemetry=telemetry,
+            notifier=_notifier(settings),
+        )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
     listen_port = settings.listen.port if port is None else port
-    server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    try:
+        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    except OSError as exc:
+        runtime.close()
+        fail(
+            f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
+            f"{exc.strerror}; is another steward running? choose another --port (0: off)"
+        )
     if server:
         err_console.print(
             f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
         )
     step = interval if interval is not None else settings.interval_s
+    if not math.isfinite(step):
+        runtime.close()
+        fail(f"--interval {step}: give a finite number of seconds (0.1 to 86400)")
     pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
     limit = ticks
     if limit is None and opened.day_s is not None and not forever:
@@ -151,6 +176,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         runtime.start()
         summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
         waiting = runtime.ctx.inbox.listed("waiting")
+    except (InvalidInput, PolicyError) as exc:
+        fail(str(exc))
+    except PermanentError as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
     finally:
         if progress is not None:
             progress.done()
@@ -303,7 +332,10 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
 def approve(
     decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
     as_name: Annotated[
-        str | None, typer.Option("--as", help="Who approves (default: your user name).")
+        str | None,
+        typer.Option(
+            "--as", help="Answer as this approver of the policy (default: your OS user name)."
+        ),
     ] = None,
     data_dir_opt: DataDirOpt = None,
     policy: PolicyOpt = None,
@@ -316,7 +348,10 @@ def deny(
     decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
     as_name: Annotated[
-        str | None, typer.Option("--as", help="Who denies (default: your user name).")
+        str | None,
+        typer.Option(
+            "--as", help="Answer as this approver of the policy (default: your OS user name)."
+        ),
     ] = None,
     data_dir_opt: DataDirOpt = None,
     policy: PolicyOpt = None,
@@ -336,56 +371,95 @@ def _answer(
     where: Path | None,
     policy: Path | None,
 ) -> None:
+    """Answer through the CLI's channel: the OS user, or `--as` a member of the allow-list."""
     root = data_dir(where)
-    principal = by or getpass.getuser()
     try:
         the_policy, _ = open_policy(policy or run_policy_path(root))
-    except PolicyError as exc:
+        identity = CliChannel().identify(by, the_policy)
+    except (PolicyError, InvalidInput) as exc:
         fail(str(exc))
     inbox = Inbox.open(root)
     try:
-        found = inbox.get(decision_id)
-        if found is None or found.status != "waiting":
-            # Raises the error that names what is wrong: unknown, or already answered.
-            inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
-            return
         state = open_backend(config(), root).parts.cluster().observe()
-        refused = [a for a in found.actions if not the_policy.may_approve(principal, a, state)]
-        if refused:
-            groups = sorted({g for a in refused for g in the_policy.approver_groups(a, state)})
-            fail(
-                f"{principal} may not answer decision {decision_id}: "
-                f"{'; '.join(a.describe() for a in refused)} needs a member of "
-                f"{', '.join(groups) or 'an approver group'} (policy approvers); "
-                "pass --as NAME of an approver",
-                EXIT_CHECK_FAILED,
-            )
-        inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
+        found = inbox.get(decision_id)
+        if found is not None and found.status == "waiting":
+            lost = _unresumable(root, decision_id)
+            if lost is not None:
+                inbox.refuse(decision_id, "lost", lost)
+        submitted = submit(
+            inbox,
+            the_policy,
+            state,
+            _history(root, state),
+            decision_id,
+            approved=approved,
+            identity=identity,
+            reason=reason,
+        )
     except InvalidInput as exc:
         fail(str(exc))
     finally:
         inbox.close()
-    verb = "approved" if approved else "denied"
-    console.print(
-        f"{decision_id} {verb} by {principal}; the running agent resumes it on its next tick "
-        "(or the next `steward run`)"
+    if not submitted.ok:
+        fail(submitted.message, EXIT_CHECK_FAILED)
+    console.print(submitted.message, markup=False, highlight=False)
+
+
+def _notifier(settings: StewardConfig) -> Notifier:
+    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
+    return notifier_for(settings.notifiers)
+
+
+def _unresumable(root: Path, decision_id: str) -> str | None:
+    """Why the agent could never resume this decision (its checkpoint gone …), if so."""
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return None  # no log yet: nothing to say either way; the agent squares it at start
+    try:
+        return why_unresumable(root, audit, decision_id)
+    finally:
+        audit.close()
+
+
+def _history(root: Path, state: ClusterState) -> History:
+    """What the gate at execution will count: the log's executed actions, the loop's memory."""
+    from agent.daemon.runtime import read_memory
+
+    memory = read_memory(root)
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return History(last_busy=dict(memory.last_busy), watching_since=memory.watching_since)
+    try:
+        since = state.observed_at - HISTORY_WINDOW
+        executed = tuple(
+            Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
+        )
+    finally:
+        audit.close()
+    return History(
+        executed=executed, last_busy=dict(memory.last_busy), watching_since=memory.watching_since
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @bench.app.command("loop")
 def bench_loop(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Fleet size for the tick.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
+    ] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
+    churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
 ) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick."""
     from evals.bench.loop import bench_figures
 
-    figures = bench_figures(nodes, runs)
+    try:
+        figures = bench_figures(nodes, runs, churn)
+    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
+        fail(f"--churn: {exc}")
     if json_out:
         emit_json(figures)
         return

@@ -37,6 +37,7 @@ from tools.backends.base import MetricSource
 from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
+from tools.model import ClusterState
 from tools.sim import store
 from tools.sim.scenario import Scenario, load_scenario
 
@@ -150,6 +151,12 @@ def resolve_scenario(path: Path) -> Path:
         return path
     shipped = SCENARIOS_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
     return shipped if shipped.exists() else path
+
+
+def observe_scenario(path: Path) -> ClusterState:
+    """What a scenario's cluster looks like at its start, without a data dir (for `policy
+    explain --scenario`)."""
+    return SimCluster.from_scenario(open_scenario(path)).observe()
 
 
 def open_scenario(path: Path) -> Scenario:

@@ -35,16 +35,19 @@ import structlog
 from langgraph.types import Command
 
 from agent import __version__
-from agent.approvals.inbox import Inbox, PendingDecision
+from agent.approvals.answers import expire_due, resume_answer
+from agent.approvals.inbox import Inbox
+from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
+from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Approval, Decision, Memory
+from agent.loop.state import Decision, Memory
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import open_rotation
@@ -163,6 +166,7 @@ class Runtime:
         rotate: Rotator | None = None,
         telemetry: Telemetry | None = None,
         leadership: Leadership | None = None,
+        notifier: Notifier | None = None,
     ) -> Runtime:
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
@@ -180,6 +184,7 @@ class Runtime:
                 planner=planner or rules,
                 fallback=rules,
                 telemetry=telemetry or Telemetry(),
+                notifier=notifier or LogNotifier(),
                 rotate=rotate,
                 clock=LoopClock(parts.clock),
                 parts=parts,
@@ -216,9 +221,15 @@ class Runtime:
                 result = self._invoke(thread, None)
                 if result is not None:
                     self._finish(thread, result)
-                finished.append(thread)
+                if result is not None and "__interrupt__" in result:
+                    waiting.append(thread)  # killed on its way to wait: it waits now
+                else:
+                    finished.append(thread)
             else:
                 self._delete(thread)
+        # The log is the truth of what waits: the inbox is rebuilt from it, and a request whose
+        # decision can no longer be resumed is closed as lost (never reported "resumed").
+        settle_inbox(self.ctx.inbox, self.ctx.audit, waiting)
         closed = self.ctx.audit.reconcile(keep=waiting)
         for decision in closed:
             log.warning("interrupted", decision=decision)
@@ -246,7 +257,9 @@ class Runtime:
         saves the cluster after its actions and `decide` the memory after a decision). It runs
         after the decision, not inside it: `steward status` reading the cluster lags by up to
         SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
-        runs here too, when due (agent.daemon.heap.tidy_heap)."""
+        runs here too, when due (agent.daemon.heap.tidy_heap), after the last decision's
+        observation is let go (LoopContext.let_go)."""
+        self.ctx.let_go()
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.parts.save(self.data_dir)
@@ -388,13 +401,16 @@ class Runtime:
         )
 
     def resume_answered(self) -> tuple[str, ...]:
-        """Resume every decision a human approved or denied since the last tick."""
+        """Resume every decision a human approved or denied since the last tick, and every one
+        that waited past approval.expires_after (refused at act, rule approval.expired)."""
         done: list[str] = []
-        for pending in self.ctx.inbox.listed("approved", "denied"):
+        now = self.clock.now()
+        expire_due(self.ctx.inbox, self.ctx.policy, now)
+        for pending in self.ctx.inbox.to_resume():
             thread = pending.decision_id
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
-                answer = _answer(pending)
+                answer = resume_answer(pending, now)
                 self.ctx.held = self._held()
                 result = self._invoke(thread, Command(resume=answer.model_dump(mode="json")))
                 if result is not None:
@@ -490,16 +506,6 @@ def _config(thread: str) -> Any:
 def _decision(result: dict[str, Any]) -> Decision:
     values = {k: v for k, v in result.items() if not k.startswith("__")}
     return Decision.model_validate(values)
-
-
-def _answer(pending: PendingDecision) -> Approval:
-    assert pending.answered_at is not None and pending.answered_by is not None
-    return Approval(
-        answer="approved" if pending.status == "approved" else "denied",
-        by=pending.answered_by,
-        reason=pending.reason,
-        at=pending.answered_at,
-    )
 
 
 def _report(

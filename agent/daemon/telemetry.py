@@ -46,6 +46,17 @@ class Telemetry:
             ["planner"],
             registry=self.registry,
         )
+        self.refused_at_execution = Counter(
+            "steward_refused_at_execution",
+            "Actions allowed or approved before that the guard refused when they came to run.",
+            registry=self.registry,
+        )
+        self.findings = Gauge(
+            "steward_findings",
+            "Findings open now (shared card counted twice, degraded link, stale metrics ...).",
+            ["kind"],
+            registry=self.registry,
+        )
         self.planner_tokens = Counter(
             "steward_planner_tokens",
             "Tokens a model-backed planner used, by kind (prompt, completion).",

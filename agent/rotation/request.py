@@ -132,6 +132,26 @@ class RotationRequests:
             _, verdict = judge_rotation(
                 action.target_mode, state, self.policy, history_of(self.audit, state)
             )
+            ttl = self.policy.approval.expires_after
+            if found.status == "waiting" and state.observed_at >= found.created_at + ttl:
+                inbox.refuse(decision, "expired", "unanswered within approval.expires_after")
+                found = found.model_copy(update={"status": "expired"})
+            answered = found.answered_at
+            late = answered is not None and (
+                answered > found.created_at + ttl or state.observed_at > answered + ttl
+            )
+            if found.status in ("expired", "lost") or (found.status == "approved" and late):
+                why = (
+                    f"refused by approval.expired: the request of "
+                    f"{found.created_at:%Y-%m-%d %H:%M} UTC was not carried out within "
+                    "approval.expires_after; ask again with `steward mode rotate`"
+                )
+                if _open_intent(self.audit, decision):
+                    _skipped(self.audit, decision, why)
+                inbox.mark_resumed(decision)
+                return RequestResult(
+                    decision_id=decision, status="denied", verdict=verdict, message=why
+                )
             if found.status == "waiting":
                 return RequestResult(
                     decision_id=decision,

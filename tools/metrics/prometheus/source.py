@@ -26,7 +26,7 @@ from tools.metrics.prometheus.client import (
 from tools.metrics.prometheus.join import CardIndex, Readings, WorkloadIndex, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.settings import PrometheusSettings
-from tools.model import ClusterState, Gpu, Metric, Node, Workload, trusted
+from tools.model import ClusterState, Gpu, Metric, Node, Workload, new_version, trusted
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
@@ -281,7 +281,10 @@ class PrometheusSource:
                     assert isinstance(used_now, Metric)
                     values["memory_total_bytes"] = _total(used_now, free, uuid)
                 gpus.append(trusted(Gpu, values))
-            nodes.append(trusted(Node, {**node.__dict__, "gpus": tuple(gpus)}))
+            # New readings, a new version: what is derived from the node is worked out again.
+            nodes.append(
+                trusted(Node, {**node.__dict__, "gpus": tuple(gpus), "version": new_version()})
+            )
         return tuple(nodes)
 
     def _workloads_with(
@@ -308,6 +311,7 @@ class PrometheusSource:
                 average = epp.get(workload.name)
                 if average.value is not None:
                     values["queue_depth"] = _from_pool(average, workload)
+            values["version"] = new_version()
             out.append(trusted(Workload, values))
         return tuple(out)
 
