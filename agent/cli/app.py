@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 import evals.bench.llm_prompt
+import evals.bench.metrics
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent import __version__
 from agent.cli import (

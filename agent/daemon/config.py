@@ -23,6 +23,7 @@ from ruamel.yaml.comments import CommentedMap
 from agent.chatops.settings import SlackSettings
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
+from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
@@ -68,17 +69,11 @@ class KubernetesSection(KubernetesSettings, Section):
     (the keys: tools/backends/kubernetes/settings.py)."""
 
 
-class PrometheusSection(Section):
-    url: str = "http://127.0.0.1:9090"
-    timeout_s: float = Field(default=5.0, gt=0, le=120)
-    queries: dict[str, str] = {}
-    """Overrides of the default queries, by name (docs/metrics.md lists them)."""
-
-
 class MetricsSection(Section):
     sources: tuple[Literal["prometheus", "nvml"], ...] = ()
     """Metric sources merged into each observation, besides what the backend itself reports."""
-    prometheus: PrometheusSection = PrometheusSection()
+    prometheus: PrometheusSettings = PrometheusSettings()
+    """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 
 
 class StewardConfig(Section):

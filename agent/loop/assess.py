@@ -4,8 +4,10 @@ Signals are facts a planner can act on: queue wait against the SLO, demand trend
 workload has been idle or calm, cards held by idle workloads, a shared card counted twice, link
 paths below nominal or on the wrong GID, stale metrics, and whether demand has favoured the other
 serving mode for long enough. `findings` lists what needs a decision; when it is empty the tick
-ends after assess and no planner — no LLM — is called. Notices (anomalies, links, stale metrics)
-are reported but decide nothing by themselves: no action of the planner can fix a cable.
+ends after assess and no planner — no LLM — is called. Notices (anomalies, links) are reported
+but decide nothing by themselves: no action of the planner can fix a cable. A pool whose running
+workloads have stale or missing readings is held — nothing of it is idle or calm, so nothing is
+scaled down — and a finding says so, naming the readings with their source and reason.
 """
 
 from __future__ import annotations
@@ -22,13 +24,11 @@ from agent.loop.state import (
     WorkloadMemory,
     WorkloadSignals,
 )
+from policies.activity import QUEUELESS_KINDS, unread
 from policies.history import History
 from policies.model import Policy
 from tools.model import ClusterState, Metric, Workload
 from tools.placement import sharing_anomalies
-
-QUEUELESS_KINDS = frozenset({"render", "batch"})
-"""Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""
 
 
 class AssessSettings(BaseModel):
@@ -87,6 +87,18 @@ def assess(
         remembered[workload.name] = mem
         if signal.stale:
             stale.append(f"{workload.name}/queue")
+    held = _held_pools(state, settings.metric_max_age_s)
+    if held:
+        # Readings nobody can trust are neither idle nor calm: no scale-down, and the calm
+        # spell starts again once they are fresh (the idle time is reset by History.observed).
+        for i, signal in enumerate(workload_signals):
+            if signal.pool in held:
+                workload_signals[i] = signal.model_copy(
+                    update={"idle_for_s": None, "calm_for_s": None}
+                )
+                remembered[signal.workload] = remembered[signal.workload].model_copy(
+                    update={"calm_since": None}
+                )
     favoured, since, why = _favoured_mode(state, workload_signals, memory, settings)
     seen_at = now if favoured else None
     if favoured is None and _within(memory.mode_seen_at, now, settings.mode_grace_s):
@@ -104,12 +116,14 @@ def assess(
         shared_card_anomalies=_anomalies(state),
         degraded_links=degraded_links(state, settings.link_min_fraction),
         stale_metrics=tuple(stale),
+        held_pools=tuple(held),
         active_mode=state.active_mode.name if state.active_mode else None,
         favoured_mode=favoured if _dwelt(since, now, settings.mode_dwell_s) else None,
         favoured_because=why,
         findings=(),
     )
-    signals = signals.model_copy(update={"findings": findings(state, signals, settings)})
+    found = (*findings(state, signals, settings), *held.values())
+    signals = signals.model_copy(update={"findings": found})
     new_memory = Memory(
         workloads=remembered,
         last_busy=pools.last_busy,
@@ -121,6 +135,20 @@ def assess(
         denied=memory.denied,
     )
     return signals, new_memory
+
+
+def _held_pools(state: ClusterState, max_age_s: float) -> dict[str, str]:
+    """Pools with a running workload whose readings are stale or missing, and the finding."""
+    held: dict[str, str] = {}
+    for pool in dict.fromkeys(w.pool for w in state.workloads):
+        count, named = unread(state, pool, max_age_s)
+        if count:
+            more = f" and {count - len(named)} more" if count > len(named) else ""
+            held[pool] = (
+                f"pool {pool}: {count} reading(s) stale or missing ({'; '.join(named)}{more}); "
+                "held: no scale-down or scale-to-zero until they are fresh"
+            )
+    return held
 
 
 def _anomalies(state: ClusterState) -> tuple[str, ...]:

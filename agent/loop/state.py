@@ -94,6 +94,9 @@ class Signals(_Model):
     shared_card_anomalies: tuple[str, ...] = ()
     degraded_links: tuple[LinkSignal, ...] = ()
     stale_metrics: tuple[str, ...] = ()
+    held_pools: tuple[str, ...] = ()
+    """Pools whose running workloads have stale or missing readings: nothing of theirs is
+    scaled down (or to zero) until the readings are fresh again; a finding says so."""
     active_mode: str | None = None
     favoured_mode: str | None = None
     """The other mode, when demand has favoured it for long enough (see assess)."""

@@ -17,7 +17,10 @@ What it does, in order of pool priority (highest first):
 - when demand has favoured the other serving mode for long enough, and the switch pays for its
   downtime (tools.modes.rotation_gain, the seeds' rule), a `RotateMode` is proposed.
 Workloads whose demand metrics are stale or missing are held as they are: never scaled down on a
-reading nobody can trust. Workloads that belong to a serving mode change only by rotation.
+reading nobody can trust; nor is anything of a pool assess holds (`Signals.held_pools`: stale or
+missing readings of its running workloads, a render job's cards included) scaled down, not even
+to lend its cards to a higher-priority pool. Workloads that belong to a serving mode change only
+by rotation.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class RulesPlanner:
 
     def __init__(self, settings: RulesSettings | None = None) -> None:
         self.settings = settings or RulesSettings()
+        self._held: frozenset[str] = frozenset()
 
     def plan(self, state: ClusterState, signals: object) -> Plan:
         if not isinstance(signals, Signals):
@@ -100,6 +104,10 @@ class RulesPlanner:
         actions: list[Action] = []
         notes: list[str] = []
         cards = _Cards(state)
+        self._held = frozenset(signals.held_pools)
+        notes.extend(
+            f"pool {p}: readings stale or missing, nothing scaled down" for p in self._held
+        )
         in_modes = {w for mode in state.modes for w in mode.workloads}
         ordered = sorted(
             (s for s in signals.workloads if s.workload not in in_modes),
@@ -260,7 +268,7 @@ class RulesPlanner:
             # Cards nobody holds count, and so do those of replicas already on their way out.
             freed = (found.free_cards if found is not None else 0) + _leaving(state, node.name)
             actions: list[Action] = []
-            for other in _lower_on(state, node.name, mine, self.settings):
+            for other in _lower_on(state, node.name, mine, self.settings, self._held):
                 on_node = sum(1 for r in other.placement if node.name in r.nodes)
                 on_node = min(on_node, other.desired_replicas)
                 take = min(on_node, -(-(need - freed) // max(other.cards_per_replica, 1)))
@@ -328,13 +336,19 @@ def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
 
 
 def _lower_on(
-    state: ClusterState, node: str, priority: int, settings: RulesSettings
+    state: ClusterState,
+    node: str,
+    priority: int,
+    settings: RulesSettings,
+    held: frozenset[str] = frozenset(),
 ) -> Iterable[Workload]:
-    """Workloads of lower-priority pools with a replica on `node`, lowest priority first."""
+    """Workloads of lower-priority pools with a replica on `node`, lowest priority first (none
+    of a held pool: its readings cannot tell whether its cards are free to take)."""
     lower = [
         w
         for w in state.workloads
         if settings.pool(w.pool).priority < priority
+        and w.pool not in held
         and w.desired_replicas > 0
         and any(node in r.nodes for r in w.placement)
     ]

@@ -58,7 +58,10 @@ def test_stale_metrics_hold_every_workload_as_it_is(data_dir: Path) -> None:
     )
     signals, _ = assess(later, memory, settings.assess, policy)
     assert {"burst-llm/queue", "tts/queue"} <= set(signals.stale_metrics)
-    assert not signals.findings
+    # Every running pool is held, and each is a finding that names its stale readings.
+    assert signals.held_pools
+    assert len(signals.findings) == len(signals.held_pools)
+    assert all("stale or missing" in f and "held" in f for f in signals.findings)
     plan = RulesPlanner(settings).plan(later, signals)
     assert not [a for a in plan.actions if a.type in ("scale_workload", "place_replica")]
     assert "burst-llm: demand metrics stale or missing, held" in plan.rationale

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from tools.model import (
+    MISSING,
     ActiveMode,
     ClusterState,
     Gpu,
@@ -272,6 +273,8 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
+                "running": MISSING,
+                "kv_cache_usage": MISSING,
                 "placement": placement,
                 "annotations": dict(spec.annotations)
                 if run.accepting

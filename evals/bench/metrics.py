@@ -1,0 +1,207 @@
+"""`steward bench metrics`: one tick of the Prometheus source at fleet size, through a real one.
+
+The fleet of `steward bench policy` (N nodes of eight H200, ~70 % of the cards serving) gets a
+reading on every card and engine; it is served under DCGM's and vLLM's names
+(tools.metrics.exposition), a real Prometheus (the `prometheus` binary) scrapes it, and the
+source asks its families and joins the answers to the same fleet with no readings. The join —
+matching the series to cards and workloads and building the new observation — is timed apart
+from the queries (HTTP, Prometheus's evaluation, JSON decoding), which a deployment's network
+and Prometheus dominate. Target: the join's p99 within 100 ms at 1,000 nodes / 8,000 cards.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from agent.cli import bench
+from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fail
+from evals.bench.policy_fleet import fleet_state
+from evals.bench.prometheus_server import PrometheusMissing, RealPrometheus
+from tools.metrics.exposition import EngineExporter, card_lines, render
+from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
+from tools.metrics.serve import MetricsServer
+from tools.model import MISSING, ClusterState, Gpu, Metric
+
+TARGET_P99_MS = 100.0
+WORKLOAD_READINGS = (
+    "queue_depth",
+    "queue_wait_s",
+    "tokens_per_s",
+    "ttft_s",
+    "running",
+    "kv_cache_usage",
+)
+
+
+class MetricsBench(BaseModel):
+    nodes: int
+    cards: int
+    workloads: int
+    series: int
+    """Series in one tick's answers (value and timestamp series of every family)."""
+    matched_cards: int
+    matched_workloads: int
+    median_ms: float
+    """The join, median."""
+    p99_ms: float
+    """The join, p99."""
+    join_cpu_median_ms: float
+    """The join's CPU time (this process only), median: what a busy machine cannot inflate."""
+    query_median_ms: float
+    query_p99_ms: float
+    target_p99_ms: float = TARGET_P99_MS
+    within_target: bool
+    peak_rss_mb: float
+
+
+def with_readings(state: ClusterState) -> ClusterState:
+    """The fleet with a distinct fresh reading on every card and serving workload."""
+    at = state.observed_at
+    clients: dict[str, str] = {}
+    for w in state.workloads:
+        for r in w.placement:
+            for uuid in r.gpus:
+                clients[uuid] = f"{w.name}/{r.index}"
+    nodes = []
+    for i, node in enumerate(state.nodes):
+        gpus = tuple(
+            g.model_copy(
+                update={
+                    "utilization": Metric.fresh(float((i * 8 + g.index) % 101), at, "truth"),
+                    "memory_used_bytes": Metric.fresh(float((g.index + 1) * 2**33), at, "truth"),
+                    "memory_total_bytes": Metric.fresh(float(141 * 2**30), at, "truth"),
+                    "power_w": Metric.fresh(100.0 + g.index * 50, at, "truth"),
+                    "clients": (clients[g.uuid],) if g.uuid in clients else (),
+                }
+            )
+            for g in node.gpus
+        )
+        nodes.append(node.model_copy(update={"gpus": gpus}))
+    workloads = tuple(
+        w.model_copy(
+            update={
+                "queue_depth": Metric.fresh(float(j % 9), at, "truth"),
+                "running": Metric.fresh(float(j % 5), at, "truth"),
+                "kv_cache_usage": Metric.fresh(0.5, at, "truth"),
+                "ttft_s": Metric.fresh(0.3, at, "truth"),
+                "queue_wait_s": Metric.fresh(1.2, at, "truth"),
+                "tokens_per_s": Metric.fresh(200.0, at, "truth"),
+            }
+        )
+        for j, w in enumerate(state.workloads)
+    )
+    return state.model_copy(update={"nodes": tuple(nodes), "workloads": workloads})
+
+
+def without_readings(state: ClusterState) -> ClusterState:
+    """The cluster with every reading missing, as a backend without metrics observes it."""
+    nodes = tuple(
+        n.model_copy(
+            update={
+                "gpus": tuple(
+                    Gpu(uuid=g.uuid, index=g.index, model=g.model, node=g.node, clients=g.clients)
+                    for g in n.gpus
+                )
+            }
+        )
+        for n in state.nodes
+    )
+    workloads = tuple(
+        w.model_copy(update=dict.fromkeys(WORKLOAD_READINGS, MISSING)) for w in state.workloads
+    )
+    return state.model_copy(update={"nodes": nodes, "workloads": workloads})
+
+
+def run_bench(nodes: int, runs: int) -> MetricsBench:
+    truth = with_readings(fleet_state(nodes))
+    engines = EngineExporter()
+    engines.update(truth)
+    later = truth.model_copy(update={"observed_at": truth.observed_at + timedelta(seconds=1)})
+    engines.update(later)
+    body = render([*card_lines(truth), *engines.lines()])
+    server = MetricsServer(lambda: body).start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="steward-bench-prom-") as tmp:
+            prometheus = RealPrometheus(Path(tmp), [f"127.0.0.1:{server.port}"], interval="5s")
+            with prometheus:
+                prometheus.wait_for_scrapes(2, timeout_s=120)
+                settings = PrometheusSettings(url=prometheus.url, window="1m", timeout_s=60)
+                source = PrometheusSource(settings)
+                try:
+                    return _measure(source, truth, runs, prometheus)
+                finally:
+                    source.close()
+    finally:
+        server.stop()
+
+
+def _measure(
+    source: PrometheusSource, truth: ClusterState, runs: int, prometheus: RealPrometheus
+) -> MetricsBench:
+    bare = without_readings(truth)
+    answers = source.ask()
+    failed = {k: v for k, v in answers.items() if isinstance(v, str)}
+    if failed:
+        raise RuntimeError(f"queries failed: {failed}")
+    query = bench.measure("metrics-query", source.ask, runs=max(3, runs // 5), warmup=1)
+    # The join is the agent's own work: timed with Prometheus stopped, so that its scrapes of
+    # 8,000 cards do not take the CPU from under it on a small machine.
+    prometheus.kill()
+    cpu: list[float] = []
+
+    def join_once() -> None:
+        started = time.process_time()
+        source.merge(bare, answers)
+        cpu.append((time.process_time() - started) * 1000)
+
+    join = bench.measure("metrics-join", join_once, runs)
+    joined = source.merge(bare, answers)
+    cards = [g for n in joined.nodes for g in n.gpus]
+    return MetricsBench(
+        nodes=len(joined.nodes),
+        cards=len(cards),
+        workloads=len(joined.workloads),
+        series=sum(len(a.series) for a in answers.values() if not isinstance(a, str)),
+        matched_cards=sum(1 for g in cards if g.utilization.usable and g.power_w.usable),
+        matched_workloads=sum(1 for w in joined.workloads if w.queue_depth.usable),
+        median_ms=join.median_ms,
+        p99_ms=join.p99_ms,
+        join_cpu_median_ms=round(statistics.median(cpu[-runs:]), 3),
+        query_median_ms=query.median_ms,
+        query_p99_ms=query.p99_ms,
+        within_target=join.p99_ms <= TARGET_P99_MS,
+        peak_rss_mb=bench.peak_rss_mb(),
+    )
+
+
+@bench.app.command("metrics")
+def metrics(
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=5000)] = 1000,
+    runs: Annotated[int, typer.Option("--runs", min=3, max=1000)] = 30,
+    json_out: JsonOpt = False,
+) -> None:
+    """One tick of the Prometheus source (queries, then the join) at N nodes of 8 cards."""
+    try:
+        figures = run_bench(nodes, runs)
+    except PrometheusMissing as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+    if json_out:
+        emit_json(figures)
+    else:
+        console.print(
+            f"{figures.nodes} nodes, {figures.cards} cards, {figures.series} series: join "
+            f"{figures.median_ms:.1f} ms median, {figures.p99_ms:.1f} ms p99 (target "
+            f"{TARGET_P99_MS:g}); queries {figures.query_median_ms:.1f} ms median, "
+            f"{figures.query_p99_ms:.1f} ms p99; matched {figures.matched_cards} cards, "
+            f"{figures.matched_workloads} workloads"
+        )
+    if not figures.within_target:
+        raise typer.Exit(EXIT_CHECK_FAILED)

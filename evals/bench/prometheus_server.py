@@ -1,0 +1,121 @@
+"""A real Prometheus server for the tests and `steward bench metrics`: the `prometheus` binary
+(Debian's package; .ci/run installs it) started on loopback.
+
+It scrapes the given targets every `interval` and keeps its data in the given directory, so a
+test can kill it (SIGKILL, as a crash would) and start it again on the same port and data.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import yaml
+
+BINARY = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+class PrometheusMissing(RuntimeError):
+    """No prometheus binary here."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RealPrometheus:
+    def __init__(
+        self, workdir: Path, targets: list[str], interval: str = "1s", port: int | None = None
+    ) -> None:
+        self.workdir = workdir
+        self.port = port or free_port()
+        self.config = workdir / "prometheus.yml"
+        self.config.write_text(
+            yaml.safe_dump(
+                {
+                    "global": {"scrape_interval": interval, "evaluation_interval": interval},
+                    "scrape_configs": [
+                        {
+                            "job_name": "exporters",
+                            "scrape_timeout": interval,
+                            "static_configs": [{"targets": targets}],
+                        }
+                    ],
+                }
+            )
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> RealPrometheus:
+        if not Path(BINARY).is_file():
+            raise PrometheusMissing(
+                f"no prometheus binary at {BINARY}: install it (apt-get install -y prometheus)"
+            )
+        log = (self.workdir / "prometheus.log").open("ab")
+        self.proc = subprocess.Popen(
+            [
+                BINARY,
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={self.workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"prometheus exited: {(self.workdir / 'prometheus.log').read_text()[-2000:]}"
+                )
+            time.sleep(0.1)
+        raise RuntimeError("prometheus did not become ready within 30 s")
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def wait_for_scrapes(self, count: int = 2, timeout_s: float = 20.0) -> None:
+        """Wait until every target has been scraped up `count` times more than now."""
+
+        def ups() -> float:
+            r = httpx.get(
+                f"{self.url}/api/v1/query",
+                params={"query": "min(count_over_time(up[1h]))"},
+                timeout=2,
+            )
+            result = r.json()["data"]["result"]
+            return float(result[0]["value"][1]) if result else 0.0
+
+        start = ups()
+        deadline = time.monotonic() + timeout_s
+        while ups() < start + count:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the targets were not scraped in time")
+            time.sleep(0.2)
+
+    def __enter__(self) -> RealPrometheus:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.kill()

@@ -1,0 +1,111 @@
+"""A real Prometheus scraping exporters that speak DCGM's and vLLM's names: the observation
+holds the exported values, joined to the right card and workload, dated by their samples."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from evals.bench.prometheus_server import RealPrometheus
+from tests.metrics.cluster import GIB, bare, truth
+from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
+from tools.model import ClusterState, Gpu, Workload
+
+
+def _settings(prometheus: RealPrometheus, **kw: object) -> PrometheusSettings:
+    return PrometheusSettings.model_validate({"url": prometheus.url, "window": "5s", **kw})
+
+
+def _gpu(state: ClusterState, uuid: str) -> Gpu:
+    return next(g for n in state.nodes for g in n.gpus if g.uuid == uuid)
+
+
+def _workload(state: ClusterState, name: str) -> Workload:
+    found = state.workload(name)
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="module")
+def observed(prometheus: RealPrometheus) -> ClusterState:
+    source = PrometheusSource(_settings(prometheus))
+    try:
+        return source.read(bare(truth()))
+    finally:
+        source.close()
+
+
+def test_cards_hold_the_dcgm_readings_of_their_own_uuid(observed: ClusterState) -> None:
+    card = _gpu(observed, "GPU-gpu-a-0")
+    assert card.utilization.value == 97.0
+    assert card.utilization.status == "fresh"
+    assert card.utilization.source == "prometheus:gpu_util"
+    assert card.power_w.value == 650.0
+    assert card.memory_used_bytes.value == 70.5 * GIB
+    assert card.memory_total_bytes.value == 141 * GIB
+    other = _gpu(observed, "GPU-gpu-b-0")
+    assert (other.utilization.value, other.power_w.value) == (88.0, 610.0)
+
+
+def test_a_card_without_a_series_is_missing_and_says_why(observed: ClusterState) -> None:
+    card = _gpu(observed, "GPU-gpu-b-1")
+    assert card.utilization.status == "missing"
+    assert card.utilization.value is None
+    assert card.utilization.source == "prometheus:gpu_util: no series"
+    assert card.power_w.value == 300.0  # the card's other readings are there
+
+
+def test_engine_series_add_up_per_workload_across_its_pods(observed: ClusterState) -> None:
+    chat = _workload(observed, "chat")
+    assert chat.queue_depth.value == 7  # 4 + 3 waiting on its two pods
+    assert chat.running.value == 3
+    assert chat.kv_cache_usage.value == pytest.approx(0.42)
+    assert chat.ttft_s.value is not None and 0.25 < chat.ttft_s.value <= 0.5  # its bucket
+    assert chat.queue_wait_s.value is not None and 1.0 < chat.queue_wait_s.value <= 2.5
+    assert chat.tokens_per_s.value == pytest.approx(100.0, rel=0.25)
+
+
+def test_both_spellings_of_the_vllm_names_are_read(observed: ClusterState) -> None:
+    code = _workload(observed, "code")
+    assert (code.queue_depth.value, code.running.value) == (2, 1)
+    assert code.queue_depth.source == "prometheus:waiting"
+
+
+def test_readings_are_dated_by_their_samples(observed: ClusterState) -> None:
+    card = _gpu(observed, "GPU-gpu-a-0")
+    assert card.utilization.observed_at is not None
+    age = observed.observed_at - card.utilization.observed_at
+    # Scraped every second: the newest sample is at most a couple of seconds old.
+    assert timedelta(0) <= age <= timedelta(seconds=3)
+
+
+def test_a_workload_no_engine_reports_is_missing(observed: ClusterState) -> None:
+    render = _workload(observed, "render")
+    assert render.queue_depth.status == "missing"
+    assert render.queue_depth.source == "prometheus:waiting: no series"
+
+
+def test_a_refused_query_makes_exactly_its_readings_missing(prometheus: RealPrometheus) -> None:
+    settings = _settings(prometheus, queries={"power": "DCGM_FI_DEV_POWER_USAGE{"})
+    source = PrometheusSource(settings)
+    try:
+        state = source.read(bare(truth()))
+    finally:
+        source.close()
+    card = _gpu(state, "GPU-gpu-a-0")
+    assert card.power_w.status == "missing"
+    assert card.power_w.source.startswith("prometheus:power: query refused: bad_data")
+    assert card.utilization.value == 97.0
+    assert source.last_tick is not None and set(source.last_tick.failed) == {"power"}
+
+
+def test_an_invalid_override_is_refused_with_its_key_and_prometheus_error(
+    prometheus: RealPrometheus,
+) -> None:
+    settings = _settings(prometheus, queries={"waiting": "sum(vllm:num_requests_waiting"})
+    problems = check_queries(settings)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("metrics.prometheus.queries.waiting: ")
+    assert "parse error" in problems[0]
+    assert check_queries(_settings(prometheus)) == []

@@ -1,0 +1,175 @@
+"""The metric families Steward asks Prometheus for, under the names the real exporters use.
+
+One family is one instant query per tick, whatever the size of the cluster: its series are then
+joined to cards or workloads by their labels (tools.metrics.prometheus.join). Each family has a
+value query and a timestamp query that dates its series by their samples' own times
+(`timestamp()` of the raw selector, the oldest per scrape target or per pod); both are sent as
+one request (`combined`), their series told apart by a `steward_part` label. A timestamp series
+dates every value series that carries its labels (join.collect).
+
+Names come from the exporters themselves: the DCGM exporter (`DCGM_FI_DEV_*`, labels gpu, UUID,
+device, modelName, Hostname and the workload's pod/namespace/container), vLLM (`vllm:*`, which a
+Prometheus that negotiated OpenMetrics with prometheus-client may store as `vllm_*`: both are
+matched), SGLang (`sglang:*`) and the Gateway API inference extension's endpoint picker that
+llm-d runs (`inference_pool_*`, labelled with the InferencePool's `name`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from tools.metrics.prometheus.settings import PrometheusSettings
+
+Target = Literal["gpu", "workload", "inference_pool"]
+Aggregate = Literal["sum", "max"]
+PART = "steward_part"
+"""The label that tells a family's value series from its timestamp series in one answer."""
+
+_BY = "pod, namespace, exported_pod, exported_namespace, model_name"
+"""The labels a workload's series are joined by, kept through aggregations."""
+
+
+class Family(BaseModel):
+    """One metric family: what it fills, how its series combine, and its default queries."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    target: Target
+    field: str
+    """The `Gpu` or `Workload` field it fills (memory_free_bytes: with used, the card's total;
+    epp_queue: the queue of a workload no engine series covers)."""
+    query: str
+    timestamp: str
+    aggregate: Aggregate = "sum"
+    """How several series of one card or workload combine (replicas of one workload)."""
+    scale: float = 1.0
+    """Multiplies the value into the model's unit (MiB -> bytes)."""
+
+
+def _engine(names: str) -> str:
+    return f'{{__name__=~"{names}"}}'
+
+
+def _quantile(names: str) -> str:
+    return (
+        f'histogram_quantile(0.9, sum by (le, {_BY}) (rate({{__name__=~"{names}"}}[{{window}}])))'
+    )
+
+
+_TTFT = "(vllm[:_]|sglang[:_])time_to_first_token_seconds_bucket"
+_QUEUE_TIME = "vllm[:_]request_queue_time_seconds_bucket|sglang[:_]queue_time_seconds_bucket"
+_TOKENS = "(vllm[:_]|sglang[:_])generation_tokens_total"
+_WAITING = "vllm[:_]num_requests_waiting|sglang[:_]num_queue_reqs"
+_RUNNING = "vllm[:_]num_requests_running|sglang[:_]num_running_reqs"
+_KV = "vllm[:_](gpu|kv)_cache_usage_perc|sglang[:_]token_usage"
+MIB = float(2**20)
+
+
+_TARGET = "instance, job"
+"""A scrape target: every series of one scrape shares its sample time (exporters here set no
+timestamps of their own), so one timestamp series per target dates them all."""
+
+
+def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> Family:
+    return Family.model_validate(
+        {
+            "name": name,
+            "target": target,
+            "field": field,
+            "query": query,
+            "timestamp": f"min by ({_TARGET}) (timestamp({query}))",
+            **kw,
+        }
+    )
+
+
+FAMILY_LIST: tuple[Family, ...] = (
+    _gauge("gpu_util", "gpu", "utilization", "DCGM_FI_DEV_GPU_UTIL", aggregate="max"),
+    _gauge(
+        "fb_used", "gpu", "memory_used_bytes", "DCGM_FI_DEV_FB_USED", aggregate="max", scale=MIB
+    ),
+    _gauge(
+        "fb_free", "gpu", "memory_free_bytes", "DCGM_FI_DEV_FB_FREE", aggregate="max", scale=MIB
+    ),
+    _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max"),
+    _gauge("waiting", "workload", "queue_depth", _engine(_WAITING)),
+    _gauge("running", "workload", "running", _engine(_RUNNING)),
+    _gauge("kv_cache", "workload", "kv_cache_usage", _engine(_KV), aggregate="max"),
+    Family(
+        name="ttft_p90",
+        target="workload",
+        field="ttft_s",
+        query=_quantile(_TTFT),
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TTFT}", le="+Inf"}}))',
+        aggregate="max",
+    ),
+    Family(
+        name="queue_time_p90",
+        target="workload",
+        field="queue_wait_s",
+        query=_quantile(_QUEUE_TIME),
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_QUEUE_TIME}", le="+Inf"}}))',
+        aggregate="max",
+    ),
+    Family(
+        name="generation_tokens",
+        target="workload",
+        field="tokens_per_s",
+        query=f'sum by ({_BY}) (rate({{__name__=~"{_TOKENS}"}}[{{window}}]))',
+        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TOKENS}"}}))',
+    ),
+    _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
+)
+FAMILIES: dict[str, Family] = {f.name: f for f in FAMILY_LIST}
+
+
+class Resolved(BaseModel):
+    """A family with the queries the settings chose for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: Family
+    query: str
+    timestamp: str
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    @property
+    def combined(self) -> str:
+        """Value and timestamp series in one request, each marked by the `steward_part` label."""
+        value = f'label_replace({self.query}, "{PART}", "v", "", "")'
+        if not self.timestamp:
+            return value
+        # Timestamps first: Prometheus answers an `or` left side first, so the join can date
+        # each value series as it reads it (it copes with any order, only more slowly).
+        return f'label_replace({self.timestamp}, "{PART}", "t", "", "") or {value}'
+
+
+def resolve(settings: PrometheusSettings) -> list[Resolved]:
+    """The families in use: defaults with the settings' overrides; empty queries turn one off."""
+    out: list[Resolved] = []
+    for family in FAMILY_LIST:
+        query = settings.queries.get(family.name, family.query)
+        if not query.strip():
+            continue
+        if family.name in settings.timestamps:
+            stamp = settings.timestamps[family.name]
+        elif family.name in settings.queries:
+            stamp = f"timestamp({query})"  # right for a selector; Prometheus's time for a function
+        else:
+            stamp = family.timestamp
+        window = settings.window
+        out.append(
+            Resolved(
+                family=family,
+                query=query.replace("{window}", window),
+                timestamp=stamp.replace("{window}", window),
+            )
+        )
+    return out
