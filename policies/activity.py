@@ -2,8 +2,10 @@
 
 A pool is busy when one of its workloads has a queue deeper than `activity.busy_queue_depth` or
 one of the cards its replicas use is above `activity.busy_utilization_percent`. It is idle only
-when some fresh reading says so and none says otherwise; with no fresh reading at all the answer
-is None (unknown), which never counts as idle.
+when every reading that could say busy is fresh and none does: a card of a placed replica
+without a fresh utilization reading (its exporter down, its node lost) leaves the answer None
+(unknown) however empty the queue looks, since a job may be running there. With no fresh
+reading at all the answer is None too; None never counts as idle.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when no fresh metric tells."""
     limits = policy.activity
     seen = False
+    blind = False
+    """A placed replica's card has no fresh reading: an empty queue alone proves nothing."""
     for workload in state.pool_workloads(pool):
         depth = workload.queue_depth
         if depth.usable and depth.value is not None:
@@ -33,7 +37,9 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
                         seen = True
                         if readings[uuid] > limits.busy_utilization_percent:
                             return True
-    return False if seen else None
+                    else:
+                        blind = True
+    return False if seen and not blind else None
 
 
 def _fresh_utilization(node: Node) -> dict[str, float]:

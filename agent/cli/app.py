@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 import evals.bench.llm_prompt  # noqa: F401 - registers `steward bench llm-prompt`
-from agent.cli import audit, bench, gpus, loop, mode, placement, policy, status
+from agent.cli import audit, bench, eval, gpus, loop, mode, placement, policy, status
 
 app = typer.Typer(
     name="steward",
@@ -22,6 +22,7 @@ status.register(app)
 placement.register(app)
 loop.register(app)
 gpus.register(app)
+eval.register(app)
 
 
 def main() -> None:

@@ -259,12 +259,23 @@ class Engine:
 
     def _scrape_due(self) -> None:
         k = self.state.ticks % self.n_buckets
+        t = self.state.t
+        down = self.faults.scrape_down
         for name in self.node_buckets[k]:
-            metrics.scrape_node(self, name)
+            if not down("gpu", name, t):
+                metrics.scrape_node(self, name)
+            else:
+                self.dirty_nodes.add(name)  # its last readings age
         for name in self.workload_buckets[k]:
-            metrics.scrape_workload(self, name)
+            if not down("gateway", name, t):
+                metrics.scrape_workload(self, name)
+            else:
+                self.dirty_workloads.add(name)
         if k == 0:
-            metrics.scrape_links(self)
+            if not down("links", None, t):
+                metrics.scrape_links(self)
+            else:
+                self.dirty_links = True
 
     def scrape_all(self) -> None:
         for node in self.profile.nodes:

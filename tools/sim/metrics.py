@@ -79,7 +79,10 @@ def scrape_workload(engine: Engine, name: str) -> None:
         wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
     ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
     tok_s = None if spec.runs_jobs else round(w.tokens / elapsed, 2)
-    run.sample = (t, float(sum(r.count for r in run.queue)), _r(wait), tok_s, _r(ttft))
+    running = float(run.server.in_flight)
+    refused = None if spec.runs_jobs else float(w.longest_rejected)
+    depth = float(sum(r.count for r in run.queue))
+    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused)
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)

@@ -260,7 +260,10 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
+                "requests_running": m(5),
+                "context_refused_tokens": m(6),
                 "placement": placement,
+                "labels": dict(spec.labels),
                 "annotations": dict(spec.annotations)
                 if run.accepting
                 else {**spec.annotations, CLOSED: "false"},

@@ -68,7 +68,12 @@ class WorkloadRun:
     scrape: Window = field(default_factory=Window)
     series: Window = field(default_factory=Window)
     tokens_total: float = 0.0
-    sample: tuple[float, float, float | None, float | None, float | None] | None = None
+    sample: (
+        tuple[float, float, float | None, float | None, float | None, float | None, float | None]
+        | None
+    ) = None
+    """The last scrape: t, queue depth, wait, tokens/s, TTFT, requests running, longest
+    request refused for its context."""
     """Last scrape: (t, queue depth, queue wait s, tokens/s, ttft s)."""
     last_scrape_s: float = 0.0
     last_busy: dict[str, float] = field(default_factory=dict)
