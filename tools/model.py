@@ -232,7 +232,7 @@ class Workload(Frozen):
     requests_running: Metric = MISSING
     """Requests being served now over all ready replicas (vLLM's num_requests_running)."""
     context_refused_tokens: Metric = MISSING
-    """The longest request (input + output tokens) refused since the last reading because it
+    """The longest request (input + output tokens) refused in the last minutes because it
     exceeds the served context; 0 when none was (a gateway's context-length errors)."""
     placement: tuple[ReplicaPlacement, ...] = ()
     labels: dict[str, str] = {}

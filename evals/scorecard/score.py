@@ -140,6 +140,9 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
     for name in expect.no_aborted_requests:
         aborted = sum(p.aborted for p in run.series.points if p.workload == name)
         yield Check(f"no request of {name} aborted", aborted == 0, f"{aborted} aborted")
+    for name in expect.no_rejected_requests:
+        rejected = sum(p.rejected for p in run.series.points if p.workload == name)
+        yield Check(f"no request of {name} refused", rejected == 0, f"{rejected} refused")
 
 
 def _end(expect: Expect, end: ClusterState) -> Iterator[Check]:

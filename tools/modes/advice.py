@@ -22,7 +22,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.model import ClusterState, Mode
+from tools.model import ClusterState, Mode, Workload
 
 
 class _Model(BaseModel):
@@ -182,8 +182,12 @@ def demand_from_state(state: ClusterState, horizon_s: float = 1800.0) -> Demand:
 
     Requests queued or running on the active mode's workloads may be served by any mode (the
     gateway routes the pool's requests to whichever serves); requests queued on a workload of an
-    inactive mode asked for that workload's model. Running streams are estimated from tokens/s
-    over the mode's single-stream speed. Stale or missing readings count as nothing.
+    inactive mode asked for that workload's model. Running streams are the gateway's count of
+    requests being served, never fewer than tokens/s over the mode's single-stream speed (that
+    alone is only a floor: it can never exceed peak / single, however many agents run in
+    parallel). A request
+    the active mode refused as longer than its context is a stream that needs that context.
+    Stale or missing readings count as nothing.
     """
     active = state.mode(state.active_mode.name) if state.active_mode else None
     streams: list[Streams] = []
@@ -194,10 +198,25 @@ def demand_from_state(state: ClusterState, horizon_s: float = 1800.0) -> Demand:
                 continue
             queued = workload.queue_depth.value if workload.queue_depth.usable else None
             count = queued or 0.0
-            if mode is active and workload.tokens_per_s.usable and mode.single_stream_tok_s:
-                count += (workload.tokens_per_s.value or 0.0) / mode.single_stream_tok_s
+            if mode is active:
+                count += _running(workload, mode)
+                refused = workload.context_refused_tokens
+                if refused.usable and (refused.value or 0) > mode.max_context:
+                    streams.append(Streams(count=1, context=int(refused.value or 0)))
             if count <= 0:
                 continue
             pinned = None if mode is active else name
             streams.append(Streams(count=round(count, 2), workload=pinned))
     return Demand(streams=tuple(streams), horizon_s=horizon_s)
+
+
+def _running(workload: Workload, mode: Mode) -> float:
+    """Requests the workload is serving now: the gateway's count, and never fewer than its
+    tokens/s can account for at the mode's single-stream speed (see demand_from_state)."""
+    floor = 0.0
+    if workload.tokens_per_s.usable and mode.single_stream_tok_s:
+        floor = (workload.tokens_per_s.value or 0.0) / mode.single_stream_tok_s
+    running = workload.requests_running
+    if running.usable and running.value is not None:
+        return max(running.value, floor)
+    return floor

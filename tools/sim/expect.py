@@ -112,6 +112,8 @@ class Expect(_Spec):
     """At most this many executed actions in the whole run (no flapping, no churn)."""
     no_aborted_requests: tuple[str, ...] = ()
     """Workloads that must lose no in-flight request (drains and scale-downs let them finish)."""
+    no_rejected_requests: tuple[str, ...] = ()
+    """Workloads that must refuse no request (none sent to a model that cannot hold it)."""
 
     @property
     def checks(self) -> int:
@@ -128,6 +130,7 @@ class Expect(_Spec):
             + len(self.queue_wait)
             + (self.max_actions is not None)
             + len(self.no_aborted_requests)
+            + len(self.no_rejected_requests)
         )
 
 

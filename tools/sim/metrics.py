@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 SERIES_KEEP_S = 86_400.0
 """The series keeps the last day in memory (a daemon runs for weeks)."""
 
+REFUSALS_KEEP_S = 300.0
+"""The gateway reports the longest request refused for its context over this window (what a
+`max_over_time(…[5m])` over its context-length errors gives)."""
+
 IDLE_POWER_SHARE = 0.11
 PROCESS_HOST_BYTES = 4 * 1024**3
 """Host memory one replica's process holds on a node with discrete cards."""
@@ -80,7 +84,11 @@ def scrape_workload(engine: Engine, name: str) -> None:
     ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
     tok_s = None if spec.runs_jobs else round(w.tokens / elapsed, 2)
     running = float(run.server.in_flight)
-    refused = None if spec.runs_jobs else float(w.longest_rejected)
+    if w.longest_rejected:
+        run.refusals.append((t, w.longest_rejected))
+    run.refusals[:] = [r for r in run.refusals if t - r[0] <= REFUSALS_KEEP_S]
+    longest = max((r[1] for r in run.refusals), default=0)
+    refused = None if spec.runs_jobs else float(longest)
     depth = float(sum(r.count for r in run.queue))
     run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused)
     run.last_scrape_s = t

@@ -84,8 +84,11 @@ class Scenario(BaseModel):
     )
     replicas: dict[str, int] = Field(default={}, description="Initial replicas, by workload.")
     up_since_s: float = Field(
-        default=0.0, ge=0, le=604_800, description="How long the initial replicas (and so the "
-        "serving mode) have been up when the scenario starts."
+        default=0.0,
+        ge=0,
+        le=604_800,
+        description="How long the initial replicas (and so the "
+        "serving mode) have been up when the scenario starts.",
     )
     demand: tuple[DemandSpec, ...] = ()
     faults: tuple[Fault, ...] = ()
