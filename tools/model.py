@@ -229,6 +229,8 @@ class Workload(Frozen):
     queue_wait_s: Metric = MISSING
     tokens_per_s: Metric = MISSING
     ttft_s: Metric = MISSING
+    rated_tok_s: float | None = Field(default=None, gt=0)
+    """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
     requests_running: Metric = MISSING
     """Requests being served now over all ready replicas (vLLM's num_requests_running)."""
     context_refused_tokens: Metric = MISSING

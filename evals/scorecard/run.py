@@ -73,6 +73,8 @@ class CaseRun:
     """Wall time of each tick that called a planner."""
     fallbacks: int = 0
     error: str | None = None
+    levels: dict[str, list[tuple[float, int, int]]] = field(default_factory=dict)
+    """Per workload: (seconds, desired, ready) each time either changed, from t = 0."""
 
 
 def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> CaseRun:
@@ -85,6 +87,8 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
         preload(data_dir, start, scenario.history)
     runtime = Runtime.open(data_dir, sim, case.policy, planner=planner)
     seen: dict[tuple[str, str], Seen] = {}
+    levels: dict[str, list[tuple[float, int, int]]] = {}
+    _level(levels, sim.observe(), 0.0)
     decisions: list[PlannerReport] = []
     decision_s: list[float] = []
     last_report: object = None
@@ -98,7 +102,7 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
             at_s = sim.elapsed_s
             for finding in report.findings:
                 _see(seen, "finding", _about(finding), at_s)
-            _notices(seen, runtime, case, at_s)
+            _level(levels, _notices(seen, runtime, case, at_s), at_s)
             used = getattr(runtime.ctx.planner, "last_report", None)
             if isinstance(used, PlannerReport) and used is not last_report:
                 decisions.append(used)
@@ -125,7 +129,18 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
         decision_s=decision_s,
         fallbacks=fallbacks,
         error=error,
+        levels=levels,
     )
+
+
+def _level(
+    levels: dict[str, list[tuple[float, int, int]]], state: ClusterState, at_s: float
+) -> None:
+    for w in state.workloads:
+        seen = levels.setdefault(w.name, [])
+        now = (w.desired_replicas, w.ready_replicas)
+        if not seen or seen[-1][1:] != now:
+            seen.append((at_s, *now))
 
 
 def _about(finding: str) -> str:
@@ -139,8 +154,11 @@ def _see(seen: dict[tuple[str, str], Seen], kind: str, about: str, at_s: float) 
     seen.setdefault((kind, about), Seen(kind=kind, about=about, at_s=at_s))
 
 
-def _notices(seen: dict[tuple[str, str], Seen], runtime: Runtime, case: Case, at_s: float) -> None:
-    """The tick's notices, from the same pure assess the loop runs (its memory is not kept)."""
+def _notices(
+    seen: dict[tuple[str, str], Seen], runtime: Runtime, case: Case, at_s: float
+) -> ClusterState:
+    """The tick's notices, from the same pure assess the loop runs (its memory is not kept);
+    returns the observation they were read from."""
     state = runtime.sim.observe()
     signals, _ = assess(state, runtime.memory, runtime.ctx.settings.assess, case.policy)
     for stale in signals.stale_metrics:
@@ -149,6 +167,7 @@ def _notices(seen: dict[tuple[str, str], Seen], runtime: Runtime, case: Case, at
         _see(seen, "degraded_link", link.link, at_s)
     for anomaly in signals.shared_card_anomalies:
         _see(seen, "shared_card_anomaly", anomaly.split(":", 1)[0], at_s)
+    return state
 
 
 def past_action(past: PastAction) -> Action:

@@ -131,6 +131,15 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
             ok,
             f"p95 {p95:.1f} s, max {worst:.1f} s",
         )
+    for name, reach in expect.reach.items():
+        at = _reached(run.levels.get(name, []), reach.replicas, reach.ready, reach.down)
+        what = "ready" if reach.ready else "desired"
+        sign = "<=" if reach.down else ">="
+        yield Check(
+            f"{name} {what} {sign} {reach.replicas} within {reach.within_s:g} s",
+            at is not None and at <= reach.within_s,
+            f"reached at {at:.0f} s" if at is not None else "never reached",
+        )
     if expect.max_actions is not None:
         yield Check(
             f"at most {expect.max_actions} executed action(s)",
@@ -143,6 +152,16 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
     for name in expect.no_rejected_requests:
         rejected = sum(p.rejected for p in run.series.points if p.workload == name)
         yield Check(f"no request of {name} refused", rejected == 0, f"{rejected} refused")
+
+
+def _reached(
+    levels: list[tuple[float, int, int]], replicas: int, ready: bool, down: bool
+) -> float | None:
+    for at, desired, up in levels:
+        count = up if ready else desired
+        if (count <= replicas) if down else (count >= replicas):
+            return at
+    return None
 
 
 def _end(expect: Expect, end: ClusterState) -> Iterator[Check]:

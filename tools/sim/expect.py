@@ -49,6 +49,18 @@ class ActionMatch(_Spec):
     """How many matching executions there must be (e.g. several replicas placed)."""
 
 
+class Reach(_Spec):
+    """A workload's replica count reaches `replicas` by `within_s`, however it was asked for
+    (one placement, a scale, a preemption)."""
+
+    replicas: int = Field(ge=0)
+    ready: bool = False
+    """Count ready replicas, not desired ones."""
+    within_s: float = Field(gt=0)
+    down: bool = False
+    """Reach `replicas` or fewer (a scale-down) instead of that many or more."""
+
+
 class Forbidden(_Spec):
     """Executed actions that must never happen: each one is counted as an unsafe action."""
 
@@ -108,6 +120,7 @@ class Expect(_Spec):
     approvals: tuple[ApprovalMatch, ...] = ()
     end: EndState = EndState()
     queue_wait: dict[str, WaitBound] = {}
+    reach: dict[str, Reach] = {}
     max_actions: int | None = Field(default=None, ge=0)
     """At most this many executed actions in the whole run (no flapping, no churn)."""
     no_aborted_requests: tuple[str, ...] = ()
@@ -128,6 +141,7 @@ class Expect(_Spec):
             + len(end.cordoned)
             + len(end.schedulable)
             + len(self.queue_wait)
+            + len(self.reach)
             + (self.max_actions is not None)
             + len(self.no_aborted_requests)
             + len(self.no_rejected_requests)

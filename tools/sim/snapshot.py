@@ -260,6 +260,7 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
+                "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
                 "requests_running": m(5),
                 "context_refused_tokens": m(6),
                 "placement": placement,
