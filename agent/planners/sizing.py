@@ -57,6 +57,9 @@ def wanted(workload: Workload, signal: WorkloadSignals, settings: AssessSettings
         # for more than the first replica.
         per_replica *= 2
     total = math.ceil(depth / per_replica)
+    if ready > 0 and (signal.demand_trend or 0.0) < 0:
+        # The queue drains already: its wait is the backlog of a load, not a lack of replicas.
+        return 1
     if ready > 0 and signal.wait_ratio is not None:
         total = max(total, math.ceil(ready * signal.wait_ratio))
     # Growth is decided only when nothing is starting, so the ready replicas are all there is.
