@@ -17,8 +17,8 @@ from evals.scorecard.cases import Case
 from evals.scorecard.run import CaseRun, Done
 from tools.actions import Action, PlaceReplica, RotateMode, ScaleWorkload
 from tools.model import ClusterState
+from tools.placement.demand import RACK_LABEL, ZONE_LABEL
 from tools.sim.expect import ActionMatch, Expect, Forbidden
-from tools.sim.extras import RACK_LABEL, ZONE_LABEL
 
 PARTIAL_SHARE = 0.5
 
@@ -185,6 +185,16 @@ def _end(expect: Expect, end: ClusterState) -> Iterator[Check]:
     for name in expect.end.schedulable:
         node = end.node(name)
         yield Check(f"{name} schedulable at the end", bool(node and not node.cordoned))
+    for name, least in expect.end.zones_min.items():
+        found = end.workload(name)
+        zones = {
+            z
+            for r in (found.placement if found else ())
+            for n in r.nodes
+            if (node := end.node(n)) is not None and (z := node.labels.get(ZONE_LABEL))
+        }
+        yield Check(f"{name} in {least}+ zones at the end", len(zones) >= least,
+                    f"in {', '.join(sorted(zones)) or 'no zone'}")  # fmt: skip
 
 
 def _target(action: Action) -> str:

@@ -103,6 +103,8 @@ class EndState(_Spec):
     cordoned: tuple[str, ...] = ()
     schedulable: tuple[str, ...] = ()
     """Nodes that must not be cordoned at the end."""
+    zones_min: dict[str, int] = {}
+    """Workload -> how many zones (topology.kubernetes.io/zone) must hold its replicas."""
 
 
 class WaitBound(_Spec):
@@ -140,6 +142,7 @@ class Expect(_Spec):
             + (end.active_mode is not None)
             + len(end.cordoned)
             + len(end.schedulable)
+            + len(end.zones_min)
             + len(self.queue_wait)
             + len(self.reach)
             + (self.max_actions is not None)

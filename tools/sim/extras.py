@@ -12,10 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.model import Mode, Pool, WorkloadKind
+from tools.placement.demand import RACK_LABEL, ZONE_LABEL
 from tools.sim.profiles import GIB, Profile, ServingSpec, WorkloadSpec, catalogued
-
-ZONE_LABEL = "topology.kubernetes.io/zone"
-RACK_LABEL = "topology.kubernetes.io/rack"
 
 
 class _Spec(BaseModel):
