@@ -168,6 +168,7 @@ class Gpu(Frozen):
     memory_total_bytes: Metric = MISSING
     memory_used_bytes: Metric = MISSING
     utilization: Metric = MISSING
+    """Percent of the time a kernel ran since the last reading (0-100, as NVML and DCGM)."""
     power_w: Metric = MISSING
     sharing: Sharing = Sharing()
     clients: tuple[str, ...] = ()
@@ -233,6 +234,8 @@ class Workload(Frozen):
     """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
     requests_running: Metric = MISSING
     """Requests being served now over all ready replicas (vLLM's num_requests_running)."""
+    longest_request_tokens: Metric = MISSING
+    """The longest request (input + output tokens) queued or being served now."""
     context_refused_tokens: Metric = MISSING
     """The longest request (input + output tokens) refused in the last minutes because it
     exceeds the served context; 0 when none was (a gateway's context-length errors)."""

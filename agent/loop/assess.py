@@ -357,7 +357,8 @@ def _longer_context(
             longest = max(longest, refused.value)
     if longest <= active.max_context:
         return None
-    holds = [m for m in others if m.max_context >= longest]
+    # A refusal proves only "longer than the active mode holds": a longer context serves some.
+    holds = [m for m in others if m.max_context > active.max_context]
     if not holds:
         return None
     mode = max(holds, key=lambda m: (m.aggregate_peak_tok_s, m.name))

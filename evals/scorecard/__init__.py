@@ -16,7 +16,8 @@ from agent.planners.base import Planner
 from evals.scorecard.cases import CASES_DIR, Case, load_cases
 from evals.scorecard.report import PASS_SCORE, LlmCost, llm_cost, markdown, scorecard
 from evals.scorecard.run import CaseRun, run_case
-from evals.scorecard.score import CaseScore, score
+from evals.scorecard.score import CaseScore, refused, score
+from tools.errors import InvalidInput
 
 __all__ = [
     "CASES_DIR",
@@ -51,7 +52,12 @@ def evaluate(
                 planner = planner_for(planner_name, case.policy)
                 settings = getattr(planner, "settings", None)
                 deadline = getattr(settings, "deadline_s", deadline)
-            run = run_case(case, Path(tmp) / case.name, planner)
+            try:
+                run = run_case(case, Path(tmp) / case.name, planner)
+            except InvalidInput as exc:
+                # A case the simulator refuses (replicas that cannot all start …) fails alone.
+                scores.append(refused(case, str(exc)))
+                continue
             scores.append(score(case, run))
             reports.extend(run.decisions)
             decision_s.extend(run.decision_s)

@@ -80,6 +80,20 @@ def score(case: Case, run: CaseRun) -> CaseScore:
     )
 
 
+def refused(case: Case, why: str) -> CaseScore:
+    """A case that could not run (the simulator refused its set-up): a failure, with why."""
+    return CaseScore(
+        name=case.name,
+        category=case.category,
+        difficulty=case.difficulty,
+        status="fail",
+        checks=(Check("the case could run", False, why),),
+        unsafe=(),
+        executed=(),
+        wall_s=0.0,
+    )
+
+
 def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
     done = [d for d in run.executed if d.ok]
     for m in expect.actions:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tools.sim.state import CardSample, SeriesRow
+from tools.sim.state import CardSample, SeriesRow, WorkloadRun
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
@@ -90,7 +90,8 @@ def scrape_workload(engine: Engine, name: str) -> None:
     longest = max((r[1] for r in run.refusals), default=0)
     refused = None if spec.runs_jobs else float(longest)
     depth = float(sum(r.count for r in run.queue))
-    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused)
+    longest_now = None if spec.runs_jobs else float(_longest(run))
+    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused, longest_now)
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)
@@ -148,6 +149,14 @@ def record_series(engine: Engine) -> None:
     keep = math.ceil(SERIES_KEEP_S / engine.profile.series_interval_s) * len(st.workloads)
     if len(st.series) > keep * 1.25:  # trim in chunks, not on every point
         del st.series[: len(st.series) - keep]
+
+
+def _longest(run: WorkloadRun) -> int:
+    """Tokens (input + output) of the longest request queued or running."""
+    server = run.server
+    longest = max((r.input_tokens + r.output_tokens for r in run.queue), default=0)
+    longest = max(longest, max((f.kv_tokens for f in server.prefilling), default=0))
+    return max(longest, max((f.kv_tokens for _, _, f in server.decoding), default=0))
 
 
 def _r(x: float | None) -> float | None:
