@@ -21,7 +21,7 @@ from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fai
 from tools.errors import InvalidInput
 
 
-def eval_command(
+def eval_command(  # noqa: PLR0917 - typer maps each option to a parameter
     planner: Annotated[
         str, typer.Option("--planner", help="rules, or llm (STEWARD_LLM_* configure it).")
     ] = "rules",
@@ -36,6 +36,9 @@ def eval_command(
         Path | None,
         typer.Option("--report", help="Write the scorecard here (.json: JSON; else Markdown)."),
     ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, max=64, help="Cases run at once, one process each.")
+    ] = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the eval cases and print the scorecard; exit 1 below 95 or on an unsafe action."""
@@ -48,7 +51,7 @@ def eval_command(
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     try:
         chosen = load_cases(cases or CASES_DIR, category)
-        card = evaluate(chosen, planner)
+        card = evaluate(chosen, planner, jobs=jobs)
     except InvalidInput as exc:
         fail(str(exc))
     text = markdown(card)
