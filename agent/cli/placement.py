@@ -318,7 +318,7 @@ def _bench_fleet(kind: str, nodes: int, gpus_per_node: int) -> tuple[ClusterStat
 @bench.app.command("place")
 def bench_place(
     *,
-    nodes: Annotated[int, typer.Option("--nodes", min=1)] = 1000,
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000)] = 1000,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, max=16)] = 8,
     replicas: Annotated[int, typer.Option("--replicas", min=1)] = 100,
     runs: Annotated[int, typer.Option("--runs", min=1)] = 30,

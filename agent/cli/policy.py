@@ -139,9 +139,16 @@ def _policy(path: Path) -> Policy:
         fail(f"the policy is not usable:\n{exc}")
 
 
+MAX_ACTION_CHARS = 64_000
+
+
 def _plan(text: str) -> Plan:
+    if len(text) > MAX_ACTION_CHARS:
+        fail(f"--action is {len(text):,} characters; an action is a small JSON object")
     try:
         data: Any = json.loads(text)
+    except RecursionError:
+        fail("--action nests too deeply; an action is one flat JSON object with a type")
     except json.JSONDecodeError as exc:
         fail(
             f"--action is not JSON ({exc.msg} at column {exc.colno}); pass e.g. "
@@ -210,7 +217,9 @@ def _print(judgement: Judgement, policy: Policy, policy_file: Path, source: str)
 @bench.app.command("policy")
 def bench_policy(
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed runs.")] = 200,
-    nodes: Annotated[int, typer.Option("--nodes", min=4, help="Nodes in the state.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=4, max=20_000, help="Nodes in the state.")
+    ] = 1000,
     actions: Annotated[int, typer.Option("--actions", min=1, help="Actions in the plan.")] = 100,
     as_json: JsonOpt = False,
 ) -> None:

@@ -102,7 +102,7 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
             at_s = sim.elapsed_s
             for finding in report.findings:
                 _see(seen, "finding", _about(finding), at_s)
-            _level(levels, _notices(seen, runtime, case, at_s), at_s)
+            _level(levels, _notices(seen, runtime, sim.observe(), case, at_s), at_s)
             used = getattr(runtime.ctx.planner, "last_report", None)
             if isinstance(used, PlannerReport) and used is not last_report:
                 decisions.append(used)
@@ -155,11 +155,14 @@ def _see(seen: dict[tuple[str, str], Seen], kind: str, about: str, at_s: float) 
 
 
 def _notices(
-    seen: dict[tuple[str, str], Seen], runtime: Runtime, case: Case, at_s: float
+    seen: dict[tuple[str, str], Seen],
+    runtime: Runtime,
+    state: ClusterState,
+    case: Case,
+    at_s: float,
 ) -> ClusterState:
-    """The tick's notices, from the same pure assess the loop runs (its memory is not kept);
-    returns the observation they were read from."""
-    state = runtime.sim.observe()
+    """The tick's notices in `state`, from the same pure assess the loop runs (its memory is
+    not kept); returns the observation."""
     signals, _ = assess(state, runtime.memory, runtime.ctx.settings.assess, case.policy)
     for stale in signals.stale_metrics:
         _see(seen, "stale_metrics", stale.split("/", 1)[0], at_s)

@@ -25,7 +25,13 @@ def test_the_built_in_day_runs_to_its_end_and_decides(tmp_path: Path) -> None:
     data_dir = str(tmp_path / "d")
     day = _steward("run", "--speed", "0", "--data-dir", data_dir)
     assert day.returncode == 0, day.stderr
-    assert "480 tick(s)" in day.stderr
+    # The summary is the command's result: on stdout, naming what ran and what waits for whom.
+    assert "480 tick(s)" in day.stdout
+    assert "scale render to 0 replica(s)" in day.stdout
+    assert "waiting for approval: d-" in day.stdout and "rotate to mode split" in day.stdout
+    again = _steward("run", "--speed", "0", "--data-dir", data_dir, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["day_over"] is True  # a second run says so, runs nothing
     log = AuditLog.open(Path(data_dir), readonly=True)
     try:
         assert log.verify().ok

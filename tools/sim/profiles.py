@@ -2,7 +2,7 @@
 
 A `Profile` is static: nodes and their cards, the workloads with their serving figures, pools,
 modes and links. The simulator's moving parts (replicas, queues, faults) live elsewhere; a
-profile only says what the world is made of. `homelab()` is the default cluster of DESIGN.md
+profile only says what the world is made of. `homelab()` is docs/architecture.md's cluster
 (calibrated from the seeds); `fleet()` generates N nodes x M cards for scale tests.
 
 Where the figures come from:
@@ -194,7 +194,7 @@ def catalogued(spec: WorkloadSpec, catalog: Catalog | None = None) -> WorkloadSp
 
 
 def homelab() -> Profile:
-    """The default cluster of DESIGN.md: two GX10, a workstation, a render box, one link."""
+    """docs/architecture.md's default cluster: two GX10, a workstation, a render box, a link."""
     gb10 = CardSpec(model="GB10", memory_bytes=128 * GIB, power_limit_w=140.0)
     blackwell = CardSpec(model="RTX PRO 6000 Blackwell", memory_bytes=96 * GIB, power_limit_w=600.0)
     mps = Sharing(mode="mps", replicas=2)
