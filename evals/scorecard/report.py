@@ -59,6 +59,8 @@ class LlmCost(BaseModel):
     completion_tokens: int = 0
     latency_s_median: float = 0.0
     latency_s_max: float = 0.0
+    tick_s_max: float = 0.0
+    """The longest whole tick (simulated time, assess, plan, guard, act) that asked the model."""
     deadline_s: float | None = None
     over_deadline: int = 0
 
@@ -67,8 +69,9 @@ def llm_cost(
     reports: list[PlannerReport], fallbacks: int, deadline_s: float | None, tick_s: list[float]
 ) -> LlmCost:
     latencies = sorted(r.latency_s for r in reports)
-    slowest = max([*latencies, *tick_s], default=0.0)
-    over = sum(1 for t in tick_s if deadline_s is not None and t > deadline_s)
+    slowest = max(latencies, default=0.0)
+    # The planner's own wall time per decision, every request and retry included.
+    over = sum(1 for t in latencies if deadline_s is not None and t > deadline_s)
     return LlmCost(
         models=sorted({r.model for r in reports if r.model}),
         endpoints=sorted({r.endpoint for r in reports if r.endpoint}),
@@ -79,6 +82,7 @@ def llm_cost(
         completion_tokens=sum(r.completion_tokens for r in reports),
         latency_s_median=round(latencies[len(latencies) // 2], 3) if latencies else 0.0,
         latency_s_max=round(slowest, 3),
+        tick_s_max=round(max(tick_s, default=0.0), 3),
         deadline_s=deadline_s,
         over_deadline=over,
     )

@@ -119,7 +119,9 @@ class Scenario(BaseModel):
     @field_validator("start")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        # A plain datetime, not the YAML parser's subclass: it travels into checkpoints.
+        plain = datetime(*value.timetuple()[:6], value.microsecond, tzinfo=value.tzinfo or UTC)
+        return plain
 
     def build_profile(self) -> Profile:
         if isinstance(self.profile, FleetProfile):
