@@ -61,6 +61,9 @@ class RulesSettings(BaseModel):
     """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
     cards_per_tick: int | None = None
     """The policy's blast radius: cards one plan may change."""
+    placements_gated: tuple[str, ...] = ()
+    """Pools whose placements need a human by the policy ("*": every pool): their growth is
+    proposed one placement at a time, never as a scale that the gate would not see."""
 
     def pool(self, name: str) -> PoolRules:
         return self.pools.get(name, PoolRules())
@@ -91,7 +94,19 @@ class RulesSettings(BaseModel):
         }
         advice = AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
         radius = policy.change_budget.cards_per_tick
-        return cls(assess=assess, pools=pools, advice=advice, cards_per_tick=radius)
+        gated = tuple(
+            pool
+            for rule in policy.approvals
+            if "place_replica" in rule.actions and "scale_workload" not in rule.actions
+            for pool in (rule.pools or ("*",))
+        )
+        return cls(
+            assess=assess,
+            pools=pools,
+            advice=advice,
+            cards_per_tick=radius,
+            placements_gated=gated,
+        )
 
 
 class RulesPlanner:
@@ -222,6 +237,9 @@ class RulesPlanner:
         if count <= 0:
             notes.append(f"{workload.name}: pool {workload.pool} is at its maximum of cards")
             return []
+        gated = self.settings.placements_gated
+        if workload.pool in gated or "*" in gated:
+            count = 1  # the policy asks a human for each placement: one at a time
         radius = self.settings.cards_per_tick
         if radius is not None and workload.cards_per_replica:
             count = min(count, max(0, radius - cards.changed) // workload.cards_per_replica)
