@@ -36,7 +36,7 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
                 return True
         elif _runs(workload) and _queue_expected(workload, depth):
             unknown = True
-        running = workload.running
+        running = workload.requests_running
         if running.usable and running.value:
             return True
         for replica in workload.placement:

@@ -235,7 +235,11 @@ class _Books:
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        return _verdict(index, action, "deny", rule_ids, message + ".", instead)
+        verdict = _verdict(index, action, "deny", rule_ids, message + ".", instead)
+        times = [d.retry_at for d in denials]
+        if times and all(t is not None for t in times):
+            verdict = verdict.model_copy(update={"retry_at": max(t for t in times if t)})
+        return verdict
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending

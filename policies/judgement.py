@@ -32,6 +32,9 @@ class Verdict(BaseModel):
     """What would have been allowed in place of a denied action, if anything."""
     approvers: tuple[str, ...] = ()
     """For needs_approval: the groups whose members may approve it."""
+    retry_at: datetime | None = None
+    """For deny: when every rule that denied it would allow it again, where they all know
+    (cooldowns, the hourly budget); None: not known (a window, a protection, a limit)."""
 
 
 class Finding(BaseModel):

@@ -215,6 +215,7 @@ class Gpu(Frozen):
     memory_total_bytes: Metric = MISSING
     memory_used_bytes: Metric = MISSING
     utilization: Metric = MISSING
+    """Percent of the time a kernel ran since the last reading (0-100, as NVML and DCGM)."""
     power_w: Metric = MISSING
     sharing: Sharing = Sharing()
     clients: tuple[str, ...] = ()
@@ -281,11 +282,19 @@ class Workload(Versioned):
     queue_wait_s: Metric = MISSING
     tokens_per_s: Metric = MISSING
     ttft_s: Metric = MISSING
-    running: Metric = MISSING
-    """Requests (or jobs) being served now: work in flight counts as busy even with no queue."""
+    rated_tok_s: float | None = Field(default=None, gt=0)
+    """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
     kv_cache_usage: Metric = MISSING
     """The fullest replica's KV-cache use, 0..1 (vLLM, SGLang)."""
+    requests_running: Metric = MISSING
+    """Requests being served now over all ready replicas (vLLM's num_requests_running)."""
+    longest_request_tokens: Metric = MISSING
+    """The longest request (input + output tokens) queued or being served now."""
+    context_refused_tokens: Metric = MISSING
+    """The longest request (input + output tokens) refused in the last minutes because it
+    exceeds the served context; 0 when none was (a gateway's context-length errors)."""
     placement: tuple[ReplicaPlacement, ...] = ()
+    labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     """Free text from the cluster. Untrusted: never read as instructions."""
     version: str = ""

@@ -17,6 +17,7 @@ from agent.cli import (
     audit,
     bench,
     configure,
+    eval,
     gpus,
     loop,
     mode,
@@ -48,6 +49,7 @@ loop.register(app)
 gpus.register(app)
 pause.register(app)
 twin.register(app)
+eval.register(app)
 
 
 def _version(value: bool) -> None:

@@ -27,7 +27,7 @@ from agent.loop.state import (
 from policies.activity import QUEUELESS_KINDS, unread
 from policies.history import History
 from policies.model import Policy
-from tools.model import ClusterState, Metric, Workload
+from tools.model import ClusterState, Metric, Mode, Workload
 from tools.placement import sharing_anomalies
 
 
@@ -313,7 +313,8 @@ def _favoured_mode(
 ) -> tuple[str | None, datetime | None, str]:
     """The mode demand favours now (if not the active one), since when, and why.
 
-    Three readings, in order: requests queued for a model only another mode serves; the active
+    Four readings, in order: requests queued for a model only another mode serves; requests the
+    active mode refused as longer than its context that another mode holds; the active
     mode saturated (near its aggregate peak) or over its queue SLO while another mode has more
     aggregate throughput (cluster -> split);
     the active mode serving no more than one stream at a time while another mode has a faster
@@ -339,6 +340,8 @@ def _favoured_mode(
         if queued > 0:
             found = (mode.name, f"{queued:g} request(s) queued for models only {mode.name} serves")
             break
+    if found is None:
+        found = _longer_context(state, active, others)
     served = sum(s.tokens_per_s or 0.0 for s in mine)
     saturated = served >= settings.saturation * active.aggregate_peak_tok_s > 0
     if found is None and (saturated or any(is_hot(s, settings) for s in mine)):
@@ -368,6 +371,30 @@ def _favoured_mode(
         return None, None, ""
     since = memory.mode_favoured_since if memory.mode_favoured == found[0] else None
     return found[0], since or state.observed_at, found[1]
+
+
+def _longer_context(
+    state: ClusterState, active: Mode, others: list[Mode]
+) -> tuple[str, str] | None:
+    """A mode that holds the context of requests the active mode refused as too long."""
+    longest = 0.0
+    for name in active.workloads:
+        workload = state.workload(name)
+        refused = workload.context_refused_tokens if workload else None
+        if refused is not None and refused.usable and refused.value:
+            longest = max(longest, refused.value)
+    if longest <= active.max_context:
+        return None
+    # A refusal proves only "longer than the active mode holds": a longer context serves some.
+    holds = [m for m in others if m.max_context > active.max_context]
+    if not holds:
+        return None
+    mode = max(holds, key=lambda m: (m.aggregate_peak_tok_s, m.name))
+    return (
+        mode.name,
+        f"{active.name} refused requests of up to {longest:,.0f} tokens (its context is "
+        f"{active.max_context:,}); {mode.name} holds {mode.max_context:,}",
+    )
 
 
 def _within(at: datetime | None, now: datetime, seconds: float) -> bool:

@@ -43,8 +43,10 @@ from agent.loop.state import ActionVerdict, Decision, Memory
 from agent.loop.state import Approval as Answer
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
+from policies import effects
 from policies.engine import judge
 from tools.actions import Action, Plan, RotateMode
+from tools.model import ClusterState
 
 Update = dict[str, Any]
 PLANNER_REST = timedelta(minutes=5)
@@ -116,6 +118,7 @@ def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> 
     rotation), and (in the daemon) what was denied lately."""
     waiting = ctx.inbox.open_keys()
     held = denied_recently(ctx.memory, now) if ctx.hold_denied else {}
+    state = ctx.snapshot(d.decision_id)
     kept: list[Action] = []
     notes: list[str] = []
     for action in proposed.actions:
@@ -123,8 +126,9 @@ def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> 
             notes.append(f"{action.describe()}: already waits for approval")
         elif ctx.held and (action.target in ctx.held or isinstance(action, RotateMode)):
             notes.append(f"{action.describe()}: a long action in progress holds it")
-        elif action_key(action) in held:
-            notes.append(f"{action.describe()}: denied at {held[action_key(action)]:%H:%M:%S}")
+        elif hold_key(action, state) in held:
+            until = held[hold_key(action, state)]
+            notes.append(f"{action.describe()}: denied, held until {until:%H:%M:%S}")
         else:
             kept.append(action)
     if not notes:
@@ -153,7 +157,11 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     for v in verdicts:
         ctx.telemetry.decisions.labels(verdict=v.decision).inc()
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
-    denied = {action_key(v.action): state.observed_at for v in verdicts if v.decision == "deny"}
+    denied = {
+        hold_key(v.action, state): hold_until(state.observed_at, v.retry_at)
+        for v in judgement.verdicts
+        if v.decision == "deny"
+    }
     if denied:
         kept = denied_recently(ctx.memory, state.observed_at)
         ctx.memory = ctx.memory.model_copy(update={"denied": {**kept, **denied}})
@@ -161,7 +169,15 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
 
 
 DENIED_HOLD_S = 600.0
-"""An action the guard denied is not proposed again for this long (the log is not a ticker)."""
+"""An action the guard denied is not proposed again for this long (the log is not a ticker),
+or until the rule that denied it allows it again, if that is sooner (a cooldown's end, the
+hourly budget's next slot)."""
+
+
+def hold_until(now: datetime, retry_at: datetime | None) -> datetime:
+    """Until when a denied action is held back."""
+    longest = now + timedelta(seconds=DENIED_HOLD_S)
+    return longest if retry_at is None else max(now, min(longest, retry_at))
 
 
 def action_key(action: Action) -> str:
@@ -169,8 +185,19 @@ def action_key(action: Action) -> str:
     return action.model_dump_json(exclude={"reason"})
 
 
+def hold_key(action: Action, state: ClusterState) -> str:
+    """What a denial holds back: the thing changed and the direction of the change, so that a
+    denied scale-up of a workload holds back its placements and larger scale-ups too (sized
+    proposals differ tick to tick as the queue grows; the log is still not a ticker)."""
+    thing = effects.action_key(action)
+    if not thing:
+        return action_key(action)
+    return f"{thing}|{effects.direction(action, state)}"
+
+
 def denied_recently(memory: Memory, now: datetime) -> dict[str, datetime]:
-    return {k: at for k, at in memory.denied.items() if (now - at).total_seconds() < DENIED_HOLD_S}
+    """Denied actions still held back at `now`, with the time their hold ends."""
+    return {k: until for k, until in memory.denied.items() if until > now}
 
 
 def approve(d: Decision, ctx: LoopContext) -> Update:

@@ -151,7 +151,8 @@ class Memory(_Model):
     """The last observation that found demand favouring `mode_favoured`."""
     mode_because: str = ""
     denied: dict[str, datetime] = {}
-    """Actions the guard denied lately (keyed by their JSON without the reason), and when."""
+    """Actions the guard denied lately (keyed by their JSON without the reason), and until when
+    each is held back (agent.loop.nodes.hold_until)."""
 
 
 class ActionVerdict(_Model):

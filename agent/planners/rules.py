@@ -2,18 +2,23 @@
 
 What it does, in order of pool priority (highest first):
 - a workload with queued requests and no replica gets one (back from zero on the first request);
-- a workload whose queue wait reaches its SLO (or whose queue per replica is long) gets one more
-  replica, unless replicas are still starting (no piling up during a model load);
+- a workload whose queue wait reaches its SLO (or whose queue per replica is long) gets the
+  replicas the queue asks for (agent.planners.sizing: one is placed on the node that ranks
+  first, several are asked of the scheduler), unless replicas are still loading on ready nodes
+  (no piling up during a model load; a replica that cannot start does not hold growth back);
 - a workload idle for its pool's idle time goes to zero (when the pool's minimum allows);
 - a workload whose queue stayed calm for `calm_s` gives one replica back (the hysteresis: up at
-  the SLO, down only well below it and only after a while, so it never flaps);
+  the SLO, down only well below it and only after a while, so it never flaps), unless the
+  survivors could not absorb what it serves (sizing.absorbs);
 - a new replica goes where placement (`pick_node`) ranks first; when no node has room, replicas of
   lower-priority pools on one eligible node are scaled down (counting the cards already free or
   being freed there), followed in the same plan by a scale-up of the workload that needs them —
   the pair the policy judges as a preemption (pool.priority_preemption). This is how the render
   pool's cards are lent to inference while nobody renders, and taken back when renders queue;
 - a workload does not grow onto nodes where a higher-priority workload is still waiting for
-  cards to be freed, and a workload the plan already scales is not touched again;
+  cards to be freed, and a workload the plan already scales is not touched again; placements
+  later in a plan see the cards the plan's earlier ones took, and a plan changes no more cards
+  than the policy's `change_budget.cards_per_tick`;
 - when demand has favoured the other serving mode for long enough, and the switch pays for its
   downtime (tools.modes.rotation_gain, the seeds' rule), a `RotateMode` is proposed.
 Workloads whose demand metrics are stale or missing are held as they are: never scaled down on a
@@ -31,11 +36,13 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.loop.assess import AssessSettings, is_hot
 from agent.loop.state import Signals, WorkloadSignals
+from agent.planners import sizing
 from policies.model import Policy
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, ReplicaPlacement, Workload
 from tools.modes import AdviceSettings, demand_from_state, rotation_gain
-from tools.placement import node_capacity, pick_node
+from tools.placement import node_capacity, pick_node, pick_nodes
+from tools.placement.ranking import Candidate
 
 
 class PoolRules(BaseModel):
@@ -55,6 +62,11 @@ class RulesSettings(BaseModel):
     pools: dict[str, PoolRules] = {}
     advice: AdviceSettings = AdviceSettings()
     """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
+    cards_per_tick: int | None = None
+    """The policy's blast radius: cards one plan may change."""
+    placements_gated: tuple[str, ...] = ()
+    """Pools whose placements need a human by the policy ("*": every pool): their growth is
+    proposed one placement at a time, never as a scale that the gate would not see."""
 
     def pool(self, name: str) -> PoolRules:
         return self.pools.get(name, PoolRules())
@@ -84,7 +96,20 @@ class RulesSettings(BaseModel):
             for k, p in policy.pools.items()
         }
         advice = AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
-        return cls(assess=assess, pools=pools, advice=advice)
+        radius = policy.change_budget.cards_per_tick
+        gated = tuple(
+            pool
+            for rule in policy.approvals
+            if "place_replica" in rule.actions and "scale_workload" not in rule.actions
+            for pool in (rule.pools or ("*",))
+        )
+        return cls(
+            assess=assess,
+            pools=pools,
+            advice=advice,
+            cards_per_tick=radius,
+            placements_gated=gated,
+        )
 
 
 class RulesPlanner:
@@ -153,16 +178,18 @@ class RulesPlanner:
         if queued and workload.desired_replicas == 0 and depth > 0:
             what = "render job(s)" if workload.kind == "render" else "request(s)"
             why = f"{depth:g} {what} queued and no replica: back from zero"
-            return self._grow(workload, state, cards, why, notes)
+            count = sizing.wanted(workload, signal, settings)
+            return self._grow(workload, state, cards, why, notes, count=count)
         if queued and workload.desired_replicas > 0 and is_hot(signal, settings):
-            if workload.ready_replicas < workload.desired_replicas:
+            if sizing.starting(workload, state):
                 notes.append(f"{workload.name}: replicas still starting, waiting for them")
                 return []
             why = (
                 f"queue {depth:g}, wait {signal.queue_wait_s or 0:.1f} s against an SLO of "
                 f"{signal.slo_wait_s:g} s"
             )
-            return self._grow(workload, state, cards, why, notes)
+            count = sizing.wanted(workload, signal, settings)
+            return self._grow(workload, state, cards, why, notes, count=count)
         pool = self.settings.pool(workload.pool)
         idle_after = settings.idle_to_zero_s.get(workload.pool)
         if (
@@ -187,6 +214,10 @@ class RulesPlanner:
             and signal.calm_for_s >= settings.calm_s
             and cards.pool(workload.pool) - workload.cards_per_replica >= pool.min_cards
         ):
+            absorbed, figures = sizing.absorbs(workload)
+            if not absorbed:
+                notes.append(f"{workload.name}: calm, but kept: {figures}")
+                return []
             cards.release(workload.pool, workload.cards_per_replica)
             return [
                 ScaleWorkload(
@@ -198,27 +229,59 @@ class RulesPlanner:
         return []
 
     def _grow(
-        self, workload: Workload, state: ClusterState, cards: _Cards, why: str, notes: list[str]
+        self,
+        workload: Workload,
+        state: ClusterState,
+        cards: _Cards,
+        why: str,
+        notes: list[str],
+        *,
+        count: int = 1,
     ) -> list[Action]:
         pool = self.settings.pool(workload.pool)
         need = max(workload.cards_per_replica, 1)
-        if pool.max_cards is not None and cards.pool(workload.pool) + need > pool.max_cards:
+        if pool.max_cards is not None:
+            count = min(count, (pool.max_cards - cards.pool(workload.pool)) // need)
+        if count <= 0:
             notes.append(f"{workload.name}: pool {workload.pool} is at its maximum of cards")
             return []
+        gated = self.settings.placements_gated
+        if workload.pool in gated or "*" in gated:
+            count = 1  # the policy asks a human for each placement: one at a time
+        radius = self.settings.cards_per_tick
+        if radius is not None and workload.cards_per_replica:
+            count = min(count, max(0, radius - cards.changed) // workload.cards_per_replica)
+            if count <= 0:
+                notes.append(f"{workload.name}: this plan already changes {radius} card(s)")
+                return []
         waiting = self._waiting_above(workload, state, cards)
         if waiting is not None:
             notes.append(f"{workload.name}: {waiting} waits for cards there first (priority)")
             return []
-        candidates = pick_node(workload, state)
+        # Picked on the plan's own view: the cards its earlier placements took are taken.
+        view = cards.view
+        mine = view.workload(workload.name) or workload
+        many = count > 1
+        candidates = pick_nodes(mine, view, count) if many else pick_node(mine, view, limit=1)
         if candidates:
-            best = candidates[0]
-            cards.take(workload.pool, need)
+            cards.take(workload.pool, need * len(candidates))
+            cards.claim(mine, candidates)
+            if len(candidates) == 1:
+                best = candidates[0]
+                return [
+                    PlaceReplica(
+                        workload=workload.name,
+                        node=best.node,
+                        gpus=best.gpus,
+                        reason=f"{why}; {best.node} ranks first: {'; '.join(best.reasons[:2])}",
+                    )
+                ]
+            where = ", ".join(sorted({c.node for c in candidates}))
             return [
-                PlaceReplica(
+                ScaleWorkload(
                     workload=workload.name,
-                    node=best.node,
-                    gpus=best.gpus,
-                    reason=f"{why}; {best.node} ranks first: {'; '.join(best.reasons[:2])}",
+                    replicas=workload.desired_replicas + len(candidates),
+                    reason=f"{why}: {len(candidates)} more replica(s), room on {where}",
                 )
             ]
         lent = self._reclaim(workload, state, cards, need)
@@ -305,9 +368,12 @@ def _touched(actions: list[Action]) -> set[str]:
 
 
 class _Cards:
-    """Cards per pool as the plan so far leaves them (so one plan never over-commits a pool)."""
+    """Cards per pool as the plan so far leaves them (so one plan never over-commits a pool),
+    the cards the plan changes, and the cluster as the plan's placements leave it."""
 
     def __init__(self, state: ClusterState) -> None:
+        self.view = state
+        self.changed = 0
         self._pools: dict[str, int] = {}
         self.waiting: list[Workload] = []
         """Workloads with wanted replicas not placed yet (waiting for cards being freed)."""
@@ -321,9 +387,27 @@ class _Cards:
 
     def take(self, pool: str, cards: int) -> None:
         self._pools[pool] = self.pool(pool) + cards
+        self.changed += cards
 
     def release(self, pool: str, cards: int) -> None:
         self._pools[pool] = max(0, self.pool(pool) - cards)
+        self.changed += cards
+
+    def claim(self, workload: Workload, candidates: list[Candidate]) -> None:
+        """The view with `workload`'s new replicas on their cards (not ready yet)."""
+        first = max((r.index for r in workload.placement), default=-1) + 1
+        added = tuple(
+            ReplicaPlacement(index=first + i, nodes=c.nodes, gpus=c.gpus)
+            for i, c in enumerate(candidates)
+        )
+        grown = workload.model_copy(
+            update={
+                "desired_replicas": workload.desired_replicas + len(added),
+                "placement": (*workload.placement, *added),
+            }
+        )
+        workloads = tuple(grown if w.name == workload.name else w for w in self.view.workloads)
+        self.view = self.view.model_copy(update={"workloads": workloads})
 
 
 def _selector(state: ClusterState, pool: str) -> dict[str, str]:

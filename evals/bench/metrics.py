@@ -89,7 +89,7 @@ def with_readings(state: ClusterState) -> ClusterState:
         w.model_copy(
             update={
                 "queue_depth": Metric.fresh(float(j % 9), at, "truth"),
-                "running": Metric.fresh(float(j % 5), at, "truth"),
+                "requests_running": Metric.fresh(float(j % 5), at, "truth"),
                 "kv_cache_usage": Metric.fresh(0.5, at, "truth"),
                 "ttft_s": Metric.fresh(0.3, at, "truth"),
                 "queue_wait_s": Metric.fresh(1.2, at, "truth"),

@@ -37,6 +37,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
                     ACTIONS_PER_HOUR,
                     f"at most {limit} actions per hour: {done} done in the last hour and "
                     f"{ledger.actions} earlier in this plan; {when}",
+                    retry_at=slot if slot is not None and slot > ctx.now else None,
                 )
             )
     radius = budget.cards_per_tick

@@ -69,6 +69,7 @@ def _cooling(
         rule_id,
         f"{what} is cooling down: last at {ctx.policy.local(last.at):%H:%M}, cooldown "
         f"{format_duration(cooldown)}; allowed again from {again:%H:%M}",
+        retry_at=done + cooldown,
     )
 
 

@@ -33,12 +33,15 @@ from tools.model import ClusterState, Workload
 
 
 class Denial(NamedTuple):
-    """One rule saying no. `lower`/`upper` bound the replica count a scale could have had."""
+    """One rule saying no. `lower`/`upper` bound the replica count a scale could have had;
+    `retry_at` is when this rule would allow the action again, where it knows (a cooldown's
+    end, the next slot of the hourly budget)."""
 
     rule_id: str
     message: str
     lower: int | None = None
     upper: int | None = None
+    retry_at: datetime | None = None
 
 
 @dataclass

@@ -32,7 +32,11 @@ LENDING = Scenario(
 )  # fmt: skip
 
 
-def _first(reports: list[TickReport], prefix: str, after: int = 0) -> TickReport:
+BURST_GROWS = ("place a replica of burst-llm", "scale burst-llm to 1", "scale burst-llm to 2")
+"""burst-llm given cards: one placement, or a scale sized from its queue."""
+
+
+def _first(reports: list[TickReport], prefix: str | tuple[str, ...], after: int = 0) -> TickReport:
     found = [r for r in reports if r.tick > after and any(a.startswith(prefix) for a in r.actions)]
     assert found, f"no decision with {prefix!r} after tick {after}"
     return found[0]
@@ -55,7 +59,7 @@ def test_render_to_zero_burst_borrows_and_priority_takes_the_cards_back(data_dir
     assert zero.executed == 1
 
     # Burst-llm borrows the freed cards.
-    borrow = _first(reports, "place a replica of burst-llm", after=zero.tick)
+    borrow = _first(reports, BURST_GROWS, after=zero.tick)
     assert borrow.executed == 1
 
     # Renders queue: one decision scales burst-llm down and render up, within two ticks.
@@ -72,7 +76,7 @@ def test_render_to_zero_burst_borrows_and_priority_takes_the_cards_back(data_dir
     # While render waits for the cards burst-llm's replicas are freeing, burst-llm (queued, at
     # zero) does not grab them back.
     after = [r for r in reports if taken.tick < r.tick <= taken.tick + 20]
-    assert not any(a.startswith("place a replica of burst-llm") for r in after for a in r.actions)
+    assert not any(a.startswith(BURST_GROWS) for r in after for a in r.actions)
 
     # The render replica comes up on the cards burst-llm gave back, and works through the jobs.
     render, burst = state.workload("render"), state.workload("burst-llm")

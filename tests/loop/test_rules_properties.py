@@ -83,8 +83,9 @@ def test_the_rules_planner_keeps_to_what_it_can_read_and_to_the_limits(
         workload = state.workload(action.workload)
         assert workload is not None
         if isinstance(action, ScaleWorkload):
-            assert action.replicas < workload.desired_replicas  # the planner only scales down
-            cards[workload.pool] -= (workload.desired_replicas - action.replicas) * (
+            # Down, or up by the replicas its queue asks for (sized): never "no change".
+            assert action.replicas != workload.desired_replicas
+            cards[workload.pool] += (action.replicas - workload.desired_replicas) * (
                 workload.cards_per_replica
             )
         else:

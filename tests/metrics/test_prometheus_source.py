@@ -59,7 +59,7 @@ def test_a_card_without_a_series_is_missing_and_says_why(observed: ClusterState)
 def test_engine_series_add_up_per_workload_across_its_pods(observed: ClusterState) -> None:
     chat = _workload(observed, "chat")
     assert chat.queue_depth.value == 7  # 4 + 3 waiting on its two pods
-    assert chat.running.value == 3
+    assert chat.requests_running.value == 3
     assert chat.kv_cache_usage.value == pytest.approx(0.42)
     assert chat.ttft_s.value is not None and 0.25 < chat.ttft_s.value <= 0.5  # its bucket
     assert chat.queue_wait_s.value is not None and 1.0 < chat.queue_wait_s.value <= 2.5
@@ -68,7 +68,7 @@ def test_engine_series_add_up_per_workload_across_its_pods(observed: ClusterStat
 
 def test_both_spellings_of_the_vllm_names_are_read(observed: ClusterState) -> None:
     code = _workload(observed, "code")
-    assert (code.queue_depth.value, code.running.value) == (2, 1)
+    assert (code.queue_depth.value, code.requests_running.value) == (2, 1)
     assert code.queue_depth.source == "prometheus:waiting"
 
 

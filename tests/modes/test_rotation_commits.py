@@ -83,7 +83,7 @@ def test_the_journal_shows_every_step_in_order(data_dir: Path) -> None:
 
 def test_requests_in_flight_at_the_drain_deadline_are_counted(data_dir: Path) -> None:
     sim = busy_homelab("cluster", rate_per_min=30)
-    settings = RotationSettings(limits=POLICY_LIMITS, drain_deadline_s=5)
+    settings = RotationSettings(limits=POLICY_LIMITS, drain_deadline_s=5, drain_max_s=5)
     outcome = saga(sim, data_dir, settings).rotate("split")
     assert outcome.result == "committed"
     assert outcome.aborted_requests > 0

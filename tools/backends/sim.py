@@ -131,7 +131,7 @@ class SimCluster:
                         f"scenario {self.scenario.name!r}: replicas.{spec.name} "
                         f"({run.desired}) cannot all start: {reason}"
                     )
-                r.phase, r.since_s = "ready", 0.0
+                r.phase, r.since_s = "ready", -self.scenario.up_since_s
             lifecycle.recount(run)
         self.engine.scrape_all()
         st.next_series_s = self.profile.series_interval_s

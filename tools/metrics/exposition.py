@@ -243,7 +243,7 @@ class EngineExporter:
         if depth is not None:
             part = int(depth) // n + (1 if i < int(depth) % n else 0)
             gauges["waiting"].append(f"{p}num_requests_waiting{labels} {part}")
-        running = _fresh(w.running)
+        running = _fresh(w.requests_running)
         if running is not None:
             part = int(running) // n + (1 if i < int(running) % n else 0)
             gauges["running"].append(f"{p}num_requests_running{labels} {part}")

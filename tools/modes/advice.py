@@ -22,7 +22,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.model import ClusterState, Mode
+from tools.model import ClusterState, Mode, Workload
 
 
 class _Model(BaseModel):
@@ -41,6 +41,9 @@ class Streams(_Model):
 
 class Demand(_Model):
     streams: tuple[Streams, ...] = ()
+    longest_tokens: int = Field(default=0, ge=0)
+    """The longest request the active mode is serving or queuing now (input + output): a
+    mode that cannot hold it would refuse it after the switch."""
     horizon_s: float = Field(default=1800.0, gt=0)
     """How long this demand is expected to last (the gain is counted over it)."""
 
@@ -107,6 +110,13 @@ def rotation_gain(
         )
     best = max(rivals, key=lambda m: (rates[m.name], m.name))
     current, target = rates[active.name], rates[best.name]
+    if demand.longest_tokens > best.max_context:
+        return RotationAdvice(
+            rotate=False,
+            reason=f"{active.name} is serving requests of up to {demand.longest_tokens:,} tokens "
+            f"that {best.name} cannot hold (its context is {best.max_context:,})",
+            rates_tok_s=rates,
+        )
     useful_s = max(0.0, demand.horizon_s - settings.switch_downtime_s)
     gain = (target - current) * useful_s
     cost = current * settings.switch_downtime_s
@@ -182,11 +192,16 @@ def demand_from_state(state: ClusterState, horizon_s: float = 1800.0) -> Demand:
 
     Requests queued or running on the active mode's workloads may be served by any mode (the
     gateway routes the pool's requests to whichever serves); requests queued on a workload of an
-    inactive mode asked for that workload's model. Running streams are estimated from tokens/s
-    over the mode's single-stream speed. Stale or missing readings count as nothing.
+    inactive mode asked for that workload's model. Running streams are the gateway's count of
+    requests being served, never fewer than tokens/s over the mode's single-stream speed (that
+    alone is only a floor: it can never exceed peak / single, however many agents run in
+    parallel). A request the active mode refused as longer than its context is a stream that
+    needs that context; the longest request it serves or queues is kept (a rival that cannot
+    hold it is no choice). Stale or missing readings count as nothing.
     """
     active = state.mode(state.active_mode.name) if state.active_mode else None
     streams: list[Streams] = []
+    longest = 0
     for mode in state.modes:
         for name in mode.workloads:
             workload = state.workload(name)
@@ -194,10 +209,30 @@ def demand_from_state(state: ClusterState, horizon_s: float = 1800.0) -> Demand:
                 continue
             queued = workload.queue_depth.value if workload.queue_depth.usable else None
             count = queued or 0.0
-            if mode is active and workload.tokens_per_s.usable and mode.single_stream_tok_s:
-                count += (workload.tokens_per_s.value or 0.0) / mode.single_stream_tok_s
+            if mode is active:
+                count += _running(workload, mode)
+                held = workload.longest_request_tokens
+                if held.usable and held.value:
+                    longest = max(longest, int(held.value))
+                refused = workload.context_refused_tokens
+                if refused.usable and (refused.value or 0) > mode.max_context:
+                    # All a refusal proves is "longer than this mode holds": any mode with a
+                    # longer context may serve it (the longest refused may fit none at all).
+                    streams.append(Streams(count=1, context=mode.max_context + 1))
             if count <= 0:
                 continue
             pinned = None if mode is active else name
             streams.append(Streams(count=round(count, 2), workload=pinned))
-    return Demand(streams=tuple(streams), horizon_s=horizon_s)
+    return Demand(streams=tuple(streams), horizon_s=horizon_s, longest_tokens=longest)
+
+
+def _running(workload: Workload, mode: Mode) -> float:
+    """Requests the workload is serving now: the gateway's count, and never fewer than its
+    tokens/s can account for at the mode's single-stream speed (see demand_from_state)."""
+    floor = 0.0
+    if workload.tokens_per_s.usable and mode.single_stream_tok_s:
+        floor = (workload.tokens_per_s.value or 0.0) / mode.single_stream_tok_s
+    running = workload.requests_running
+    if running.usable and running.value is not None:
+        return max(running.value, floor)
+    return floor

@@ -43,6 +43,11 @@ class RotationSettings(_Model):
     """How long in-flight requests may finish before the outgoing replicas are scaled down.
     The backend's own termination grace (Kubernetes' terminationGracePeriodSeconds; 120 s in
     the simulator) then bounds what is left, so a switch frees memory within the two."""
+    drain_max_s: float = Field(default=900.0, ge=0)
+    """Past the deadline, a drain whose in-flight requests are still finishing (fewer than
+    `drain_stall_s` ago) waits on, up to this long in all: long generations are not cut while
+    they make progress. Only a stalled drain, or one this old, aborts what is left."""
+    drain_stall_s: float = Field(default=300.0, gt=0)
     gone_deadline_s: float = Field(default=180.0, gt=0)
     """How long an outgoing replica may take to free its memory."""
     ready_deadline_s: float = Field(default=900.0, gt=0)

@@ -80,20 +80,30 @@ class Moves:
         self._persist()
 
     def wait_drained(self, workloads: Iterable[str]) -> tuple[int, float]:
-        """Wait for in-flight requests to finish, up to the drain deadline.
+        """Wait for in-flight requests to finish: up to the drain deadline, and past it while
+        they keep finishing (see RotationSettings.drain_max_s).
 
-        Returns the requests still in flight at the deadline (they are aborted when the replicas
-        go) and the seconds waited.
+        Returns the requests still in flight when it stopped waiting (they are aborted when the
+        replicas go) and the seconds waited.
         """
         names = list(workloads)
+        settings = self.settings
         start = self.clock.now()
+        fewest, progressed = -1, 0.0
         while True:
             left = sum(self.call(partial(self.cluster.in_flight, name)) for name in names)
             waited = (self.clock.now() - start).total_seconds()
-            if left == 0 or waited >= self.settings.drain_deadline_s:
+            if fewest < 0 or left < fewest:
+                fewest, progressed = left, waited
+            stalled = waited - progressed >= settings.drain_stall_s
+            past = waited >= settings.drain_deadline_s and (
+                stalled or waited >= max(settings.drain_max_s, settings.drain_deadline_s)
+            )
+            if left == 0 or past:
                 self._persist()
                 return left, waited
-            self.clock.wait(min(self.settings.poll_s, self.settings.drain_deadline_s - waited))
+            until = max(settings.drain_deadline_s, settings.drain_max_s)
+            self.clock.wait(min(settings.poll_s, max(0.0, until - waited)) or settings.poll_s)
 
     def wait_gone(self, workloads: Iterable[str]) -> list[str]:
         """Wait until each workload holds no memory on a live node; returns those that still do

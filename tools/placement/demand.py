@@ -28,6 +28,11 @@ DEFAULT_SHARING: dict[str, tuple[SharingMode, ...]] = {
 a TTS service or a batch worker is happy as an MPS or time-sliced client."""
 
 
+ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "topology.kubernetes.io/rack"
+"""Failure-domain labels: the well-known zone label, and a rack label in its namespace."""
+
+
 class PlacementHints(Frozen):
     """How to choose among the nodes that fit."""
 
@@ -44,6 +49,9 @@ class PlacementHints(Frozen):
     tolerations: tuple[str, ...] = ()
     """Taint keys the workload tolerates (NoSchedule/NoExecute taints with other keys exclude)."""
     exclude_nodes: tuple[str, ...] = ()
+    failure_domains: tuple[str, ...] = (ZONE_LABEL, RACK_LABEL)
+    """Node labels naming failure domains, widest first: spread puts a replica in the domain
+    holding fewest of the workload's replicas before looking at single nodes."""
     min_link_fraction: float = Field(default=0.25, ge=0, le=1)
     """A tensor-parallel pair needs every measured link path at this fraction of nominal.
 

@@ -83,6 +83,7 @@ def _place(ranking: Ranking, replicas: int) -> list[Candidate]:
         if not fits:
             continue
         placed.append(ranking.candidate(len(placed) + 1, unit, fits))
+        ranking.took(unit)
         for f in fits:
             ranking.overlay.take(f, ranking.demand)
         for touched in {u for name in unit for u in by_node[name]}:

@@ -4,8 +4,9 @@ A replica goes to one node, or — for a tensor-parallel group (`nodes_per_repli
 of nodes joined by a healthy `Link`. Every node (or pair) either fits, with the cards it would
 use and what it would have left, or is rejected with the reasons. The order is deterministic:
 no PreferNoSchedule taint first, then the preferred card model, then fewer whole cards taken for
-a workload that can share, then the strategy (spread: fewest replicas of the workload, most left;
-pack: least left), then the faster link, then the names.
+a workload that can share, then the strategy (spread: fewest of the workload's replicas in the
+node's failure domains — zone, then rack — then on the node, most left; pack: least left), then
+the faster link, then the names.
 
 `Ranking` holds one ranking's inputs; tools/placement/picking.py drives it.
 """
@@ -26,8 +27,8 @@ from tools.placement.nodefit import Memo, NodeFit, Overlay, admissible, evaluate
 from tools.placement.statecache import StateCache
 
 Unit = tuple[str, ...]
-SortKey = tuple[int, int, int, int, int, int, float, Unit]
-KeyPrefix = tuple[int, int, int, int, int, int, float]
+SortKey = tuple[int, int, int, int, int, int, int, float, Unit]
+KeyPrefix = tuple[int, int, int, int, int, int, int, float]
 """A sort key without its last element, the unit's names."""
 
 
@@ -137,7 +138,47 @@ class Ranking:
         self.anomalies = sharing_anomalies(state, catalog)
         self.links: dict[Unit, tuple[Link, float, str]] = {}
         self.rejected: list[Rejection] = []
+        self.domains = self._domains(workload, state)
         self.units = self._units()
+
+    def _domains(self, workload: Workload, state: ClusterState) -> dict[tuple[str, str], int]:
+        """The workload's replicas per failure domain (label, value) already placed."""
+        counts: dict[tuple[str, str], int] = {}
+        if self.hints.strategy != "spread" or not self.hints.failure_domains:
+            return counts
+        for replica in workload.placement:
+            for name in replica.nodes:
+                node = state.node(name)
+                if node is None:
+                    continue
+                for label in self.hints.failure_domains:
+                    value = node.labels.get(label)
+                    if value is not None:
+                        counts[label, value] = counts.get((label, value), 0) + 1
+        return counts
+
+    def domain_load(self, unit: Unit) -> int:
+        """The workload's replicas in the unit's failure domains, the widest weighing most."""
+        if not self.domains:
+            return 0
+        load = 0
+        for name in unit:
+            labels = self.caps[name].labels
+            for label in self.hints.failure_domains:
+                value = labels.get(label)
+                load = load * 10_000 + (self.domains.get((label, value), 0) if value else 0)
+        return load
+
+    def took(self, unit: Unit) -> None:
+        """One more replica in the unit's failure domains (pick_nodes, between picks)."""
+        if self.hints.strategy != "spread":
+            return
+        for name in unit:
+            labels = self.caps[name].labels
+            for label in self.hints.failure_domains:
+                value = labels.get(label)
+                if value is not None:
+                    self.domains[label, value] = self.domains.get((label, value), 0) + 1
 
     def _units(self) -> list[Unit]:
         names = sorted(self.caps)
@@ -197,8 +238,9 @@ class Ranking:
         here = sum(f.replicas_here for f in fits)
         link = self.links[unit][1] if unit in self.links else 0.0
         if self.hints.strategy == "spread":
-            return (soft, preference, whole, here, -slots, -memory, -link, unit)
-        return (soft, preference, whole, slots, memory, -here, -link, unit)
+            domain = self.domain_load(unit)
+            return (soft, preference, whole, domain, here, -slots, -memory, -link, unit)
+        return (soft, preference, whole, 0, slots, memory, -here, -link, unit)
 
     def candidate(self, rank: int, unit: Unit, fits: Sequence[NodeFit]) -> Candidate:
         reasons: list[str] = []
@@ -281,7 +323,8 @@ class Ranking:
         for unit in self.units:
             cap = self.caps[unit[0]]
             if admissible(cap, self.demand, self.hints):
-                kind = (cap.shape, bool(cap.soft_taints), cap.replicas.get(workload, 0))
+                domains = tuple(cap.labels.get(k) for k in self.hints.failure_domains)
+                kind = (cap.shape, bool(cap.soft_taints), cap.replicas.get(workload, 0), domains)
                 groups.setdefault(kind, []).append(unit)
         out: list[tuple[KeyPrefix, list[Unit]]] = []
         for members in groups.values():

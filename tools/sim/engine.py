@@ -127,7 +127,7 @@ class Engine:
                 given += k
                 if k:
                     runs[m].queue.append(
-                        Request(req.arrival_s, req.input_tokens, req.output_tokens, m, k)
+                        Request(req.arrival_s, req.input_tokens, req.output_tokens, req.target, k)
                     )
             return
         if serving:
@@ -201,16 +201,23 @@ class Engine:
         return r.server.busy_s
 
     def _reroute(self, name: str, run: WorkloadRun) -> None:
-        """A workload scaled to zero hands its queue to a serving sibling in its pool."""
+        """A workload scaled to zero hands the requests the pool's router sent it to a serving
+        sibling; requests that asked for this workload by name (its model) stay and wait for
+        it to come back (a rotation), as a gateway routing by model name would keep them."""
         spec = self.specs[name]
         siblings = [m for m in self.pool_members.get(spec.pool, ()) if m != name]
         runs = self.state.workloads
         target = next(
             (m for m in siblings if runs[m].accepting and self.ready_count(runs[m])), None
         )
-        if target is not None:
-            self.state.workloads[target].queue.extend(run.queue)
+        if target is None:
+            return
+        moving = [r for r in run.queue if r.target != name]
+        if moving:
+            self.state.workloads[target].queue.extend(moving)
+            kept = [r for r in run.queue if r.target == name]
             run.queue.clear()
+            run.queue.extend(kept)
             self.dirty_workloads.update((name, target))
 
     # -- links ----------------------------------------------------------------------------------
@@ -261,13 +268,24 @@ class Engine:
         return buckets
 
     def _scrape_due(self) -> None:
+        t = self.state.t
+        down = self.faults.scrape_down
         for name in self.node_buckets[self.state.ticks % len(self.node_buckets)]:
-            metrics.scrape_node(self, name)
+            if not down("gpu", name, t):
+                metrics.scrape_node(self, name)
+            else:
+                self.dirty_nodes.add(name)  # its last readings age
         k = self.state.ticks % self.n_buckets
         for name in self.workload_buckets[k]:
-            metrics.scrape_workload(self, name)
+            if not down("gateway", name, t):
+                metrics.scrape_workload(self, name)
+            else:
+                self.dirty_workloads.add(name)
         if k == 0:
-            metrics.scrape_links(self)
+            if not down("links", None, t):
+                metrics.scrape_links(self)
+            else:
+                self.dirty_links = True
 
     def scrape_all(self) -> None:
         for node in self.profile.nodes:

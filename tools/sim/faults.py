@@ -14,6 +14,9 @@ of time and replays identically.
 - `probe_failing`: a workload's endpoint answers probes with errors.
 - `api_errors`: the cluster API fails transiently (tools.errors.BackendUnavailable) for the next
   `count` calls of the named operations.
+- `metrics_outage`: a metric source is down (the DCGM exporter of some nodes, the gateway's
+  metrics, the link exporter): its readings stop and age into stale, then missing, while the
+  nodes and workloads go on exactly as before.
 - `mps_double_count`: the device plugin on a node does not advertise its MPS replicas, so the
   scheduler counts each client of a shared card as a whole card (used 2 / capacity 1) and refuses
   every further pod on the node.
@@ -86,8 +89,28 @@ class MpsDoubleCount(_Fault):
     node: str = "ws-1"
 
 
+MetricSourceName = Literal["gpu", "gateway", "links", "all"]
+
+
+class MetricsOutage(_Fault):
+    kind: Literal["metrics_outage"] = "metrics_outage"
+    source: MetricSourceName = "all"
+    """`gpu`: the nodes' card exporters; `gateway`: the workloads' queue and token metrics;
+    `links`: the fabric exporter; `all`: every one."""
+    nodes: tuple[str, ...] = ()
+    """For `gpu`: the nodes whose exporter is down (empty: every node)."""
+    workloads: tuple[str, ...] = ()
+    """For `gateway`: the workloads whose metrics stop (empty: every workload)."""
+
+
 Fault = Annotated[
-    NodeLoss | LinkDegraded | GidChanged | ProbeFailing | ApiErrors | MpsDoubleCount,
+    NodeLoss
+    | LinkDegraded
+    | GidChanged
+    | ProbeFailing
+    | ApiErrors
+    | MpsDoubleCount
+    | MetricsOutage,
     Field(discriminator="kind"),
 ]
 
@@ -132,6 +155,18 @@ class FaultBook:
         return any(
             isinstance(f, MpsDoubleCount) and f.node == node and f.active(t) for f in self.faults
         )
+
+    def scrape_down(self, source: str, name: str | None, t: float) -> bool:
+        """Whether `source` (gpu, gateway, links) cannot be scraped for `name` at `t`."""
+        for f in self.faults:
+            if not isinstance(f, MetricsOutage) or not f.active(t):
+                continue
+            if f.source not in ("all", source):
+                continue
+            names = f.nodes if source == "gpu" else f.workloads if source == "gateway" else ()
+            if not names or name in names:
+                return True
+        return False
 
     def api_error(self, operation: str, t: float, used: dict[int, int]) -> tuple[int, int] | None:
         """An active api_errors fault covering `operation` with calls left to fail, as

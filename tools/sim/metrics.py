@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import math
 
-from tools.sim.state import CardSample, SeriesRow
+from tools.sim.state import CardSample, SeriesRow, WorkloadRun
 from tools.sim.world import World
 
 SERIES_KEEP_S = 86_400.0
 """The series keeps the last day in memory (a daemon runs for weeks)."""
+
+REFUSALS_KEEP_S = 300.0
+"""The gateway reports the longest request refused for its context over this window (what a
+`max_over_time(…[5m])` over its context-length errors gives)."""
 
 IDLE_POWER_SHARE = 0.11
 PROCESS_HOST_BYTES = 4 * 1024**3
@@ -76,7 +80,15 @@ def scrape_workload(engine: World, name: str) -> None:
         wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
     ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
     tok_s = None if spec.runs_jobs else round(w.tokens / elapsed, 2)
-    run.sample = (t, float(sum(r.count for r in run.queue)), _r(wait), tok_s, _r(ttft))
+    running = float(run.server.in_flight)
+    if w.longest_rejected:
+        run.refusals.append((t, w.longest_rejected))
+    run.refusals[:] = [r for r in run.refusals if t - r[0] <= REFUSALS_KEEP_S]
+    longest = max((r[1] for r in run.refusals), default=0)
+    refused = None if spec.runs_jobs else float(longest)
+    depth = float(sum(r.count for r in run.queue))
+    longest_now = None if spec.runs_jobs else float(_longest(run))
+    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused, longest_now)
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)
@@ -134,6 +146,14 @@ def record_series(engine: World) -> None:
     keep = math.ceil(SERIES_KEEP_S / engine.profile.series_interval_s) * len(st.workloads)
     if len(st.series) > keep * 1.25:  # trim in chunks, not on every point
         del st.series[: len(st.series) - keep]
+
+
+def _longest(run: WorkloadRun) -> int:
+    """Tokens (input + output) of the longest request queued or running."""
+    server = run.server
+    longest = max((r.input_tokens + r.output_tokens for r in run.queue), default=0)
+    longest = max(longest, max((f.kv_tokens for f in server.prefilling), default=0))
+    return max(longest, max((f.kv_tokens for _, _, f in server.decoding), default=0))
 
 
 def _r(x: float | None) -> float | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from tools.placement.demand import ZONE_LABEL
 from tools.sim.faults import FaultBook
 from tools.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
 from tools.sim.state import Replica, SimState, card_uuid
@@ -45,6 +46,8 @@ class Placer:
                 self.card_spec[u] = c
                 self.card_index[u] = i
         self.pool_selector = {p.name: p.node_selector for p in profile.pools}
+        self.zoned = any(ZONE_LABEL in n.labels for n in profile.nodes)
+        """Some node names its zone: replicas spread over zones (see _spread)."""
         self.clients: dict[str, dict[str, int]] = {u: {} for u in self.card_spec}
         """Per card: client replica -> bytes it holds there."""
         self.owners: dict[str, Replica] = {}
@@ -144,6 +147,8 @@ class Placer:
     ) -> tuple[list[str], list[str]] | str:
         """Nodes and cards for one more replica, or a message saying why there are none."""
         candidates = self.candidates(spec)
+        if self.zoned and pinned is None:
+            candidates = self._spread(spec, candidates)
         if pinned is not None:
             if pinned not in self.nodes:
                 return f"no node named {pinned!r}"
@@ -175,6 +180,19 @@ class Placer:
             reasons.append("no node matches its node selector")
         span = f"{spec.nodes_per_replica} nodes" if spec.nodes_per_replica > 1 else "a node"
         return f"no room for a replica of {spec.name} ({span}): " + "; ".join(reasons[:MAX_REASONS])
+
+    def _spread(self, spec: WorkloadSpec, candidates: list[str]) -> list[str]:
+        """Nodes in the zones holding fewest of the workload's replicas first (kube-scheduler's
+        default topology spread over zones, a soft one), node order within a zone."""
+        per_zone: dict[str, int] = {}
+        for r in self.owners.values():
+            if r.workload == spec.name:
+                for n in r.nodes:
+                    zone = self.nodes[n].labels.get(ZONE_LABEL, "")
+                    per_zone[zone] = per_zone.get(zone, 0) + 1
+        return sorted(
+            candidates, key=lambda n: per_zone.get(self.nodes[n].labels.get(ZONE_LABEL, ""), 0)
+        )
 
     def _cards_on(
         self, node: str, need: int, per_card: int, reasons: list[str]

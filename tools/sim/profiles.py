@@ -102,6 +102,7 @@ class WorkloadSpec(_Spec):
     exit_s: float = Field(default=5.0, ge=0)
     """From the last in-flight request (or the drain deadline) to the memory being free."""
     node_selector: dict[str, str] = {}
+    labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 
     @property

@@ -1,5 +1,9 @@
 """Scenario files: which cluster, which seed, which demand, which faults (docs/scenarios.md).
 
+An eval case is a scenario with more (docs/evals.md): workloads, node labels and serving
+figures added to the profile (tools.sim.extras), a policy to judge with, actions done before
+the start, and what the agent is expected to do (tools.sim.expect).
+
 A scenario is YAML validated by pydantic. A file with an unknown key, a wrong type, an
 impossible value or a name that is not in the profile is refused before anything runs, with one
 `FILE:LINE:COL: field: message` line per problem (line numbers from ruamel.yaml).
@@ -28,7 +32,17 @@ from tools.sim.demand import (
     TraceDemand,
     load_rates,
 )
-from tools.sim.faults import Fault, GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss, ProbeFailing
+from tools.sim.expect import ActionMatch, ApprovalMatch, Expect, Forbidden, PastAction
+from tools.sim.extras import ExtraWorkload, NodeChange, Serving, apply, zoned
+from tools.sim.faults import (
+    Fault,
+    GidChanged,
+    LinkDegraded,
+    MetricsOutage,
+    MpsDoubleCount,
+    NodeLoss,
+    ProbeFailing,
+)
 from tools.sim.profiles import Profile, fleet, homelab
 
 Loc = tuple[str | int, ...]
@@ -47,6 +61,9 @@ class FleetProfile(BaseModel):
     node_scrape_interval_s: float | None = Field(default=None, ge=1, le=300)
     """How often each node's readings are scraped (staggered; default: every 30 s, as the
     workloads'); at most Prometheus' five-minute lookback, after which a reading is missing."""
+    zones: int = Field(default=0, ge=0, le=26)
+    """Nodes labelled round-robin with this many zones (0: no zone labels)."""
+    racks_per_zone: int = Field(default=0, ge=0, le=64)
 
 
 ProfileChoice = Annotated[HomelabProfile | FleetProfile, Field(discriminator="kind")]
@@ -69,8 +86,33 @@ class Scenario(BaseModel):
         description="The GX10 pair's mode at the start (homelab); None: the profile's default.",
     )
     replicas: dict[str, int] = Field(default={}, description="Initial replicas, by workload.")
+    up_since_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=604_800,
+        description="How long the initial replicas (and so the "
+        "serving mode) have been up when the scenario starts.",
+    )
     demand: tuple[DemandSpec, ...] = ()
     faults: tuple[Fault, ...] = ()
+    workloads: tuple[ExtraWorkload, ...] = ()
+    """Workloads added to the profile (any name, labels, annotations, model; CPU-only too)."""
+    nodes: dict[str, NodeChange] = {}
+    """Labels added to the profile's nodes (zone, rack, …)."""
+    serving: dict[str, Serving] = {}
+    """Serving figures of existing workloads changed (speed, context, load time)."""
+    # -- what an eval case adds (docs/evals.md) --
+    category: str = ""
+    difficulty: Literal["easy", "medium", "hard", ""] = ""
+    tags: tuple[str, ...] = ()
+    tick_s: float = Field(default=15.0, gt=0, le=600, description="The agent's decision interval.")
+    policy_base: str = "default"
+    """The policy the case's changes go over: `default` (policies/default.yaml), `fleet`
+    (policies/examples/fleet.yaml), or a file relative to the scenario."""
+    policy: dict[str, Any] = {}
+    """Changes laid over the base policy (a mapping merged key by key)."""
+    history: tuple[PastAction, ...] = ()
+    expect: Expect | None = None
 
     @field_validator("profile", mode="before")
     @classmethod
@@ -80,18 +122,23 @@ class Scenario(BaseModel):
     @field_validator("start")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        # A plain datetime, not the YAML parser's subclass: it travels into checkpoints.
+        plain = datetime(*value.timetuple()[:6], value.microsecond, tzinfo=value.tzinfo or UTC)
+        return plain
 
     def build_profile(self) -> Profile:
         if isinstance(self.profile, FleetProfile):
             fleet_spec = self.profile
-            return fleet(
+            base = fleet(
                 fleet_spec.nodes,
                 fleet_spec.gpus_per_node,
                 self.seed,
                 fleet_spec.node_scrape_interval_s,
             )
-        return homelab()
+            base = zoned(base, fleet_spec.zones, fleet_spec.racks_per_zone)
+        else:
+            base = homelab()
+        return apply(base, self.workloads, self.nodes, self.serving)
 
     def problems(self) -> Iterator[tuple[Loc, str]]:
         """Values that are well-typed but impossible for this profile (names it lacks, …)."""
@@ -141,7 +188,15 @@ class Scenario(BaseModel):
                     load_rates(d.path, d.column)
                 except InvalidInput as exc:
                     yield ("demand", i, "column"), str(exc)
+        yield from self._named(prof, workloads, nodes)
         for i, f in enumerate(self.faults):
+            if isinstance(f, MetricsOutage):
+                for j, name in enumerate(f.nodes):
+                    if name not in nodes:
+                        yield ("faults", i, "nodes", j), f"no node named {name!r}"
+                for j, name in enumerate(f.workloads):
+                    if name not in workloads:
+                        yield ("faults", i, "workloads", j), f"no workload named {name!r}"
             if isinstance(f, NodeLoss | MpsDoubleCount) and f.node not in nodes:
                 yield ("faults", i, "node"), f"no node named {f.node!r}"
             if isinstance(f, ProbeFailing) and f.workload not in workloads:
@@ -152,6 +207,47 @@ class Scenario(BaseModel):
                 elif f.path is not None and f.path not in paths[f.link]:
                     known = ", ".join(sorted(paths[f.link]))
                     yield ("faults", i, "path"), f"{f.link} has no path {f.path!r} ({known})"
+
+    def _named(
+        self, prof: Profile, workloads: set[str], nodes: set[str]
+    ) -> Iterator[tuple[Loc, str]]:
+        """Names in the case's additions, history and expectations that the profile lacks."""
+        names = [w.name for w in prof.workloads]
+        for i, extra in enumerate(self.workloads):
+            if names.count(extra.name) > 1:
+                yield ("workloads", i, "name"), f"{extra.name!r} is already in {prof.name}"
+        for name in self.nodes:
+            if name not in nodes:
+                yield ("nodes", name), f"no node named {name!r}"
+        for name in self.serving:
+            if name not in workloads:
+                yield ("serving", name), f"no workload named {name!r}"
+        modes = {m.name for m in prof.modes}
+        known = {"scale_workload": workloads, "place_replica": workloads,
+                 "rotate_mode": modes}  # fmt: skip
+        for i, past in enumerate(self.history):
+            if past.target not in known.get(past.type, nodes):
+                yield ("history", i, "target"), f"no {past.type} target named {past.target!r}"
+        if self.expect is None:
+            return
+        groups: tuple[tuple[str, tuple[ActionMatch | Forbidden | ApprovalMatch, ...]], ...] = (
+            ("actions", self.expect.actions),
+            ("never", self.expect.never),
+            ("approvals", self.expect.approvals),
+        )
+        for key, entries in groups:
+            for i, entry in enumerate(entries):
+                if entry.target is not None and entry.target not in known.get(entry.type, nodes):
+                    yield (
+                        ("expect", key, i, "target"),
+                        f"no {entry.type} target named {entry.target!r}",
+                    )
+        for name in (*self.expect.end.workloads, *self.expect.queue_wait):
+            if name not in workloads:
+                yield ("expect", "end"), f"no workload named {name!r}"
+        for name in (*self.expect.end.cordoned, *self.expect.end.schedulable):
+            if name not in nodes:
+                yield ("expect", "end"), f"no node named {name!r}"
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -60,11 +60,13 @@ class Window:
     completed: int = 0
     rejected: int = 0
     aborted: int = 0
+    longest_rejected: int = 0
+    """Tokens (input + output) of the longest request rejected for its context."""
 
     def reset(self) -> None:
         self.tokens = self.ttft_sum = self.wait_sum = self.stream_sum = 0.0
         self.ttft_n = self.wait_n = self.stream_n = 0
-        self.completed = self.rejected = self.aborted = 0
+        self.completed = self.rejected = self.aborted = self.longest_rejected = 0
 
 
 @dataclass(slots=True)
@@ -157,6 +159,7 @@ def admit(
             queue.popleft()
             for w in windows:
                 w.rejected += req.count
+                w.longest_rejected = max(w.longest_rejected, need)
             continue
         k = min(req.count, (kv_total - server.kv_used) // need, seqs_total - server.in_flight)
         if k <= 0:

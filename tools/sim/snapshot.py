@@ -183,9 +183,9 @@ class SnapshotBuilder:
                 used = metrics.get((used_b, t, status, source)) or interned(
                     used_b, t, status, source
                 )
-                util = metrics.get((s.utilization, t, status, "dcgm")) or interned(
-                    s.utilization, t, status, "dcgm"
-                )
+                # Percent, as DCGM and NVML report it (the policy's busy threshold is percent).
+                pct = round(s.utilization * 100, 1)
+                util = metrics.get((pct, t, status, "dcgm")) or interned(pct, t, status, "dcgm")
                 power = metrics.get((s.power_w, t, status, "dcgm")) or interned(
                     s.power_w, t, status, "dcgm"
                 )
@@ -273,9 +273,13 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
-                "running": MISSING,
                 "kv_cache_usage": MISSING,
+                "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
+                "requests_running": m(5),
+                "context_refused_tokens": m(6),
+                "longest_request_tokens": m(7),
                 "placement": placement,
+                "labels": dict(spec.labels),
                 "annotations": dict(spec.annotations)
                 if run.accepting
                 else {**spec.annotations, CLOSED: "false"},

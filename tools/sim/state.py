@@ -68,8 +68,24 @@ class WorkloadRun:
     scrape: Window = field(default_factory=Window)
     series: Window = field(default_factory=Window)
     tokens_total: float = 0.0
-    sample: tuple[float, float, float | None, float | None, float | None] | None = None
-    """Last scrape: (t, queue depth, queue wait s, tokens/s, ttft s)."""
+    sample: (
+        tuple[
+            float,
+            float,
+            float | None,
+            float | None,
+            float | None,
+            float | None,
+            float | None,
+            float | None,
+        ]
+        | None
+    ) = None
+    """The last scrape: t, queue depth, wait, tokens/s, TTFT, requests running, longest
+    request refused for its context in the last REFUSALS_KEEP_S, longest request queued or
+    running."""
+    refusals: list[tuple[float, int]] = field(default_factory=list)
+    """Scrape times with the longest request refused for its context since the one before."""
     last_scrape_s: float = 0.0
     last_busy: dict[str, float] = field(default_factory=dict)
     """Series: each replica's busy seconds at the last series point."""

@@ -97,7 +97,7 @@ FAMILY_LIST: tuple[Family, ...] = (
     ),
     _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max"),
     _gauge("waiting", "workload", "queue_depth", _engine(_WAITING)),
-    _gauge("running", "workload", "running", _engine(_RUNNING)),
+    _gauge("running", "workload", "requests_running", _engine(_RUNNING)),
     _gauge("kv_cache", "workload", "kv_cache_usage", _engine(_KV), aggregate="max"),
     Family(
         name="ttft_p90",

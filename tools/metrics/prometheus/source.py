@@ -292,7 +292,7 @@ class PrometheusSource:
     ) -> tuple[Workload, ...]:
         names = (
             "queue_depth",
-            "running",
+            "requests_running",
             "kv_cache_usage",
             "ttft_s",
             "queue_wait_s",
