@@ -1,12 +1,18 @@
 """The daemon: one writer per data dir, ticks on a virtual or real clock, clean stops.
 
-`Runtime.open` takes the data dir's lock (two daemons never both write), opens the cluster (the
-simulated one lives in the data dir), the policy, the decision log, the approval inbox and the
-checkpoints. `start()` finishes what a previous process left: graph threads killed mid-way are
-resumed (act reconciles instead of running anything twice), intents without a thread are closed
-as interrupted. Each `tick()` first resumes decisions a human has answered, then advances the
-simulated clock by the interval and runs one new decision through the graph. SIGTERM and SIGINT
-let the current step finish; then the log is closed and the cluster saved.
+`Runtime.open` takes the data dir's lock (two daemons never both write) and puts the loop
+together over the cluster's parts (tools/backends/parts.py: whatever backend the composition
+root chose), the policy, the decision log, the approval inbox and the checkpoints. `start()`
+finishes what a previous process left: graph threads killed mid-way are resumed (act reconciles
+instead of running anything twice), intents without a thread are closed as interrupted.
+
+Each `tick()` lets the interval pass (a simulated world is advanced by it; a real one moves by
+itself), goes on with long actions whose wait is over, resumes decisions a human has answered,
+then runs one new decision through the graph. Every decision runs as a `Suspendable`
+(tools/suspend.py): a drain or a rotation that waits suspends its decision instead of holding the
+loop, so ticks keep their interval, /healthz stays 200 and other pools keep being decided while
+it runs (the workloads and nodes it holds are left alone). SIGTERM and SIGINT let the current
+step finish; then the log is closed and the cluster's state saved.
 """
 
 from __future__ import annotations
@@ -42,9 +48,13 @@ from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import open_rotation
 from policies.history import History
 from policies.model import Policy
-from tools.actions import RotateMode
-from tools.backends.sim import SimCluster
+from tools.actions import DrainNode, RotateMode
+from tools.backends.base import Cluster
+from tools.backends.parts import Parts
+from tools.clock import LoopClock
 from tools.errors import InvalidInput, TemporaryError
+from tools.model import ClusterState
+from tools.suspend import Suspendable
 
 LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
@@ -71,6 +81,8 @@ class TickReport:
     resumed: tuple[str, ...]
     findings: tuple[str, ...]
     seconds: float
+    in_progress: tuple[str, ...] = ()
+    """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
 
 
 @runtime_checkable
@@ -84,10 +96,13 @@ class Runtime:
     """One loop over one data dir: `open`, then `start()`, `tick()` or `run()`, `close()`."""
 
     def __init__(
-        self, data_dir: Path, sim: SimCluster, ctx: LoopContext, graph: Graph, lock_fd: int
+        self, data_dir: Path, parts: Parts, ctx: LoopContext, graph: Graph, lock_fd: int
     ) -> None:
         self.data_dir = data_dir
-        self.sim = sim
+        self.parts = parts
+        self.world = parts.orchestrator
+        """The backend itself (tests reach the simulator's fault injection through it)."""
+        self.clock = ctx.loop_clock
         self.ctx = ctx
         self.graph = graph
         self._lock_fd = lock_fd
@@ -95,33 +110,37 @@ class Runtime:
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
+        self._running: dict[str, Suspendable[dict[str, Any]]] = {}
 
     @classmethod
     def open(
         cls,
         data_dir: Path,
-        cluster: SimCluster,
+        cluster: Cluster | Parts,
         policy: Policy,
         *,
         planner: Planner | None = None,
         rotate: Rotator | None = None,
         telemetry: Telemetry | None = None,
     ) -> Runtime:
+        parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         lock_fd = take_lock(data_dir)
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
             ctx = LoopContext(
-                cluster=cluster,
+                cluster=parts.cluster(),
                 policy=policy,
-                audit=AuditLog.open(data_dir, clock=lambda: cluster.now),
+                audit=AuditLog.open(data_dir, clock=parts.clock.now),
                 inbox=Inbox.open(data_dir),
                 settings=settings,
                 planner=planner or rules,
                 fallback=rules,
                 telemetry=telemetry or Telemetry(),
                 rotate=rotate,
-                persist=lambda: cluster.save(data_dir),
+                clock=LoopClock(parts.clock),
+                parts=parts,
+                persist=lambda: parts.save(data_dir),
             )
             if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:
                 ctx.planner.history = ctx.recent_history
@@ -129,7 +148,7 @@ class Runtime:
         except BaseException:
             lockfile.release(lock_fd)
             raise
-        return cls(data_dir, cluster, ctx, graph, lock_fd)
+        return cls(data_dir, parts, ctx, graph, lock_fd)
 
     # -- start and stop ---------------------------------------------------------------------------
 
@@ -138,15 +157,18 @@ class Runtime:
         finished: list[str] = []
         waiting: list[str] = []
         # A rotation killed mid-way finishes first (its commit or its rollback), from its journal.
-        open_rotation(self.ctx.cluster, self.data_dir, self.ctx.policy, self.ctx.audit).resume()
+        open_rotation(
+            self.ctx.cluster, self.data_dir, self.ctx.policy, self.ctx.audit, parts=self.parts
+        ).resume()
         for thread in self.open_threads():
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
                 waiting.append(thread)
             elif snapshot.next:
                 log.info("resuming", decision=thread, at=list(snapshot.next))
-                result = self.graph.invoke(None, _config(thread), durability="sync")
-                self._finish(thread, result)
+                result = self._invoke(thread, None)
+                if result is not None:
+                    self._finish(thread, result)
                 finished.append(thread)
             else:
                 self._delete(thread)
@@ -180,13 +202,13 @@ class Runtime:
         runs here too, when due (agent.daemon.heap.tidy_heap)."""
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
-            self.sim.save(self.data_dir)
+            self.parts.save(self.data_dir)
             _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
         """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
-        self.sim.save(self.data_dir)
+        self.parts.save(self.data_dir)
         _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
         self.ctx.inbox.close()
@@ -224,7 +246,8 @@ class Runtime:
 
     def tick(self, interval_s: float) -> TickReport:
         """Let `interval_s` of the cluster's time pass, decide, then save what is due."""
-        self.sim.advance(interval_s)
+        if self.parts.advance is not None:
+            self.parts.advance(interval_s)
         report = self.decide()
         self.housekeep()
         return report
@@ -232,17 +255,17 @@ class Runtime:
     def decide(self) -> TickReport:
         """One pass of the agent: resume answered decisions, then observe … record once."""
         started = time.perf_counter()
-        resumed = self.resume_answered()
+        resumed = self.continue_long_actions() + self.resume_answered()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self._failed)
         decision_id = self._failed[0] if retrying else new_decision_id()
         first = Decision(decision_id=decision_id, tick=self.tick_no)
         failed = False
+        self.ctx.held = self._held()
         try:
-            result = self.graph.invoke(
-                None if retrying else first, _config(decision_id), durability="sync"
-            )
+            outcome = self._invoke(decision_id, None if retrying else first)
+            result = outcome if outcome is not None else self._values(decision_id)
         except TemporaryError as exc:
             # The step that failed was not committed: the thread goes on from it next tick.
             log.warning("tick failed; the decision goes on next tick", decision=decision_id,
@@ -255,9 +278,10 @@ class Runtime:
             self._failed.append(decision_id)
         waiting = "__interrupt__" in result
         final = _decision(result)
-        if not waiting and not failed:
+        if not waiting and not failed and decision_id not in self._running:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
+        report = dataclasses.replace(report, in_progress=tuple(self._running))
         if report.decided or resumed:
             _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         seconds = time.perf_counter() - started
@@ -275,18 +299,75 @@ class Runtime:
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
                 answer = _answer(pending)
-                result = self.graph.invoke(
-                    Command(resume=answer.model_dump(mode="json")),
-                    _config(thread),
-                    durability="sync",
-                )
-                self._finish(thread, result)
+                self.ctx.held = self._held()
+                result = self._invoke(thread, Command(resume=answer.model_dump(mode="json")))
+                if result is not None:
+                    self._finish(thread, result)
                 log.info("resumed", decision=thread, answer=answer.answer, by=answer.by)
             if any(isinstance(a, RotateMode) for a in pending.actions):
-                self.ctx.memory = restart_mode_dwell(self.ctx.memory, self.sim.now)
+                self.ctx.memory = restart_mode_dwell(self.ctx.memory, self.clock.now())
             self.ctx.inbox.mark_resumed(thread)
             done.append(thread)
         return tuple(done)
+
+    # -- long actions -----------------------------------------------------------------------------
+
+    def _invoke(self, thread: str, given: Decision | Command[Any] | None) -> dict[str, Any] | None:
+        """Run a decision's graph thread until it ends, waits for a human, or suspends in a long
+        action (then None: it goes on in `continue_long_actions` on a later tick)."""
+        task: Suspendable[dict[str, Any]] = Suspendable(
+            lambda: self.graph.invoke(given, _config(thread), durability="sync"),
+            name=f"decision-{thread}",
+        )
+        if task.start():
+            return task.result()
+        self._running[thread] = task
+        log.info("long action in progress", decision=thread)
+        return None
+
+    def continue_long_actions(self) -> tuple[str, ...]:
+        """Let every suspended decision whose wait is over go on; returns those that ended."""
+        now = self.clock.now().timestamp()
+        ended: list[str] = []
+        for thread, task in list(self._running.items()):
+            if not task.due(now) or not task.resume():
+                continue
+            del self._running[thread]
+            try:
+                result = task.result()
+            except TemporaryError as exc:
+                log.warning("long action failed; the decision goes on next tick",
+                            decision=thread, error=str(exc))  # fmt: skip
+                self._failed.append(thread)
+                continue
+            self._finish(thread, result)
+            log.info("long action done", decision=thread)
+            ended.append(thread)
+        return tuple(ended)
+
+    @property
+    def in_progress(self) -> tuple[str, ...]:
+        """Decisions whose long action is still going on."""
+        return tuple(self._running)
+
+    def _values(self, thread: str) -> dict[str, Any]:
+        values: dict[str, Any] = dict(self.graph.get_state(_config(thread)).values)
+        return values
+
+    def _held(self) -> frozenset[str]:
+        """What the long actions in progress hold: their targets, a drained node's workloads,
+        and for a rotation every node and workload of every mode."""
+        if not self._running:
+            return frozenset()
+        latest = self.ctx.latest()
+        held: set[str] = set()
+        for thread in self._running:
+            d = _decision(self._values(thread))
+            for v in d.verdicts:
+                held.add(v.action.target)
+                if latest is not None:
+                    held |= _holds(v.action, latest)
+        return frozenset(held)
 
     def _finish(self, thread: str, result: dict[str, Any]) -> None:
         if "__interrupt__" not in result:
@@ -296,6 +377,14 @@ class Runtime:
         saver = self.graph.checkpointer
         assert saver is not None and not isinstance(saver, bool)
         saver.delete_thread(thread)
+
+
+def _holds(action: object, state: ClusterState) -> set[str]:
+    if isinstance(action, RotateMode):
+        return {name for m in state.modes for name in (*m.nodes, *m.workloads)}
+    if isinstance(action, DrainNode):
+        return {w.name for w in state.workloads for r in w.placement if action.node in r.nodes}
+    return set()
 
 
 def _config(thread: str) -> Any:

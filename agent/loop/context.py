@@ -27,6 +27,8 @@ from policies.history import Executed, History
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.base import ActionResult, Cluster
+from tools.backends.parts import Parts
+from tools.clock import Clock
 from tools.errors import TemporaryError
 from tools.model import ClusterState
 
@@ -59,6 +61,11 @@ class LoopContext:
     planner: Planner
     fallback: RulesPlanner
     telemetry: Telemetry = field(default_factory=Telemetry)
+    clock: Clock | None = None
+    """The loop's clock (the daemon's `LoopClock`: waiting inside a decision suspends it); None:
+    the cluster's own, as `Parts.of` finds it."""
+    parts: Parts | None = None
+    """The cluster's parts, when the composition root put it together (rotation uses them)."""
     rotate: Rotator | None = None
     """Carries out RotateMode; None: the saga of tools/modes (agent.rotation.runner.loop_rotator),
     journalled beside the decision log and mirrored into it."""
@@ -78,10 +85,23 @@ class LoopContext:
     to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
 
+    held: frozenset[str] = frozenset()
+    """Workloads and nodes a long action of an earlier decision still holds (a drain, a
+    rotation in progress): this decision leaves them alone."""
+
     def __post_init__(self) -> None:
+        if self.clock is None:
+            self.clock = (self.parts or Parts.of(self.cluster)).clock
         if self.rotate is None:
             data_dir = self.audit.path.parent
-            self.rotate = loop_rotator(self.cluster, data_dir, self.policy, self.audit)
+            self.rotate = loop_rotator(
+                self.cluster, data_dir, self.policy, self.audit, parts=self.parts, clock=self.clock
+            )
+
+    @property
+    def loop_clock(self) -> Clock:
+        assert self.clock is not None, "__post_init__ always sets a clock"
+        return self.clock
 
     def observe(self, decision_id: str) -> ClusterState:
         """A fresh observation (retried on transient errors), remembered as this decision's."""
@@ -94,6 +114,10 @@ class LoopContext:
         """This decision's snapshot, or a fresh one after a restart."""
         state = self._snapshots.get(decision_id)
         return state if state is not None else self.observe(decision_id)
+
+    def latest(self) -> ClusterState | None:
+        """The last observation this process made, if any."""
+        return next(iter(self._snapshots.values()), None)
 
     def forget(self, decision_id: str) -> None:
         self._snapshots.pop(decision_id, None)
@@ -113,7 +137,7 @@ class LoopContext:
     def recent_history(self) -> History:
         """What was done in the last day, as of the latest observation (for a planner's
         read-only look-ups; idleness is left out — it lives in the decision's signals)."""
-        latest = next(iter(self._snapshots.values()), None)
+        latest = self.latest()
         now = latest.observed_at if latest is not None else datetime.now(UTC)
         executed = tuple(
             Executed(at=e.at, action=e.action)

@@ -26,11 +26,15 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.backends.base import ActionResult
+from tools.backends.base import ActionResult, DrainResult
 from tools.errors import PermanentError, TemporaryError
 from tools.model import ClusterState
 
 ATTEMPTS = 4
+DRAIN_POLL_S = 5.0
+"""How often a drain in progress is looked at (in the daemon: at most once a tick)."""
+DRAIN_GRACE_S = 120.0
+"""How long past its deadline a drain may take to empty the node before it counts as failed."""
 
 
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
@@ -48,6 +52,8 @@ def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool
         reraise=True,
     )
     try:
+        if isinstance(action, DrainNode):
+            return _drain(ctx, action, dry_run, retrying)
         return retrying(_primitive, ctx, action, dry_run)
     except TemporaryError as exc:
         return ActionResult(
@@ -67,9 +73,50 @@ def _primitive(ctx: LoopContext, action: Action, dry_run: bool) -> ActionResult:
         return cluster.cordon(action.node, dry_run=dry_run)
     if isinstance(action, UncordonNode):
         return cluster.uncordon(action.node, dry_run=dry_run)
-    if isinstance(action, DrainNode):
-        return cluster.drain(action.node, action.deadline_s, dry_run=dry_run)
     raise TypeError(f"no backend primitive for action type {action.type}")
+
+
+def _drain(ctx: LoopContext, action: DrainNode, dry_run: bool, retrying: Retrying) -> DrainResult:
+    """Start the drain, then follow it on the loop's clock until the node is empty.
+
+    In the daemon every wait suspends this decision (tools/suspend.py): the loop goes on ticking
+    and deciding for other pools while the drain runs. What is still in flight when the deadline
+    passes is counted as aborted (the backend cuts it off); past the deadline plus a grace the
+    drain is given up on and reported as failed, the node left cordoned.
+    """
+    cluster, clock = ctx.cluster, ctx.loop_clock
+    started = retrying(cluster.start_drain, action.node, action.deadline_s, dry_run=dry_run)
+    if dry_run or not started.ok:
+        return started
+    began = clock.now()
+    aborted = 0
+    while True:
+        progress = retrying(cluster.drain_status, action.node)
+        waited = (clock.now() - began).total_seconds()
+        if progress.done:
+            break
+        if waited >= action.deadline_s and not aborted:
+            aborted = progress.in_flight
+        if waited >= action.deadline_s + DRAIN_GRACE_S:
+            return DrainResult(
+                ok=False,
+                dry_run=False,
+                changed=True,
+                outcome="failed",
+                in_flight_aborted=aborted,
+                message=f"drain {action.node}: {progress.message} after {waited:.0f} s "
+                f"(deadline {action.deadline_s:.0f} s + {DRAIN_GRACE_S:.0f} s grace)",
+            )
+        clock.wait(min(DRAIN_POLL_S, max(1.0, action.deadline_s - waited)))
+    return DrainResult(
+        ok=True,
+        dry_run=False,
+        changed=True,
+        outcome="deadline" if aborted else "drained",
+        in_flight_aborted=aborted,
+        message=f"drained {action.node} in {waited:.0f} s"
+        + (f"; {aborted} request(s) aborted at the deadline" if aborted else ""),
+    )
 
 
 def applied(action: Action, state: ClusterState) -> tuple[bool | None, str]:

@@ -101,7 +101,8 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
 
 
 def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> Plan:
-    """Drop what already waits for a human, and (in the daemon) what was denied lately."""
+    """Drop what already waits for a human, what a long action in progress holds (a drain, a
+    rotation), and (in the daemon) what was denied lately."""
     waiting = ctx.inbox.open_keys()
     held = denied_recently(ctx.memory, now) if ctx.hold_denied else {}
     kept: list[Action] = []
@@ -109,6 +110,8 @@ def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> 
     for action in proposed.actions:
         if (action.type, action.target) in waiting:
             notes.append(f"{action.describe()}: already waits for approval")
+        elif ctx.held and (action.target in ctx.held or isinstance(action, RotateMode)):
+            notes.append(f"{action.describe()}: a long action in progress holds it")
         elif action_key(action) in held:
             notes.append(f"{action.describe()}: denied at {held[action_key(action)]:%H:%M:%S}")
         else:

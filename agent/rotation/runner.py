@@ -4,8 +4,7 @@ tools/modes knows no policy and no audit log; this module joins them. It turns t
 rotation preconditions (link fraction, expected GID index, minimum dwell) into the saga's
 settings, mirrors every journal entry into the decision log as a `mode_step` record, and gives
 the loop its `Rotator` — the function the act step calls for a `RotateMode` — and the CLI the
-same saga. Against the simulator, waiting advances the simulated clock and every move is saved
-to the data dir, so that a process killed mid-rotation leaves the cluster as a real one would be.
+same saga.
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from agent.audit import AuditLog, ModeStep
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.base import ActionResult, Cluster
-from tools.backends.sim import SimCluster
+from tools.backends.parts import Parts
+from tools.clock import Clock
 from tools.modes import (
     AdviceSettings,
     Approval,
-    Clock,
     Journal,
     JournalEntry,
     PreflightLimits,
@@ -31,8 +30,6 @@ from tools.modes import (
     RotationPlan,
     RotationSettings,
     StepObserver,
-    VirtualClock,
-    WallClock,
     placement_fit,
 )
 
@@ -53,22 +50,6 @@ def rotation_settings(policy: Policy) -> RotationSettings:
 def advice_settings(policy: Policy) -> AdviceSettings:
     """The 'when rotating pays' rule's hysteresis from the policy (its minimum dwell)."""
     return AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
-
-
-def clock_for(cluster: Cluster) -> Clock:
-    """The simulator's clock for the simulator (waiting advances it), else real time."""
-    return VirtualClock(cluster) if isinstance(cluster, SimCluster) else WallClock()
-
-
-def persist_for(cluster: Cluster, data_dir: Path) -> Callable[[], None]:
-    """Save the simulated cluster after every move; a real cluster keeps its own state."""
-    if isinstance(cluster, SimCluster):
-        return lambda: _save(cluster, data_dir)
-    return lambda: None
-
-
-def _save(cluster: SimCluster, data_dir: Path) -> None:
-    cluster.save(data_dir)
 
 
 def audit_mirror(audit: AuditLog) -> StepObserver:
@@ -92,16 +73,28 @@ def audit_mirror(audit: AuditLog) -> StepObserver:
 
 
 def open_rotation(
-    cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog | None = None
+    cluster: Cluster,
+    data_dir: Path,
+    policy: Policy,
+    audit: AuditLog | None = None,
+    *,
+    parts: Parts | None = None,
+    clock: Clock | None = None,
 ) -> Rotation:
-    """The saga over `cluster`, journalled in `data_dir`, mirrored into `audit` if given."""
+    """The saga over `cluster`, journalled in `data_dir`, mirrored into `audit` if given.
+
+    Its clock is `clock`, else the cluster's own (`parts`, else found from the cluster): the
+    simulator's virtual clock moves while the saga waits, and the simulator is saved in the data
+    dir after every move, so a process killed mid-rotation leaves it as a real cluster would be.
+    """
+    parts = parts or Parts.of(cluster)
     return Rotation(
         cluster,
         Journal.open(data_dir),
-        clock=clock_for(cluster),
+        clock=clock or parts.clock,
         fit=placement_fit,
         settings=rotation_settings(policy),
-        persist=persist_for(cluster, data_dir),
+        persist=lambda: parts.save(data_dir),
         on_step=audit_mirror(audit) if audit is not None else None,
     )
 
@@ -131,12 +124,21 @@ def result_of(outcome: RotationOutcome) -> ActionResult:
 
 
 def loop_rotator(
-    cluster: Cluster, data_dir: Path, policy: Policy, audit: AuditLog
+    cluster: Cluster,
+    data_dir: Path,
+    policy: Policy,
+    audit: AuditLog,
+    *,
+    parts: Parts | None = None,
+    clock: Clock | None = None,
 ) -> Callable[[RotateMode, str], ActionResult]:
-    """What the loop's act step calls for a RotateMode: one saga per decision, idempotent."""
+    """What the loop's act step calls for a RotateMode: one saga per decision, idempotent.
+
+    In the daemon `clock` is its `LoopClock`: the saga's waits suspend the decision, and the loop
+    goes on ticking while the rotation drains, switches and probes."""
 
     def rotate(action: RotateMode, decision_id: str) -> ActionResult:
-        rotation = open_rotation(cluster, data_dir, policy, audit)
+        rotation = open_rotation(cluster, data_dir, policy, audit, parts=parts, clock=clock)
         outcome = rotation.rotate(
             action.target_mode, approvals_of(audit, decision_id), decision_id=decision_id
         )

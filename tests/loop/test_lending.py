@@ -45,7 +45,7 @@ def _borrowed(data_dir: Path, quiet_ticks: int, policy: Policy) -> tuple[Cluster
         for _ in range(14):
             runtime.tick(15.0)
         for _ in range(quiet_ticks):
-            runtime.sim.advance(15.0)
+            runtime.world.advance(15.0)
         state = runtime.ctx.cluster.observe()
         memory = runtime.memory
     burst = state.workload("burst-llm")

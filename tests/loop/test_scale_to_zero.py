@@ -35,7 +35,7 @@ def test_idle_pool_goes_to_zero_after_its_idle_time_and_returns(data_dir: Path) 
     # The last request of the first burst arrived before 330 s; idle time is five minutes.
     intents = {r.payload.decision_id: r.payload for r in records if isinstance(r.payload, Intent)}
     zeroed = intents[zero_at.decision_id]
-    start = runtime.sim.scenario.start
+    start = runtime.world.scenario.start
     assert zeroed.observed_at - start >= timedelta(seconds=330 + 300)
     back = [
         r

@@ -11,7 +11,7 @@ from tools.sim.faults import ApiErrors
 
 def test_a_few_failed_calls_are_retried_within_the_tick(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE) as runtime:
-        runtime.sim.inject(ApiErrors(count=2, operations=("observe", "place")))
+        runtime.world.inject(ApiErrors(count=2, operations=("observe", "place")))
         reports = [runtime.tick(15.0) for _ in range(6)]
         outcomes = runtime.ctx.audit.records(kind="outcome")
     first = next(r for r in reports if r.decided)
@@ -21,7 +21,7 @@ def test_a_few_failed_calls_are_retried_within_the_tick(data_dir: Path) -> None:
 
 def test_a_failed_action_is_recorded_and_proposed_again(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE) as runtime:
-        runtime.sim.inject(ApiErrors(count=4, operations=("place",)))  # one tick of attempts
+        runtime.world.inject(ApiErrors(count=4, operations=("place",)))  # one tick of attempts
         reports = [runtime.tick(15.0) for _ in range(6)]
     decided = [r for r in reports if r.decided]
     assert decided[0].executed == 0 and decided[1].executed == 1
@@ -32,7 +32,7 @@ def test_an_outage_longer_than_a_tick_resumes_the_same_decision(data_dir: Path) 
         for _ in range(2):
             runtime.tick(15.0)
         # Observation fails for three ticks' worth of attempts (four per tick).
-        runtime.sim.inject(ApiErrors(count=9, operations=("observe",)))
+        runtime.world.inject(ApiErrors(count=9, operations=("observe",)))
         stalled = [runtime.tick(15.0) for _ in range(2)]
         assert runtime.ctx.telemetry.healthy()[1]["failing_ticks"] == 2
         later = [runtime.tick(15.0) for _ in range(4)]
@@ -47,7 +47,7 @@ def test_an_outage_longer_than_a_tick_resumes_the_same_decision(data_dir: Path) 
 
 def test_health_turns_bad_after_three_failed_ticks_in_a_row(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE) as runtime:
-        runtime.sim.inject(ApiErrors(count=40, operations=("observe",)))
+        runtime.world.inject(ApiErrors(count=40, operations=("observe",)))
         for expected in (True, True, False, False):
             runtime.tick(15.0)
             assert runtime.ctx.telemetry.healthy()[0] is expected

@@ -1,16 +1,25 @@
-"""The `Cluster` protocol: the seam between the agent and whatever runs the workloads.
+"""The seams between the agent and whatever runs the workloads, one Protocol per concern.
 
-A backend observes the cluster and carries out primitive actions. Every primitive takes
-`dry_run`: then it validates and reports what it would do, and changes nothing. Mode rotation is
-composed from these primitives in tools/modes.py, never hidden inside a backend. A backend knows
-nothing of policies: whoever calls it has already been allowed to.
+- `Orchestrator`: observe nodes and workloads; scale, place, cordon, uncordon; start a drain and
+  report its progress (a drain is started, then followed tick by tick: it never blocks the loop).
+- `Gateway`: the serving front of each workload: accepting or not, requests in flight, a probe.
+- `Fabric`: the links between nodes.
+- `MetricSource`: readings with their freshness (Prometheus, NVML), merged into the observation.
+- `Persistence`: backends that keep state of their own (the simulator) save it.
+
+`Cluster` is the three that act (orchestrator, gateway, fabric) in one; tools/backends/parts.py
+puts a cluster together from parts. Every primitive takes `dry_run`: then it validates and reports
+what it would do, and changes nothing. Mode rotation is composed from these primitives in
+tools/modes/, never hidden inside a backend. A backend knows nothing of policies: whoever calls
+it has already been allowed to.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.model import ClusterState, Link
 
@@ -48,9 +57,26 @@ class DrainResult(ActionResult):
     in_flight_aborted: int = 0
 
 
+class DrainProgress(BaseModel):
+    """Where a started drain stands: what is still on the node and still being served."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: str
+    replicas_left: int = Field(ge=0)
+    """Replicas (pods) of Steward's workloads still on the node."""
+    in_flight: int = Field(ge=0)
+    """Requests those replicas are still serving."""
+    message: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.replicas_left == 0
+
+
 @runtime_checkable
-class Cluster(Protocol):
-    """What Steward needs from a cluster.
+class Orchestrator(Protocol):
+    """Nodes and workloads: what runs where, and the primitives that change it.
 
     Raise tools.errors.TemporaryError for what a retry fixes, PermanentError otherwise.
     """
@@ -67,11 +93,19 @@ class Cluster(Protocol):
 
     def uncordon(self, node: str, *, dry_run: bool = False) -> ActionResult: ...
 
-    def drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult: ...
+    def start_drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
+        """Cordon the node and start evicting its replicas, each given `deadline_s` to finish
+        what it serves; returns at once (follow it with `drain_status`)."""
+        ...
+
+    def drain_status(self, node: str) -> DrainProgress: ...
+
+
+@runtime_checkable
+class Gateway(Protocol):
+    """The serving front of the workloads."""
 
     def probe(self, workload: str, *, dry_run: bool = False) -> ProbeResult: ...
-
-    def link_status(self, link: str) -> Link: ...
 
     def set_accepting(
         self, workload: str, accepting: bool, *, dry_run: bool = False
@@ -84,3 +118,37 @@ class Cluster(Protocol):
     def in_flight(self, workload: str) -> int:
         """Requests the workload's replicas are serving now (admitted, not yet complete)."""
         ...
+
+
+@runtime_checkable
+class Fabric(Protocol):
+    """The links between nodes (RDMA paths, their speed and GID index), read now."""
+
+    def link_status(self, link: str) -> Link: ...
+
+
+@runtime_checkable
+class Cluster(Orchestrator, Gateway, Fabric, Protocol):
+    """What the loop acts on: the orchestrator, the gateway and the fabric in one."""
+
+
+@runtime_checkable
+class MetricSource(Protocol):
+    """Readings from where users already have them (Prometheus, NVML), with their freshness.
+
+    `read` returns the observation with this source's readings merged in: each `Metric` with its
+    value, status (fresh / stale / missing), when it was observed and the source's name. What it
+    could not read is marked stale or missing, never invented, and it never raises for a source
+    that is down: that is a reading's status, not an error.
+    """
+
+    name: str
+
+    def read(self, state: ClusterState) -> ClusterState: ...
+
+
+@runtime_checkable
+class Persistence(Protocol):
+    """A backend that keeps state of its own (the simulator) saves it in the data dir."""
+
+    def save(self, data_dir: Path) -> object: ...

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tools.backends.base import ActionResult, DrainResult, ProbeResult
+from tools.backends.base import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.errors import BackendUnavailable, InvalidInput
 from tools.model import ClusterState, Link
 from tools.sim import control, lifecycle, store
@@ -215,37 +215,62 @@ class SimCluster:
         self._api("uncordon")
         return control.set_cordon(self.engine, node, False, dry_run)
 
-    def drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
-        """Cordon, evict the node's replicas and wait (in simulated time) for their in-flight
-        requests, up to `deadline_s`; what is still running then is aborted."""
+    def start_drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
+        """Cordon `node` and start terminating its replicas, each with `deadline_s` to finish its
+        in-flight requests (what is still running then is aborted); returns at once."""
         self._api("drain")
         control.check_node(self.engine, node)
         if deadline_s <= 0:
             raise InvalidInput(f"drain {node}: deadline_s must be > 0, got {deadline_s}")
         on_node = self.engine.replicas_on(node)
         in_flight = sum(self.engine.replica_in_flight(r) for r in on_node)
+        names = ", ".join(r.client for r in on_node) or "nothing"
         if dry_run:
-            names = ", ".join(r.client for r in on_node) or "nothing"
             return DrainResult(
                 ok=True,
                 dry_run=True,
                 message=f"would cordon {node} and evict {names} ({in_flight} request(s) in flight)",
             )
-        evicted = control.evict(self.engine, node, deadline_s)
-        st = self.engine.state
-        deadline = st.t + deadline_s
-        aborted = 0
-        while any(r in self.engine.state.workloads[r.workload].replicas for r in evicted):
-            if st.t >= deadline - 1e-9 and not aborted:
-                aborted = sum(r.server.in_flight for r in evicted)
-            self.advance(self.profile.tick_s)
-        outcome = "deadline" if aborted else "drained"
-        names = ", ".join(r.client for r in evicted) or "nothing"
+        control.evict(self.engine, node, deadline_s)
         return DrainResult(
             ok=True,
             dry_run=False,
             changed=True,
-            outcome=outcome,
+            message=f"draining {node}: evicting {names} ({in_flight} request(s) in flight)",
+        )
+
+    def drain_status(self, node: str) -> DrainProgress:
+        self._api("drain_status")
+        control.check_node(self.engine, node)
+        left = self.engine.replicas_on(node)
+        in_flight = sum(self.engine.replica_in_flight(r) for r in left)
+        return DrainProgress(
+            node=node,
+            replicas_left=len(left),
+            in_flight=in_flight,
+            message=f"{len(left)} replica(s) left on {node}, {in_flight} request(s) in flight",
+        )
+
+    def drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
+        """`start_drain`, then advance simulated time until the node is empty: a one-shot drain
+        for tests and sim-only tools (the loop follows a drain tick by tick instead)."""
+        started = self.start_drain(node, deadline_s, dry_run=dry_run)
+        if dry_run:
+            return started
+        names = ", ".join(r.client for r in self.engine.replicas_on(node)) or "nothing"
+        deadline = self.engine.state.t + deadline_s
+        aborted = 0
+        progress = self.drain_status(node)
+        while not progress.done:
+            if self.engine.state.t >= deadline - 1e-9 and not aborted:
+                aborted = progress.in_flight
+            self.advance(self.profile.tick_s)
+            progress = self.drain_status(node)
+        return DrainResult(
+            ok=True,
+            dry_run=False,
+            changed=True,
+            outcome="deadline" if aborted else "drained",
             in_flight_aborted=aborted,
             message=f"drained {node}: evicted {names}"
             + (f"; {aborted} request(s) aborted at the deadline" if aborted else ""),

@@ -10,6 +10,7 @@ journal.py holds the durable journal, preflight.py the checks, moves.py the retr
 moves, saga.py the transaction, advice.py the rule, model.py the settings, plan and outcome.
 """
 
+from tools.clock import Clock, VirtualClock, WallClock
 from tools.modes.advice import (
     AdviceSettings,
     Demand,
@@ -18,7 +19,6 @@ from tools.modes.advice import (
     demand_from_state,
     rotation_gain,
 )
-from tools.modes.clock import Clock, VirtualClock, WallClock
 from tools.modes.crash import CRASH_ENV, crash_point
 from tools.modes.journal import Journal, JournalEntry, Result, StepName, Transaction
 from tools.modes.model import (

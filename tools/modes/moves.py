@@ -16,9 +16,9 @@ from typing import Literal, TypeVar
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from tools.backends.base import ActionResult, Cluster, ProbeResult
+from tools.clock import Clock
 from tools.errors import ActionFailed, StewardError, TemporaryError
 from tools.model import ClusterState, Workload
-from tools.modes.clock import Clock
 from tools.modes.model import ProbeCheck, RotationSettings
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ class Moves:
             retry=retry_if_exception_type(TemporaryError),
             stop=stop_after_attempt(self.settings.retry_attempts),
             wait=wait_exponential(multiplier=1, min=1, max=30),
-            sleep=self.clock.sleep,
+            sleep=self.clock.wait,
             reraise=True,
         )
         return retrying(fn)
@@ -93,7 +93,7 @@ class Moves:
             if left == 0 or waited >= self.settings.drain_deadline_s:
                 self._persist()
                 return left, waited
-            self.clock.sleep(min(self.settings.poll_s, self.settings.drain_deadline_s - waited))
+            self.clock.wait(min(self.settings.poll_s, self.settings.drain_deadline_s - waited))
 
     def wait_gone(self, workloads: Iterable[str]) -> list[str]:
         """Wait until each workload holds no memory on a live node; returns those that still do
@@ -107,7 +107,7 @@ class Moves:
             if not stuck or waited >= self.settings.gone_deadline_s:
                 self._persist()
                 return stuck
-            self.clock.sleep(self.settings.poll_s)
+            self.clock.wait(self.settings.poll_s)
 
     def clear(self, workloads: Iterable[str]) -> None:
         """Wait until the workloads hold no memory; ActionFailed names those that still do."""
@@ -144,14 +144,14 @@ class Moves:
             if waited >= self.settings.ready_deadline_s:
                 self._persist()
                 return {name: ended.get(name, "timeout") for name in replicas}
-            self.clock.sleep(self.settings.poll_s)
+            self.clock.wait(self.settings.poll_s)
 
     def probe(self, workload: str, floor_tok_s: float, min_context: int | None) -> ProbeCheck:
         """A real request through the workload's endpoint, judged; retried on a failed answer."""
         check = ProbeCheck(workload=workload, ok=False, message="not probed")
         for attempt in range(self.settings.probe_attempts):
             if attempt:
-                self.clock.sleep(self.settings.poll_s)
+                self.clock.wait(self.settings.poll_s)
             try:
                 result = self.call(partial(self.cluster.probe, workload))
             except (TemporaryError, ActionFailed) as exc:

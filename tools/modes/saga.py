@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pydantic import JsonValue
 
 from tools.backends.base import Cluster
+from tools.clock import Clock
 from tools.errors import StewardError
 from tools.model import ClusterState
-from tools.modes.clock import Clock
 from tools.modes.crash import crash_point
 from tools.modes.journal import (
     EntryKind,
