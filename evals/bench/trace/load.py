@@ -53,6 +53,22 @@ class Timeline:
     output_tokens: tuple[float, ...]
     work_s: tuple[float, ...]
 
+    def spanning(self, duration_s: float) -> Timeline:
+        """This timeline cut to `duration_s`, or repeated up to it (a trace replayed in a loop)."""
+        n = max(1, math.ceil(duration_s / self.bucket_s))
+        size = len(self.requests)
+
+        def cut(xs: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(xs[i % size] for i in range(n))
+
+        return Timeline(
+            self.bucket_s,
+            cut(self.requests),
+            cut(self.input_tokens),
+            cut(self.output_tokens),
+            cut(self.work_s),
+        )
+
     def scaled(self, k: float) -> Timeline:
         return Timeline(
             self.bucket_s,
@@ -226,7 +242,8 @@ def demand_for(
     if per_request and shape.trace is not None:
         if rate_scale > 1000:
             raise InvalidInput(f"--rate-scale {rate_scale:g}: at most 1000 for a request trace")
-        return (TraceDemand(target=target, path=shape.trace, rate_scale=rate_scale),)
+        # Longer runs than the trace replay it again (the timeline repeats it the same way).
+        return (TraceDemand(target=target, path=shape.trace, rate_scale=rate_scale, loop=True),)
     path = rates_dir / f"{shape.name}-{target}.csv"
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)

@@ -13,7 +13,15 @@ by the share of a replica one plans to use (`utilization`, the knob).
 
 from __future__ import annotations
 
-from evals.bench.trace.base import Baseline, Target, World, ceil_div, set_replicas, workload
+from evals.bench.trace.base import (
+    Baseline,
+    Target,
+    World,
+    ceil_div,
+    queue_depth,
+    set_replicas,
+    workload,
+)
 from evals.bench.trace.load import Timeline
 
 LOOKAHEAD_EXTRA_S = 60.0
@@ -63,6 +71,8 @@ class Oracle(Baseline):
         state = world.cluster.observe()
         for t in world.targets:
             want = self._ahead(world.timelines[t.pool], t, world.jobs, world.elapsed_s)
+            if world.cluster.in_flight(t.name) or (queue_depth(workload(state, t.name)) or 0):
+                want = max(want, 1)  # what arrived is served before the last replica goes
             set_replicas(world.cluster, t, want, workload(state, t.name).desired_replicas)
 
 

@@ -96,12 +96,13 @@ def prepare(setup: Setup) -> Prepared:
     targets = tuple(t for pool in pools for t in _targets(profile, pool, setup.fleet is None))
     timelines: dict[str, Timeline] = {}
     scales: dict[str, float] = {}
+    timeline = shape.timeline.spanning(setup.duration_s)
     for pool in pools:
         first = next(t for t in targets if t.pool == pool)
         most = sum(t.max_replicas for t in targets if t.pool == pool) // first.pool_size
-        scale = setup.rate_scale or _auto_scale(shape.timeline, first, most, shape.kind == "jobs")
+        scale = setup.rate_scale or _auto_scale(timeline, first, most, shape.kind == "jobs")
         scales[pool] = scale
-        timelines[pool] = shape.timeline.scaled(scale)
+        timelines[pool] = timeline.scaled(scale)
     return Prepared(setup, profile, targets, timelines, scales)
 
 
