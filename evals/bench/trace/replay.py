@@ -99,11 +99,19 @@ def prepare(setup: Setup) -> Prepared:
     timeline = shape.timeline.spanning(setup.duration_s)
     for pool in pools:
         first = next(t for t in targets if t.pool == pool)
-        most = sum(t.max_replicas for t in targets if t.pool == pool) // first.pool_size
+        most = sum(t.max_replicas for t in targets if t.pool == pool)
         scale = setup.rate_scale or _auto_scale(timeline, first, most, shape.kind == "jobs")
         scales[pool] = scale
         timelines[pool] = timeline.scaled(scale)
     return Prepared(setup, profile, targets, timelines, scales)
+
+
+def rescaled(prep: Prepared, k: float) -> Prepared:
+    """`prep` with every pool's arrivals scaled by `k` more."""
+    scales = {p: round(s * k, 6) for p, s in prep.rate_scale.items()}
+    timeline = prep.setup.shape.timeline.spanning(prep.setup.duration_s)
+    timelines = {p: timeline.scaled(s) for p, s in scales.items()}
+    return Prepared(prep.setup, prep.profile, prep.targets, timelines, scales)
 
 
 def _targets(profile: Profile, pool: str, home: bool) -> list[Target]:
@@ -121,6 +129,8 @@ def _targets(profile: Profile, pool: str, home: bool) -> list[Target]:
         room = sum(per_node[n.name] // cards for n in eligible)
         if home:
             room = min(room, HOMELAB_MAX_CARDS[pool] // cards)
+        # The pool's workloads share its nodes: each may grow to its share of them.
+        room //= len(spec_pool.workloads)
         serving = spec.serving
         out.append(
             Target(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.bench.trace.calibrate import calibrated
 from evals.bench.trace.figures import Figures
 from evals.bench.trace.load import resolve
 from evals.bench.trace.replay import Outcome, Prepared, Setup, prepare
@@ -67,7 +68,9 @@ def bench(
         rate_scale=rate_scale,
         seed=seed,
     )
-    prep = prepare(setup)
+    if progress is not None and rate_scale is None:
+        progress("calibrating the load (the whole pool, held)")
+    prep = calibrated(prepare(setup))
     runs = run_all(prep, names, progress)
     return Result(prep, runs, {n: choose(runs[n]) for n in names})
 
