@@ -98,7 +98,8 @@ def _fewer(s: Figures, other: Figures, field: str, margin: float, what: str) -> 
         return f"- {what}: the baseline's {field} is 0 — not comparable"
     saving = 1 - a / b
     verdict = "met" if saving >= margin else "NOT met"
-    return f"- {what}: {saving:+.1%} ({a:.4g} vs {b:.4g}; wanted >= {margin:.0%} fewer): {verdict}"
+    said = f"{saving:.1%} fewer" if saving >= 0 else f"{-saving:.1%} more"
+    return f"- {what}: {said} ({a:.4g} vs {b:.4g}; wanted >= {margin:.0%} fewer): {verdict}"
 
 
 def _margins(result: Result) -> list[str]:
