@@ -38,6 +38,10 @@ class HpaCore:
             return current
         raw = current if abs(ratio - 1.0) <= TOLERANCE else math.ceil(current * ratio - 1e-9)
         raw = max(self.min_replicas, min(self.max_replicas, raw))
+        if not self.history:
+            # The replay starts on a cluster already running at `current`: an HPA that has been
+            # watching it recommended that count, so its stabilization holds from the start.
+            self.history.append((t, current))
         self.history.append((t, raw))
         while self.history and self.history[0][0] < t - DOWN_STABILIZATION_S:
             self.history.popleft()
