@@ -15,6 +15,7 @@ from tools.model import ClusterState, Derived, Node
 def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when no fresh metric tells."""
     limits = policy.activity
+    readings = _readings(limits.busy_utilization_percent)
     seen = False
     for workload in state.pool_workloads(pool):
         depth = workload.queue_depth
@@ -23,25 +24,39 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
             if depth.value > limits.busy_queue_depth:
                 return True
         for replica in workload.placement:
+            cards = replica.gpus
+            if not cards:
+                continue
             for node_name in replica.nodes:
                 node = state.node(node_name)
                 if node is None:
                     continue
-                readings = _utilization(node)
-                for uuid in replica.gpus:
-                    if uuid in readings:
-                        seen = True
-                        if readings[uuid] > limits.busy_utilization_percent:
-                            return True
+                fresh, busy = readings(node)
+                if busy and not busy.isdisjoint(cards):
+                    return True
+                if not seen and not fresh.isdisjoint(cards):
+                    seen = True
     return False if seen else None
 
 
-def _fresh_utilization(node: Node) -> dict[str, float]:
-    """The node's cards that have a fresh utilization reading, and the reading.
-
-    Derived once per version of the node: between two scrapes a node's object is shared by
-    successive observations, so a 1,000-node fleet reads only the nodes scraped since."""
-    return {g.uuid: g.utilization.value or 0.0 for g in node.gpus if g.utilization.usable}
+Cards = tuple[frozenset[str], frozenset[str]]
+"""A node's cards with a fresh utilization reading, and those of them above the threshold."""
 
 
-_utilization = Derived(_fresh_utilization)
+def _readings(threshold: float) -> Derived[Node, Cards]:
+    """Per node, which cards read fresh and which busy: derived once per version of the node
+    (between two scrapes a node keeps its version, so a 1,000-node fleet reads only the nodes
+    scraped since, however the observation was built), one table per threshold."""
+    found = _by_threshold.get(threshold)
+    if found is None:
+
+        def cards(node: Node) -> Cards:
+            fresh = [g for g in node.gpus if g.utilization.usable]
+            busy = (g.uuid for g in fresh if (g.utilization.value or 0.0) > threshold)
+            return frozenset(g.uuid for g in fresh), frozenset(busy)
+
+        found = _by_threshold[threshold] = Derived(cards)
+    return found
+
+
+_by_threshold: dict[float, Derived[Node, Cards]] = {}

@@ -26,7 +26,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.model import ActiveMode, ClusterState, Node, Workload
+from tools.model import ActiveMode, ClusterState, Node, Versioned, Workload
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -117,8 +117,11 @@ def _nodes(state: ClusterState, node: Node) -> ClusterState:
 
 
 def _new(model: M, **update: Any) -> M:
-    """A validated copy with fields replaced (not model_copy, which keeps cached indexes)."""
+    """A validated copy with fields replaced (not model_copy, which keeps cached indexes); a
+    changed node or workload is of unknown version: its producer's no longer names it."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
+    if isinstance(model, Versioned) and "version" not in update:
+        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 

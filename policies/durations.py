@@ -39,7 +39,13 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError("a duration is a number of seconds or text like 10m, 1h30m")
     if seconds < 0:
         raise ValueError(f"a duration cannot be negative (got {seconds:g} s)")
+    if not seconds <= MAX_DURATION_S:  # also NaN
+        raise ValueError(f"a duration of at most 10 years, please (got {value!r})")
     return timedelta(seconds=seconds)
+
+
+MAX_DURATION_S = 10 * 365 * 86400.0
+"""No guardrail needs longer, and timedelta overflows not far beyond."""
 
 
 def format_duration(value: timedelta) -> str:

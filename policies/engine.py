@@ -161,17 +161,20 @@ class _Books:
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
         self.findings: list[_Found] = []
-        self._effects: dict[int, Effect] = {}
-        """The last judged action's effect on each ledger (by id), reused to commit it."""
+        self._on_committed: Effect | None = None
+        self._on_pending: Effect | None = None
+        """The last judged action's effect on the committed and the pending ledger, reused to
+        commit it (None: not worked out for this action)."""
 
     def judge(self, index: int, action: Action) -> Verdict:
-        self._effects = {}
+        self._on_committed = self._on_pending = None
         verdict = self._verdict(index, action, suggest=True)
         if verdict.decision == "deny" or type(action) is NoOp:
             return verdict
         key = action_key(action)
         if verdict.decision == "needs_approval" and self.pending is self.committed:
             self.pending = self.committed.fork()
+            self._on_pending = None
         if verdict.decision == "allow":
             self.committed.commit(index, key, self._effect(action, self.committed))
         if self.pending is not self.committed:
@@ -180,8 +183,8 @@ class _Books:
         return verdict
 
     def _effect(self, action: Action, ledger: Ledger) -> Effect:
-        effect = self._effects.get(id(ledger))
-        return effect if effect is not None else effect_of(action, self.ctx, ledger)
+        known = self._on_committed if ledger is self.committed else self._on_pending
+        return known if known is not None else effect_of(action, self.ctx, ledger)
 
     def _verdict(self, index: int, action: Action, *, suggest: bool) -> Verdict:
         if type(action) is NoOp:
@@ -239,23 +242,20 @@ class _Books:
             earlier = pending.keys[action_key(action)]
             found.append(_finding(denials[0], (earlier, index)))
         denials += windows.check(action, ctx) + modes.check(action, ctx)
-        self._effects = {}
         ledgers = [self.committed]
         effect = effect_of(action, ctx, self.committed)
-        self._effects[id(self.committed)] = effect
-        if pending is not self.committed:
-            if pending.diverges_for(action, effect, self.committed):
-                ledgers.append(pending)
-                self._effects[id(pending)] = effect_of(action, ctx, pending)
-            else:  # the approvals in waiting touch nothing this action reads: same answer
-                self._effects[id(pending)] = effect
+        # Unless the approvals in waiting touch something this action reads: the same answer.
+        self._on_committed = self._on_pending = effect
+        if pending is not self.committed and pending.diverges_for(action, effect, self.committed):
+            ledgers.append(pending)
+            self._on_pending = effect_of(action, ctx, pending)
         for ledger in ledgers:
-            effect = self._effects[id(ledger)]
+            effect = self._on_committed if ledger is self.committed else self._on_pending
             denials += pools.check(action, effect, ctx, ledger)
             denials += protection.check(action, effect, ctx, ledger)
             denials += placement.check(action, ctx, ledger)
             denials += slo.check(action, ctx, ledger)
-        budget = budgets.check(action, self._effects[id(pending)], ctx, pending)
+        budget = budgets.check(action, self._on_pending, ctx, pending)
         found += [_finding(d, (index,)) for d in budget]
         denials += budget
         combined = self._combined(action, denials)

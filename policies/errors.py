@@ -10,22 +10,10 @@ half-read policy. A denied action is not an exception; it is a `Verdict` (see po
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tools.errors import InvalidInput
+from tools.yamldoc import Problem
 
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a policy file, at a 1-based line and column."""
-
-    file: str
-    line: int
-    column: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+__all__ = ["PolicyError", "Problem"]
 
 
 class PolicyError(InvalidInput):

@@ -2,10 +2,10 @@
 
 A policy is read from YAML (policies/loader.py) and validated here; unknown keys are refused at
 every level. It holds the pools' card limits, the total card budget, the protected workloads,
-cooldowns, the change budget, approval rules and who may approve, quiet hours, SLO targets and
-the preconditions of a mode rotation. `Policy.contradictions()` finds what is well-formed but
-cannot hold (a pool whose min_cards exceeds its max_cards, an approver group that does not
-exist); a policy with contradictions cannot be built.
+cooldowns, the change budget, approval rules, who may approve and how long a request waits,
+quiet hours, SLO targets and the preconditions of a mode rotation. `Policy.contradictions()`
+finds what is well-formed but cannot hold (a pool whose min_cards exceeds its max_cards, an
+approver group that does not exist); a policy with contradictions cannot be built.
 
 Times of day are local to `timezone` (an IANA name); durations read like `10m` or `1h30m`.
 """
@@ -161,6 +161,27 @@ class Group(Strict):
 class Approvers(Strict):
     groups: dict[str, Group] = {}
 
+    def allow_list(self) -> frozenset[str]:
+        """Every principal of every group: the names `steward approve --as NAME` may claim."""
+        return frozenset(m for group in self.groups.values() for m in group.members)
+
+
+class ApprovalSettings(Strict):
+    """How long a request for approval stays good."""
+
+    expires_after: Duration = timedelta(minutes=30)
+    """A request unanswered this long after it began to wait expires (refused, rule
+    approval.expired); so does an approved action not carried out this long after it was
+    approved (the agent was down): a human's yes is for the world they saw, not for any later
+    one."""
+
+    @field_validator("expires_after")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("approval.expires_after must be longer than 0; e.g. 30m")
+        return value
+
 
 class Rotation(Strict):
     """Preconditions of a rotation into a mode whose replicas span several nodes."""
@@ -194,6 +215,7 @@ class Policy(Strict):
     cooldowns: Cooldowns = Cooldowns()
     change_budget: ChangeBudget = ChangeBudget()
     approvals: tuple[ApprovalRule, ...] = ()
+    approval: ApprovalSettings = ApprovalSettings()
     windows: tuple[QuietWindow, ...] = ()
     slo: dict[str, SloTarget] = {}
     approvers: Approvers = Approvers()

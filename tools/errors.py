@@ -5,7 +5,8 @@
     │   └── BackendUnavailable
     └── PermanentError        a retry will not fix it
         ├── InvalidInput      bad input: a scenario file, an action naming nothing that exists
-        └── ActionFailed      the backend refused or could not carry out an action
+        ├── ActionFailed      the backend refused or could not carry out an action
+        └── Fenced            this replica does not lead (any more): it may not change anything
 
 tenacity retries `TemporaryError` only.
 """
@@ -35,3 +36,8 @@ class InvalidInput(PermanentError):
 
 class ActionFailed(PermanentError):
     """The backend could not carry out an action (a missing target, a refused eviction)."""
+
+
+class Fenced(PermanentError):
+    """A change was refused because this replica does not hold leadership now (its Lease
+    lapsed, or another replica leads): it may observe, never act."""

@@ -3,7 +3,9 @@
 A `ClusterState` is one observation: nodes and their cards, workloads and their queues, the
 serving modes and which one is active, and the links between nodes. It is immutable; the next
 observation is a new object. Every measured value is a `Metric` that carries its freshness, so a
-stale or missing reading is visible as such and never stands in for a real one.
+stale or missing reading is visible as such and never stands in for a real one. Nodes and
+workloads carry their producer's `version`, so that what is derived from one is reused for as
+long as it does not change — across observations, also when each is parsed afresh.
 
 Everything else — the policy engine, placement, the planners, the audit log and the LLM prompt —
 reads this one model.
@@ -12,6 +14,7 @@ reads this one model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cached_property
@@ -61,9 +64,51 @@ def trusted(cls: type[FrozenT], fields: dict[str, Any]) -> FrozenT:
     return obj
 
 
+_versions = itertools.count(1)
+
+
+def new_version() -> str:
+    """A version no other object of this process has had: for producers without one of their
+    own (the simulator), or to make theirs unique (a resourceVersion joined to it)."""
+    return f"v{next(_versions)}"
+
+
+class Versioned(Frozen):
+    """A world object its producer tracks by version (a `Node`, a `Workload`).
+
+    The version names one content of the object, so that what is derived from it can be worked
+    out once per version and reused by later observations, whether they share the object or
+    parse it afresh from JSON. It is a producer's token, not content: equality and
+    `ClusterState.digest` leave it out. A copy with changes gets version "" (unknown) unless it
+    is given one, and an unknown version is never reused: a cache then works the fact out again.
+    """
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        if update and "version" not in update:
+            update = {**update, "version": ""}
+        return super().model_copy(update=update, deep=deep)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        mine, theirs = self.__dict__, other.__dict__
+        if mine.get("version") == theirs.get("version"):
+            return super().__eq__(other)
+        return _content(mine) == _content(theirs)
+
+    __hash__ = None  # type: ignore[assignment]  # labels and annotations are dicts anyway
+
+
+def _content(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k != "version" and not k.startswith("_")}
+
+
 class Named(Protocol):
     @property
     def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
 
 NamedT = TypeVar("NamedT", bound=Named)
@@ -71,28 +116,30 @@ DerivedT = TypeVar("DerivedT")
 
 
 class Derived(Generic[NamedT, DerivedT]):
-    """A fact derived from a named world object, recomputed only when the object is replaced.
+    """A fact derived from a named, versioned world object, worked out once per version of it.
 
-    Successive observations share every `Node` and `Workload` whose readings did not change
-    (they are immutable), so a fact that depends on the object alone is worked out once per
-    version of it: the entry for a name holds the object it was derived from and is used only
-    while that very object (`is`, not equality) is asked about. One entry per name, so the cache
-    is as large as the cluster; `derive` must read nothing but the object.
+    The entry for a name holds the version it was derived from and is used while an object of
+    that name and version is asked about — the same object or a fresh one parsed from the same
+    content. An object of unknown version ("") is derived every time. One entry per name, so
+    the cache is as large as the cluster; `derive` must read nothing but the object.
     """
 
     def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
         self._derive = derive
         self._limit = limit
-        self._entries: dict[str, tuple[NamedT, DerivedT]] = {}
+        self._entries: dict[str, tuple[str, DerivedT]] = {}
 
     def __call__(self, obj: NamedT) -> DerivedT:
+        version = obj.version
+        if not version:
+            return self._derive(obj)
         entry = self._entries.get(obj.name)
-        if entry is not None and entry[0] is obj:
+        if entry is not None and entry[0] == version:
             return entry[1]
         if len(self._entries) >= self._limit:
             self._entries.clear()
         value = self._derive(obj)
-        self._entries[obj.name] = (obj, value)
+        self._entries[obj.name] = (version, value)
         return value
 
 
@@ -185,7 +232,7 @@ class SchedulerView(Frozen):
     gpu_allocated: int = Field(ge=0)
 
 
-class Node(Frozen):
+class Node(Versioned):
     name: str
     labels: dict[str, str] = {}
     taints: tuple[Taint, ...] = ()
@@ -197,6 +244,11 @@ class Node(Frozen):
     """GB10-style: CPU and GPU share one memory; GPU memory figures come from the host."""
     gpus: tuple[Gpu, ...] = ()
     scheduler: SchedulerView | None = None
+    version: str = ""
+    """Changes whenever anything above does (see `Versioned`): the simulator's change counter,
+    a Kubernetes backend's metadata.resourceVersion joined to a token of its connection (the
+    same resourceVersion can name other content in another cluster). A metric source that
+    merges readings into the node gives it a version of its own, or leaves it unknown ("")."""
 
     @property
     def schedulable(self) -> bool:
@@ -213,7 +265,7 @@ class ReplicaPlacement(Frozen):
     ready: bool = False
 
 
-class Workload(Frozen):
+class Workload(Versioned):
     name: str
     kind: WorkloadKind
     pool: str
@@ -232,6 +284,8 @@ class Workload(Frozen):
     placement: tuple[ReplicaPlacement, ...] = ()
     annotations: dict[str, str] = {}
     """Free text from the cluster. Untrusted: never read as instructions."""
+    version: str = ""
+    """Changes whenever anything above does, as `Node.version`."""
 
     @property
     def cards(self) -> int:
@@ -320,6 +374,12 @@ class ClusterState(Frozen):
     def _pool_nodes(self) -> dict[str, frozenset[str]]:
         return {}
 
+    @cached_property
+    def derived(self) -> dict[object, Any]:
+        """What other modules work out from this whole observation, under keys of their own
+        (tools.placement.statecache): once per observation, kept with it, never copied."""
+        return {}
+
     def pool_nodes(self, pool: str) -> frozenset[str]:
         """The nodes a pool's node selector matches (every node when it has none), worked out
         once per observation."""
@@ -342,7 +402,7 @@ class ClusterState(Frozen):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""
         copy = super().model_copy(update=update, deep=deep)
-        for index in ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool", "_pool_nodes"):
+        for index in (*_INDEXES, "derived"):
             copy.__dict__.pop(index, None)
         return copy
 
@@ -370,5 +430,10 @@ class ClusterState(Frozen):
         return sum(len(n.gpus) for n in self.nodes)
 
     def digest(self) -> str:
-        """A SHA-256 over the canonical JSON of this observation (for the audit log)."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        """A SHA-256 over the canonical JSON of this observation (for the audit log), its
+        content only: the producers' versions are left out."""
+        return hashlib.sha256(self.model_dump_json(exclude=_VERSIONS).encode()).hexdigest()
+
+
+_INDEXES = ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool", "_pool_nodes")
+_VERSIONS: Any = {"nodes": {"__all__": {"version"}}, "workloads": {"__all__": {"version"}}}

@@ -20,11 +20,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.audit.records import Channel
 from tools.actions import Action, dump_action, parse_actions
 from tools.errors import InvalidInput
 
 DB_NAME = "inbox.db"
-Status = Literal["waiting", "approved", "denied", "resumed"]
+Status = Literal["waiting", "approved", "denied", "resumed", "expired", "lost"]
+"""waiting for an answer; approved or denied, not yet picked up by the agent; resumed (the agent
+took the answer); expired (nobody answered within approval.expires_after); lost (the agent has
+no way left to resume it, e.g. its checkpoints are gone: refused in the decision log)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -36,9 +40,14 @@ CREATE TABLE IF NOT EXISTS pending (
     status TEXT NOT NULL,
     answered_by TEXT,
     reason TEXT NOT NULL DEFAULT '',
-    answered_at TEXT
+    answered_at TEXT,
+    channel TEXT,
+    sender TEXT,
+    resumed_at TEXT
 );
 """
+_ADDED_COLUMNS = (("channel", "TEXT"), ("sender", "TEXT"), ("resumed_at", "TEXT"))
+"""Columns later than the first schema, added to an older inbox when it is opened."""
 
 
 class PendingDecision(BaseModel):
@@ -56,8 +65,13 @@ class PendingDecision(BaseModel):
     """The policy's sentence for each: which rule asks for approval and why."""
     status: Status
     answered_by: str | None = None
+    """The principal who answered, as the policy's approver groups name them."""
     reason: str = ""
     answered_at: datetime | None = None
+    channel: Channel | None = None
+    """Where the answer came from (cli, slack)."""
+    sender: str | None = None
+    """Who the channel vouches sent it: the OS user, a chat user id."""
 
 
 class Inbox:
@@ -75,6 +89,10 @@ class Inbox:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript(_SCHEMA)
+        have = {row[1] for row in conn.execute("PRAGMA table_info(pending)")}
+        for name, kind in _ADDED_COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE pending ADD COLUMN {name} {kind}")
         return cls(conn, path)
 
     def close(self) -> None:
@@ -114,14 +132,22 @@ class Inbox:
         return [_pending(r) for r in rows]
 
     def answer(
-        self, decision_id: str, *, approved: bool, by: str, reason: str, at: datetime
+        self,
+        decision_id: str,
+        *,
+        approved: bool,
+        by: str,
+        reason: str,
+        at: datetime,
+        channel: Channel = "cli",
+        sender: str | None = None,
     ) -> PendingDecision:
         """Record a human's answer; only a waiting decision can be answered, and only once."""
         status: Status = "approved" if approved else "denied"
         cursor = self._conn.execute(
-            "UPDATE pending SET status = ?, answered_by = ?, reason = ?, answered_at = ? "
-            "WHERE decision_id = ? AND status = 'waiting'",
-            (status, by, reason, at.isoformat(), decision_id),
+            "UPDATE pending SET status = ?, answered_by = ?, reason = ?, answered_at = ?, "
+            "channel = ?, sender = ? WHERE decision_id = ? AND status = 'waiting'",
+            (status, by, reason, at.isoformat(), channel, sender or by, decision_id),
         )
         found = self.get(decision_id)
         if found is None:
@@ -138,9 +164,32 @@ class Inbox:
             )
         return found
 
+    def refuse(self, decision_id: str, status: Literal["expired", "lost"], reason: str) -> bool:
+        """Close a decision that will not run: expired (only while it waits: False when an
+        answer came first, and that answer stands) or lost (whatever it was answered)."""
+        open_ones = "('waiting')" if status == "expired" else "('waiting', 'approved', 'denied')"
+        cursor = self._conn.execute(
+            f"UPDATE pending SET status = ?, reason = ? WHERE decision_id = ? AND status IN "
+            f"{open_ones}",
+            (status, reason, decision_id),
+        )
+        return cursor.rowcount > 0
+
+    def to_resume(self) -> list[PendingDecision]:
+        """Answered (or expired) decisions the agent has not resumed yet, oldest first."""
+        rows = self._conn.execute(
+            f"{_SELECT} WHERE status IN ('approved', 'denied') OR (status = 'expired' AND "
+            "resumed_at IS NULL) ORDER BY created_at, decision_id"
+        ).fetchall()
+        return [_pending(r) for r in rows]
+
     def mark_resumed(self, decision_id: str) -> None:
+        """The agent took the answer: an answered one becomes `resumed`, an expired one stays
+        `expired` (what `steward approve` then reports), both stamped as taken."""
         self._conn.execute(
-            "UPDATE pending SET status = 'resumed' WHERE decision_id = ?", (decision_id,)
+            "UPDATE pending SET status = CASE WHEN status IN ('expired', 'lost') THEN status "
+            "ELSE 'resumed' END, resumed_at = datetime('now') WHERE decision_id = ?",
+            (decision_id,),
         )
 
     def open_keys(self) -> set[tuple[str, str]]:
@@ -154,7 +203,7 @@ class Inbox:
 
 _SELECT = (
     "SELECT decision_id, created_at, actions, indexes, messages, status, answered_by, reason, "
-    "answered_at FROM pending"
+    "answered_at, channel, sender FROM pending"
 )
 
 
@@ -169,4 +218,6 @@ def _pending(row: tuple[str, ...]) -> PendingDecision:
         answered_by=row[6],
         reason=row[7] or "",
         answered_at=datetime.fromisoformat(row[8]) if row[8] else None,
+        channel=row[9] if row[9] in ("cli", "slack") else None,
+        sender=row[10],
     )

@@ -2,7 +2,8 @@
 
     log = AuditLog.open(data_dir)            # the writer (the leader); readonly=True for readers
     interrupted = log.reconcile()            # at start: intents left without an outcome
-    log.write_intent(Intent(...))            # durable before any action runs
+    log.write_intent(Intent(...))            # what was proposed (at approve, or at act)
+    write_execution(log, ..., Execution(...)) # verdicts at execution: durable before any action
     log.write_outcome(Outcome(...))          # what ran, results, verification
     log.verify()                             # VerifyReport naming edits, gaps, reorders, cuts
 
@@ -21,7 +22,11 @@ from agent.audit.records import (
     Channel,
     Check,
     DryRunPlan,
+    Execution,
     Fallback,
+    FindingChange,
+    FindingKind,
+    GateVerdict,
     Intent,
     Interrupted,
     Kind,
@@ -55,7 +60,11 @@ __all__ = [
     "Check",
     "DryRunPlan",
     "ExecutedAction",
+    "Execution",
     "Fallback",
+    "FindingChange",
+    "FindingKind",
+    "GateVerdict",
     "Intent",
     "Interrupted",
     "Kind",

@@ -30,17 +30,28 @@ GENESIS_HASH = "0" * 64
 """The `prev_hash` of the first record."""
 
 Kind = Literal[
-    "startup", "intent", "approval", "outcome", "plan", "fallback", "interrupted", "mode_step"
-]
-KINDS: tuple[Kind, ...] = (
     "startup",
     "intent",
     "approval",
+    "execution",
     "outcome",
     "plan",
     "fallback",
     "interrupted",
     "mode_step",
+    "finding",
+]
+KINDS: tuple[Kind, ...] = (
+    "startup",
+    "intent",
+    "approval",
+    "execution",
+    "outcome",
+    "plan",
+    "fallback",
+    "interrupted",
+    "mode_step",
+    "finding",
 )
 Verdict = Literal["allow", "deny", "needs_approval"]
 Channel = Literal["cli", "slack"]
@@ -78,6 +89,8 @@ class Proposal(_Payload):
     verdict: Verdict
     rule_ids: tuple[str, ...] = ()
     message: str = ""
+    approvers: tuple[str, ...] = ()
+    """For an action that needs approval: the approver groups whose members may give it."""
 
 
 def proposals(plan: Plan, verdicts: Sequence[VerdictLike]) -> tuple[Proposal, ...]:
@@ -94,6 +107,7 @@ def proposals(plan: Plan, verdicts: Sequence[VerdictLike]) -> tuple[Proposal, ..
                 "verdict": v.decision,
                 "rule_ids": tuple(v.rule_ids),
                 "message": v.message,
+                "approvers": tuple(getattr(v, "approvers", ())),
             }
         )
         for action, v in zip(plan.actions, verdicts, strict=True)
@@ -162,9 +176,59 @@ class Approval(_Payload):
     action_index: int = Field(ge=0)
     approved: bool
     principal: str = Field(min_length=1)
+    """Who answered, as the policy's approver groups name them."""
     channel: Channel
+    sender: str = ""
+    """Who the channel vouches sent the answer: the OS user on cli, the user id on slack."""
     decided_at: datetime
     note: str = ""
+
+
+class GateVerdict(_Payload):
+    """One proposal's verdict at execution: allow runs it, deny does not."""
+
+    index: int = Field(ge=0)
+    verdict: Literal["allow", "deny"]
+    rule_ids: tuple[str, ...] = ()
+    message: str = ""
+    refused_at_execution: bool = False
+    """Allowed or approved before, refused now: the fresh observation, the policy in force or
+    the clock (an expired approval) said no."""
+
+
+class Execution(_Payload):
+    """The guard's verdicts at execution, judged again on a fresh observation just before the
+    backend is called; written (durable) before any action of the decision runs, and only an
+    action allowed here runs."""
+
+    kind: Literal["execution"] = "execution"
+    decision_id: DecisionId
+    observed_at: datetime
+    observation_digest: Digest
+    verdicts: tuple[GateVerdict, ...]
+
+
+FindingKind = Literal[
+    "shared_card",
+    "degraded_link",
+    "gid_changed",
+    "stale_metrics",
+    "unschedulable",
+    "context_below_fit",
+]
+
+
+class FindingChange(_Payload):
+    """A finding appeared in the observations, or cleared: one record each way, not per tick."""
+
+    kind: Literal["finding"] = "finding"
+    finding: FindingKind
+    observed_at: datetime
+    """The observation that showed the change."""
+    key: str = Field(min_length=1)
+    """What the finding is about, stable across ticks (e.g. `degraded_link:gx10-link/rail0`)."""
+    status: Literal["appeared", "cleared"]
+    text: str = ""
 
 
 class ActionOutcome(_Payload):
@@ -269,7 +333,16 @@ class Startup(_Payload):
 
 
 Payload = Annotated[
-    Intent | DryRunPlan | Approval | Outcome | Fallback | Interrupted | ModeStep | Startup,
+    Intent
+    | DryRunPlan
+    | Approval
+    | Execution
+    | Outcome
+    | Fallback
+    | Interrupted
+    | ModeStep
+    | Startup
+    | FindingChange,
     Field(discriminator="kind"),
 ]
 PAYLOAD_ADAPTER: TypeAdapter[Payload] = TypeAdapter(Payload)

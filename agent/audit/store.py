@@ -241,10 +241,15 @@ class AuditLog:
     def _insert(self, conn: sqlite3.Connection, payloads: Sequence[Payload]) -> list[Record]:
         head = conn.execute("SELECT seq, hash FROM head WHERE id = 1").fetchone()
         seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        last = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()
+        # Record times never go backwards, whatever the clock does (a simulated cluster
+        # restored from an older save): a record is stamped no earlier than the one before.
+        floor = datetime.fromisoformat(last[0]) if last else None
         written: list[Record] = []
         for payload in payloads:
             seq += 1
             at = datetime.fromisoformat(time_text(self._clock()))
+            at = max(at, floor) if floor is not None else at
             body = body_for(seq, at, payload, prev)
             digest = hash_body(body)
             mac = mac_of(self._key, digest) if self._key else None

@@ -19,7 +19,9 @@ from agent.audit.records import (
     Approval,
     Check,
     DryRunPlan,
+    Execution,
     Fallback,
+    FindingChange,
     Intent,
     Interrupted,
     ModeStep,
@@ -31,7 +33,9 @@ from agent.audit.records import (
 )
 from tools.actions import dump_action, parse_action
 
-Status = Literal["completed", "failed", "interrupted", "in progress", "dry run"]
+Status = Literal[
+    "completed", "failed", "interrupted", "in progress", "waiting for approval", "dry run"
+]
 
 
 class ActionStory(BaseModel):
@@ -48,7 +52,12 @@ class ActionStory(BaseModel):
     verdict: Verdict
     rule_ids: tuple[str, ...]
     message: str
+    approvers: tuple[str, ...] = ()
+    """Groups whose members may approve it (an action that needs approval)."""
     approvals: tuple[str, ...] = ()
+    at_execution: str | None = None
+    """The guard's word when the decision came to act: allowed, or refused and by what."""
+    refused_at_execution: bool = False
     executed: bool = False
     ok: bool | None = None
     outcome: str | None = None
@@ -92,9 +101,12 @@ class _Trail:
         self.steps: list[str] = []
         self.outcome: Outcome | None = None
         self.closed: Record | None = None
+        self.execution: Execution | None = None
         for r in records:
             p = r.payload
-            if isinstance(p, Approval):
+            if isinstance(p, Execution):
+                self.execution = p
+            elif isinstance(p, Approval):
                 word = "approved" if p.approved else "refused"
                 note = f" ({p.note})" if p.note else ""
                 when = f"{p.decided_at:%Y-%m-%d %H:%M}"
@@ -117,7 +129,8 @@ class _Trail:
         if isinstance(decision, DryRunPlan):
             return "dry run"
         if self.closed is None:
-            return "in progress"
+            waits = decision.approvals_pending and not self.approvals and self.execution is None
+            return "waiting for approval" if waits else "in progress"
         if self.outcome is None:
             return "interrupted"
         return "completed" if self.outcome.succeeded else "failed"
@@ -134,6 +147,14 @@ def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
     dumped = dump_action(proposal.action)
     results = trail.outcome.results if trail.outcome else ()
     res = next((r for r in results if r.index == i), None)
+    gate = trail.execution
+    judged = next((v for v in gate.verdicts if v.index == i), None) if gate else None
+    at_execution = None
+    if gate is not None and judged is not None:
+        seen = f"on the cluster as observed at {gate.observed_at:%Y-%m-%d %H:%M:%S}"
+        rules = ", ".join(judged.rule_ids) or "no rule"
+        word = "allowed" if judged.verdict == "allow" else "refused"
+        at_execution = f"{word} at execution by {rules} {seen}: {judged.message}".rstrip(": ")
     return ActionStory(
         index=i,
         type=str(dumped["type"]),
@@ -144,7 +165,10 @@ def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
         verdict=proposal.verdict,
         rule_ids=proposal.rule_ids,
         message=proposal.message,
+        approvers=proposal.approvers,
         approvals=tuple(trail.approvals.get(i, ())),
+        at_execution=at_execution,
+        refused_at_execution=bool(judged and judged.refused_at_execution),
         executed=res.executed if res else False,
         ok=res.ok if res else None,
         outcome=res.message if res else None,
@@ -206,7 +230,10 @@ def render(story: Story) -> str:
             lines.append(f"     policy: {a.message}")
         lines += [f"     {text}" for text in a.approvals]
         if a.verdict == "needs_approval" and not a.approvals:
-            lines.append("     no approval recorded")
+            who = f" (may approve: {', '.join(a.approvers)})" if a.approvers else ""
+            lines.append(f"     no approval recorded{who}")
+        if a.at_execution:
+            lines.append(f"     {a.at_execution}")
         if a.executed:
             lines.append(f"     ran: {'ok' if a.ok else 'FAILED'} — {a.outcome or 'no message'}")
         elif a.outcome is not None:
@@ -240,8 +267,10 @@ def _signal_lines(signals: dict[str, JsonValue]) -> list[str]:
 def _ending(story: Story) -> str:
     if story.status == "dry run":
         return "What happened: nothing — a dry-run plan."
+    if story.status == "waiting for approval":
+        return "What happened: nothing yet — it waits for approval (`steward pending`)."
     if story.status == "in progress":
-        return "What happened: not yet recorded (in progress, or waiting for approval)."
+        return "What happened: not yet recorded (in progress)."
     if story.status == "interrupted":
         return f"What happened: interrupted — {story.error}."
     ran = sum(a.executed for a in story.actions)
@@ -265,6 +294,16 @@ def summary(record: Record) -> str:
     if isinstance(p, Approval):
         word = "approved" if p.approved else "refused"
         return f"{p.principal} {word} action {p.action_index + 1} via {p.channel}"
+    if isinstance(p, Execution):
+        allowed = sum(v.verdict == "allow" for v in p.verdicts)
+        refused = [v for v in p.verdicts if v.refused_at_execution]
+        why = "".join(
+            f"; action {v.index + 1} refused at execution by {', '.join(v.rule_ids)}"
+            for v in refused
+        )
+        return f"judged at execution: {allowed} of {len(p.verdicts)} allowed{why}"
+    if isinstance(p, FindingChange):
+        return f"finding {p.status}: {p.finding} {p.key}" + (f" — {p.text}" if p.text else "")
     if isinstance(p, Fallback):
         return f"{p.from_planner} planner failed, {p.to_planner} decided: {p.reason}"
     if isinstance(p, Interrupted):

@@ -38,6 +38,7 @@ ProblemKind = Literal[
     "bad_hmac",
     "hmac_missing",
     "unsupported",
+    "time_backwards",
 ]
 MAX_LISTED = 50
 
@@ -215,9 +216,13 @@ def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> Veri
     """Verify the stored rows (in stored order) against each other, the anchor and the key."""
     found = _Findings()
     prev_seq, prev_hash, prev_ok = 0, GENESIS_HASH, True
+    prev_time = ""
     signed = 0
     for row in rows:
-        pos, _, _, _, chained_to, body, digest, mac = row
+        pos, time, _, _, chained_to, body, digest, mac = row
+        if time < prev_time:  # stored as UTC text with microseconds: text order is time order
+            found.add(pos, "time_backwards", f"its time {time} is before the previous {prev_time}")
+        prev_time = max(prev_time, time)
         signed += mac is not None
         ok = (hash_body(body) == digest and _envelope_matches(row)) or _diagnose(found, row)
         # Records written before a key was first set carry no MAC and need none: the signed

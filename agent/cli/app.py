@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-import evals.bench.llm_prompt  # noqa: F401 - registers `steward bench llm-prompt`
-from agent.cli import audit, bench, gpus, loop, mode, placement, policy, status
+import evals.bench.llm_prompt
+import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
+from agent import __version__
+from agent.cli import audit, bench, configure, gpus, loop, mode, placement, policy, status
+from agent.daemon.config import CONFIG_ENV
 
 app = typer.Typer(
     name="steward",
@@ -18,14 +26,64 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
 app.add_typer(mode.app, name="mode")
+app.add_typer(configure.app, name="config")
 status.register(app)
 placement.register(app)
 loop.register(app)
 gpus.register(app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"steward {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="steward.yaml to use (also after any command, or $STEWARD_CONFIG).",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Steward: an autonomous, policy-guarded agent that manages GPU capacity."""
+
+
 def main() -> None:
+    sys.argv[1:] = take_config_option(sys.argv[1:])
     app()
+
+
+def take_config_option(args: list[str]) -> list[str]:
+    """`--config FILE` may stand after any command: take it out and put it in $STEWARD_CONFIG,
+    where every command reads its configuration from."""
+    kept: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        if arg == "--config":
+            value = next(rest, None)
+            if value is None:
+                kept.append(arg)  # typer says what is missing
+                break
+            os.environ[CONFIG_ENV] = value
+        elif arg.startswith("--config="):
+            os.environ[CONFIG_ENV] = arg.split("=", 1)[1]
+        else:
+            kept.append(arg)
+    return kept
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from agent.cli.common import (
     DataDirOpt,
     JsonOpt,
     data_dir,
+    decision_id_arg,
     emit_json,
     fail,
 )
@@ -117,7 +118,12 @@ def show(
 
 @app.command()
 def explain(
-    id_: Annotated[str, typer.Argument(metavar="ID", help="A decision id, or a record's seq.")],
+    id_: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="A decision id, or a record's seq.", callback=decision_id_arg
+        ),
+    ],
     data: DataDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -1,8 +1,9 @@
 """`steward bench …`: timed figures for the speed and memory targets.
 
 Each area registers its own benchmark on `app` (`steward bench sim`, `policy`, `audit`, …). All
-print `median_ms` and `p99_ms` (and more) with --json. Targets are checked here, by benchmarks,
-never by timed unit tests.
+print `median_ms` and `p99_ms` (and more) with --json; `loop`, `policy` and `place` time fresh
+observations (parsed from JSON, `--churn` of the nodes changed each time) and say their `churn`.
+Targets are checked here, by benchmarks, never by timed unit tests.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,17 @@ import typer
 from pydantic import BaseModel
 
 app = typer.Typer(help="Benchmarks: print timing figures (median_ms, p99_ms) for a target.")
+
+ChurnOpt = Annotated[
+    float,
+    typer.Option(
+        "--churn",
+        min=0.0,
+        max=1.0,
+        help="Share of the nodes that change from one observation to the next (every "
+        "observation is parsed afresh from JSON, as a real backend builds it).",
+    ),
+]
 
 
 class Figures(BaseModel):
@@ -62,11 +74,16 @@ def measure(
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000)
-    ordered = sorted(samples)
+    return figures(name, samples)
+
+
+def figures(name: str, samples_ms: Sequence[float]) -> Figures:
+    """The figures of timings taken elsewhere (at least one), in milliseconds."""
+    ordered = sorted(samples_ms)
     p99_index = min(len(ordered) - 1, max(0, round(0.99 * len(ordered)) - 1))
     return Figures(
         name=name,
-        runs=runs,
+        runs=len(ordered),
         median_ms=round(statistics.median(ordered), 4),
         p99_ms=round(ordered[p99_index], 4),
         mean_ms=round(statistics.fmean(ordered), 4),

@@ -17,19 +17,33 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
+from agent.daemon.config import CONFIG_ENV, StewardConfig, load_config
+from tools.errors import InvalidInput
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 DEFAULT_DATA_DIR = Path(".steward")
 
+BackendOpt = Annotated[
+    str | None,
+    typer.Option("--backend", help="sim (the embedded simulated cluster) or kubernetes."),
+]
+ResetOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reset",
+        help="Archive the data dir's log and state under archive/ (kept readable) and start over.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 DataDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--data-dir",
         help="Where state lives: the decision log, checkpoints, the simulated cluster. "
-        "Default: $STEWARD_DATA_DIR or ./.steward.",
+        "Default: $STEWARD_DATA_DIR, steward.yaml's data_dir, or ./.steward.",
         file_okay=False,
     ),
 ]
@@ -38,11 +52,43 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def config() -> StewardConfig:
+    """The effective configuration: `--config FILE` (any command) or $STEWARD_CONFIG, with the
+    STEWARD_* environment laid over it; exit 2 naming each problem when it cannot be used."""
+    try:
+        return load_config()
+    except InvalidInput as exc:
+        fail(str(exc))
+
+
 def data_dir(option: Path | None) -> Path:
-    """The data dir chosen by the option, the environment or the default; created if absent."""
-    path = option or Path(os.environ.get("STEWARD_DATA_DIR", DEFAULT_DATA_DIR))
-    path.mkdir(parents=True, exist_ok=True)
+    """The data dir chosen by the option, $STEWARD_DATA_DIR, steward.yaml or the default
+    (./.steward); created if absent."""
+    path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
+    if path.exists() and not path.is_dir():
+        fail(f"data dir {path} is a file, not a directory; point --data-dir (or STEWARD_DATA_DIR) "
+             "at a directory")  # fmt: skip
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"data dir {path} cannot be created: {exc.strerror}; choose another --data-dir")
+    if not os.access(path, os.W_OK | os.X_OK):
+        fail(f"data dir {path} is not writable by this user; choose another --data-dir")
     return path
+
+
+def decision_id_arg(value: str) -> str:
+    """A decision id as given on the command line: printable, short, no path or control
+    characters (ids look like d-1a2b3c4d5e6f); exit 2 naming it otherwise."""
+    shown = value.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    if not value or len(value) > 64 or not all(c.isascii() and c.isprintable() for c in value):
+        fail(f"{shown[:80]!r} is not a decision id (ids look like d-1a2b3c4d5e6f; "
+             "`steward pending` and `steward audit show` list them)")  # fmt: skip
+    return value
+
+
+def _configured() -> bool:
+    return bool(os.environ.get(CONFIG_ENV) or os.environ.get("STEWARD_DATA_DIR"))
 
 
 def emit_json(obj: Any) -> None:
@@ -69,3 +115,18 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print an error on stderr and exit with `code` (2, bad input, by default)."""
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def reset_data_dir(where: Path) -> None:
+    """`--reset`: archive everything in the data dir (the daemon's lock is taken while it does,
+    so a running agent's data dir is never pulled from under it)."""
+    from agent.daemon.compose import archive
+    from agent.daemon.runtime import locked
+
+    try:
+        with locked(where):
+            moved = archive(where)
+    except InvalidInput as exc:
+        fail(str(exc))
+    if moved is not None:
+        err_console.print(f"archived the old log and state to {moved}", highlight=False)

@@ -8,45 +8,64 @@ a human; the running daemon (or the next `run`) resumes them.
 
 from __future__ import annotations
 
-import getpass
+import dataclasses
 import json
+import math
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agent.approvals.inbox import Inbox
+from agent.approvals.answers import submit
+from agent.approvals.channel import CliChannel
+from agent.approvals.inbox import Inbox, PendingDecision
+from agent.approvals.rebuild import why_unresumable
+from agent.audit import AuditError, AuditLog
 from agent.cli import bench
+from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    BackendOpt,
     DataDirOpt,
     JsonOpt,
+    ResetOpt,
+    config,
     console,
     data_dir,
     emit_json,
     err_console,
     fail,
+    reset_data_dir,
 )
 from agent.daemon.compose import (
+    Opened,
     dry_run,
+    open_backend,
     open_policy,
-    open_sim,
     planner_for,
     run_policy_path,
 )
+from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
+from agent.daemon.notifier import Notifier, notifier_for
+from agent.loop.context import HISTORY_WINDOW
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
+from policies.history import Executed, History
 from tools.errors import InvalidInput, PermanentError
+from tools.model import ClusterState
+
+if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
+    from agent.daemon.runtime import RunSummary, TickReport
 
 PolicyOpt = Annotated[
     Path | None,
     typer.Option("--policy", help="Policy file (default: policies/default.yaml).", dir_okay=False),
 ]
 PlannerOpt = Annotated[
-    str, typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules).")
+    str | None,
+    typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules)."),
 ]
 
 
@@ -69,69 +88,205 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     ticks: Annotated[
         int | None, typer.Option("--ticks", min=1, help="Stop after N ticks (default: the day).")
     ] = None,
+    forever: Annotated[
+        bool,
+        typer.Option("--forever", help="Run until stopped, also past a simulated day's end."),
+    ] = False,
     speed: Annotated[
-        float,
-        typer.Option("--speed", min=0, help="Simulated seconds per real second; 0: flat out."),
-    ] = 60.0,
+        float | None,
+        typer.Option(
+            "--speed", min=0, help="Simulated seconds per real second; 0: flat out (sim only)."
+        ),
+    ] = None,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.1, help="Seconds between ticks (simulated).")
-    ] = 15.0,
-    planner: PlannerOpt = "rules",
+        float | None,
+        typer.Option(
+            "--interval", min=0.1, help="Seconds between ticks (default: steward.yaml, 15)."
+        ),
+    ] = None,
+    planner: PlannerOpt = None,
     port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off.")
-    ] = 0,
+        int | None,
+        typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
+    ] = None,
+    backend: BackendOpt = None,
+    json_out: JsonOpt = False,
+    reset: ResetOpt = False,
 ) -> None:
     """Run the agent: observe, decide, guard, act, verify, record — tick after tick.
 
     With no configuration it runs the embedded homelab through a built-in day of demand,
-    compressed so that decisions show within seconds, and stops at the end of the day.
+    compressed so that decisions show within seconds, and stops at the end of the day. On a
+    configured cluster (steward.yaml, `--backend kubernetes`) it runs until stopped.
     """
     from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
     from agent.daemon.telemetry import Telemetry
 
     configure_logging()
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
+    if reset:
+        reset_data_dir(where)
     try:
-        sim = open_sim(where, scenario)
-        the_policy, policy_path = open_policy(policy)
-        chosen = planner_for(planner, the_policy)
+        opened = open_backend(settings, where, scenario)
+        the_policy, policy_path = open_policy(policy or settings.policy)
+        chosen = planner_for(planner or settings.planner, the_policy)
         telemetry = Telemetry()
-        runtime = Runtime.open(where, sim, the_policy, planner=chosen, telemetry=telemetry)
+        runtime = Runtime.open(
+            where,
+            opened.parts,
+            the_policy,
+            planner=chosen,
+            telemetry=telemetry,
+            notifier=_notifier(settings),
+        )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    server = telemetry.serve(port) if port else None
+    listen_port = settings.listen.port if port is None else port
+    try:
+        server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
+    except OSError as exc:
+        runtime.close()
+        fail(
+            f"cannot serve /healthz and /metrics on {settings.listen.host}:{listen_port}: "
+            f"{exc.strerror}; is another steward running? choose another --port (0: off)"
+        )
     if server:
-        err_console.print(f"serving /healthz and /metrics on 127.0.0.1:{server.server_port}")
-    day_ticks = int(sim.scenario.duration_s // interval)
+        err_console.print(
+            f"serving /healthz and /metrics on {settings.listen.host}:{server.server_port}"
+        )
+    step = interval if interval is not None else settings.interval_s
+    if not math.isfinite(step):
+        runtime.close()
+        fail(f"--interval {step}: give a finite number of seconds (0.1 to 86400)")
+    pace = speed if speed is not None else (60.0 if opened.simulated else 1.0)
+    limit = ticks
+    if limit is None and opened.day_s is not None and not forever:
+        limit = int(max(0.0, opened.day_s - opened.elapsed_s) // step)
+        if limit == 0:
+            runtime.close()
+            _day_over(where, opened, json_out)
+            return
+    progress = Progress(limit) if err_console.is_terminal and not json_out else None
     try:
         runtime.install_signal_handlers()
         runtime.start()
-        reports = runtime.run(ticks if ticks is not None else day_ticks, interval, speed)
+        summary = runtime.run(limit, step, pace, on_tick=progress.update if progress else None)
+        waiting = runtime.ctx.inbox.listed("waiting")
+    except (InvalidInput, PolicyError) as exc:
+        fail(str(exc))
+    except PermanentError as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
     finally:
+        if progress is not None:
+            progress.done()
         runtime.close()
         if server:
             server.shutdown()
-    decided = sum(1 for r in reports if r.decided)
-    executed = sum(r.executed for r in reports)
-    err_console.print(
-        f"{len(reports)} tick(s), {decided} decision(s), {executed} action(s) executed; "
-        f"the log and the cluster are in {where}"
+    _summary(summary, waiting, where, json_out)
+
+
+def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
+    message = (
+        f"the simulated day in {where} is over ({opened.elapsed_s:.0f} of {opened.day_s:.0f} s "
+        "ran): nothing left to simulate. Use --forever to go on past its end, --ticks N for N "
+        "more ticks, or another --data-dir for a new day"
     )
+    if json_out:
+        emit_json({"ticks": 0, "day_over": True, "message": message})
+    else:
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _summary(
+    summary: RunSummary, waiting: list[PendingDecision], where: Path, json_out: bool
+) -> None:
+    if json_out:
+        emit_json(
+            {
+                **dataclasses.asdict(summary),
+                "waiting_now": [
+                    {
+                        "decision_id": p.decision_id,
+                        "actions": [a.describe() for a in p.actions],
+                        "why": list(p.messages),
+                    }
+                    for p in waiting
+                ],
+                "data_dir": str(where),
+            }
+        )
+        return
+    span = f" ({summary.first_at} → {summary.last_at})" if summary.first_at else ""
+    lines = [
+        f"{summary.ticks} tick(s){span}, {summary.decisions} decision(s), "
+        f"{summary.executed} action(s) executed; the log and the cluster are in {where}"
+    ]
+    if summary.ran:
+        lines.append("ran (latest last):")
+        lines += [f"  {line}" for line in summary.ran]
+    for p in waiting:
+        lines.append(f"waiting for approval: {p.decision_id}")
+        lines += [f"  {a.describe()} — {m}" for a, m in zip(p.actions, p.messages, strict=True)]
+        lines.append(f"  answer with: steward approve {p.decision_id} --data-dir {where}")
+    if summary.in_progress:
+        lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
+    if summary.standby_ticks:
+        lines.append(f"{summary.standby_ticks} tick(s) stood by: another replica led")
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+class Progress:
+    """One line on a terminal's stderr while the agent ticks: time, decisions, actions, waiting."""
+
+    def __init__(self, limit: int | None) -> None:
+        from agent.daemon.runtime import RunSummary
+
+        self.limit = limit
+        self.summary = RunSummary()
+        self._status = err_console.status("starting…")
+        self._status.start()
+
+    def update(self, report: TickReport) -> None:
+        self.summary.add(report)
+        s = self.summary
+        of = f"/{self.limit}" if self.limit else ""
+        self._status.update(
+            f"{report.at or '…'} · tick {s.ticks}{of} · {s.decisions} decision(s) · "
+            f"{s.executed} action(s) · {len(s.waiting)} waiting"
+        )
+
+    def done(self) -> None:
+        self._status.stop()
+
+
+def _settings(backend: str | None) -> StewardConfig:
+    """steward.yaml (and the environment), with `--backend` over it."""
+    settings = config()
+    if backend is None:
+        return settings
+    if backend not in ("sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    return settings.model_copy(update={"backend": backend})
 
 
 def plan(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    planner: PlannerOpt = "rules",
+    planner: PlannerOpt = None,
     policy: PolicyOpt = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
+    settings = _settings(backend)
     where = data_dir(data_dir_opt)
     try:
-        result = dry_run(where, planner, policy)
+        opened = open_backend(settings, where)
+        result = dry_run(where, planner or settings.planner, policy or settings.policy, opened)
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     if json_out:
@@ -149,7 +304,7 @@ def plan(
             f"      expected: {a['expected_effect']}",
         ]
     for line in lines:
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if result["recorded"] is None:
         err_console.print(f"not recorded in the decision log: {result['not_recorded']}")
     else:
@@ -177,7 +332,10 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
 def approve(
     decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
     as_name: Annotated[
-        str | None, typer.Option("--as", help="Who approves (default: your user name).")
+        str | None,
+        typer.Option(
+            "--as", help="Answer as this approver of the policy (default: your OS user name)."
+        ),
     ] = None,
     data_dir_opt: DataDirOpt = None,
     policy: PolicyOpt = None,
@@ -190,7 +348,10 @@ def deny(
     decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
     as_name: Annotated[
-        str | None, typer.Option("--as", help="Who denies (default: your user name).")
+        str | None,
+        typer.Option(
+            "--as", help="Answer as this approver of the policy (default: your OS user name)."
+        ),
     ] = None,
     data_dir_opt: DataDirOpt = None,
     policy: PolicyOpt = None,
@@ -210,57 +371,95 @@ def _answer(
     where: Path | None,
     policy: Path | None,
 ) -> None:
+    """Answer through the CLI's channel: the OS user, or `--as` a member of the allow-list."""
     root = data_dir(where)
-    principal = by or getpass.getuser()
     try:
         the_policy, _ = open_policy(policy or run_policy_path(root))
-    except PolicyError as exc:
+        identity = CliChannel().identify(by, the_policy)
+    except (PolicyError, InvalidInput) as exc:
         fail(str(exc))
     inbox = Inbox.open(root)
     try:
+        state = open_backend(config(), root).parts.cluster().observe()
         found = inbox.get(decision_id)
-        if found is None or found.status != "waiting":
-            # Raises the error that names what is wrong: unknown, or already answered.
-            inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
-            return
-        sim = open_sim(root, None)
-        state = sim.observe()
-        refused = [a for a in found.actions if not the_policy.may_approve(principal, a, state)]
-        if refused:
-            groups = sorted({g for a in refused for g in the_policy.approver_groups(a, state)})
-            fail(
-                f"{principal} may not answer decision {decision_id}: "
-                f"{'; '.join(a.describe() for a in refused)} needs a member of "
-                f"{', '.join(groups) or 'an approver group'} (policy approvers); "
-                "pass --as NAME of an approver",
-                EXIT_CHECK_FAILED,
-            )
-        inbox.answer(decision_id, approved=approved, by=principal, reason=reason, at=_now())
+        if found is not None and found.status == "waiting":
+            lost = _unresumable(root, decision_id)
+            if lost is not None:
+                inbox.refuse(decision_id, "lost", lost)
+        submitted = submit(
+            inbox,
+            the_policy,
+            state,
+            _history(root, state),
+            decision_id,
+            approved=approved,
+            identity=identity,
+            reason=reason,
+        )
     except InvalidInput as exc:
         fail(str(exc))
     finally:
         inbox.close()
-    verb = "approved" if approved else "denied"
-    console.print(
-        f"{decision_id} {verb} by {principal}; the running agent resumes it on its next tick "
-        "(or the next `steward run`)"
+    if not submitted.ok:
+        fail(submitted.message, EXIT_CHECK_FAILED)
+    console.print(submitted.message, markup=False, highlight=False)
+
+
+def _notifier(settings: StewardConfig) -> Notifier:
+    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
+    return notifier_for(settings.notifiers)
+
+
+def _unresumable(root: Path, decision_id: str) -> str | None:
+    """Why the agent could never resume this decision (its checkpoint gone …), if so."""
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return None  # no log yet: nothing to say either way; the agent squares it at start
+    try:
+        return why_unresumable(root, audit, decision_id)
+    finally:
+        audit.close()
+
+
+def _history(root: Path, state: ClusterState) -> History:
+    """What the gate at execution will count: the log's executed actions, the loop's memory."""
+    from agent.daemon.runtime import read_memory
+
+    memory = read_memory(root)
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return History(last_busy=dict(memory.last_busy), watching_since=memory.watching_since)
+    try:
+        since = state.observed_at - HISTORY_WINDOW
+        executed = tuple(
+            Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
+        )
+    finally:
+        audit.close()
+    return History(
+        executed=executed, last_busy=dict(memory.last_busy), watching_since=memory.watching_since
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @bench.app.command("loop")
 def bench_loop(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Fleet size for the tick.")] = 1000,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
+    ] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
+    churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
 ) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick."""
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick."""
     from evals.bench.loop import bench_figures
 
-    figures = bench_figures(nodes, runs)
+    try:
+        figures = bench_figures(nodes, runs, churn)
+    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
+        fail(f"--churn: {exc}")
     if json_out:
         emit_json(figures)
         return

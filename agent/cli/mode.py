@@ -20,19 +20,20 @@ from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
     fail,
 )
-from agent.daemon.compose import open_policy, open_sim, run_policy_path
+from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from agent.rotation.request import RequestResult, RotationRequests, history_of, judge_rotation
 from agent.rotation.runner import advice_settings, open_rotation
 from evals.bench.rotate import BenchSettings, run_bench
 from policies.errors import PolicyError
 from policies.history import History
 from policies.model import Policy
-from tools.backends.sim import SimCluster
+from tools.backends.parts import Parts
 from tools.errors import InvalidInput, TemporaryError
 from tools.model import ClusterState, Mode
 from tools.modes import (
@@ -61,18 +62,18 @@ PolicyOpt = Annotated[
 ]
 
 
-def _setup(where: Path, scenario: Path | None, policy: Path | None) -> tuple[SimCluster, Policy]:
+def _setup(where: Path, scenario: Path | None, policy: Path | None) -> tuple[Parts, Policy]:
     try:
-        sim = open_sim(where, scenario)
+        parts = open_backend(config(), where, scenario).parts
         the_policy, _ = open_policy(policy or run_policy_path(where))
     except (InvalidInput, PolicyError) as exc:
         fail(str(exc))
-    return sim, the_policy
+    return parts, the_policy
 
 
-def _audit(where: Path, sim: SimCluster) -> AuditLog:
+def _audit(where: Path, parts: Parts) -> AuditLog:
     try:
-        return AuditLog.open(where, clock=lambda: sim.now)
+        return AuditLog.open(where, clock=parts.clock.now)
     except AuditError as exc:
         fail(f"{exc} (with the agent running, ask it for the rotation instead)", EXIT_CHECK_FAILED)
 
@@ -87,8 +88,8 @@ def status(
     """The active mode, each mode's workloads and figures, the link, the last and any open
     rotation, and whether rotating would pay now."""
     where = data_dir(data_dir_opt)
-    sim, the_policy = _setup(where, scenario, policy)
-    state = sim.observe()
+    parts, the_policy = _setup(where, scenario, policy)
+    state = parts.cluster().observe()
     try:
         found = Journal.open(where).transactions()
     except InvalidInput as exc:
@@ -175,13 +176,13 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     """Rotate the GX10 pair to TARGET: judged by the policy, recorded, drained, switched,
     probed, committed — or rolled back. Exit 0 when TARGET serves, 1 when it does not."""
     where = data_dir(data_dir_opt)
-    sim, the_policy = _setup(where, scenario, policy)
+    parts, the_policy = _setup(where, scenario, policy)
     if dry_run:
-        _dry_run(sim, where, the_policy, target, json_out)
+        _dry_run(parts, where, the_policy, target, json_out)
         return
-    audit = _audit(where, sim)
+    audit = _audit(where, parts)
     try:
-        desk = RotationRequests(sim, where, the_policy, audit)
+        desk = RotationRequests(parts, where, the_policy, audit)
         result = desk.answered(decision, target) if decision else desk.request(target)
     except InvalidInput as exc:
         fail(str(exc))
@@ -200,10 +201,10 @@ def resume(
 ) -> None:
     """Finish a rotation a killed process left open: its commit, or its rollback."""
     where = data_dir(data_dir_opt)
-    sim, the_policy = _setup(where, None, policy)
-    audit = _audit(where, sim)
+    parts, the_policy = _setup(where, None, policy)
+    audit = _audit(where, parts)
     try:
-        outcome = RotationRequests(sim, where, the_policy, audit).finish_open()
+        outcome = RotationRequests(parts, where, the_policy, audit).finish_open()
     except InvalidInput as exc:
         fail(str(exc))
     except (AuditError, TemporaryError) as exc:
@@ -245,8 +246,8 @@ def journal(
             console.print(f"  {e.at.isoformat()} {what:<9} {state:<11} {e.message}")
 
 
-def _dry_run(sim: SimCluster, where: Path, policy: Policy, target: str, json_out: bool) -> None:
-    state = sim.observe()
+def _dry_run(parts: Parts, where: Path, policy: Policy, target: str, json_out: bool) -> None:
+    state = parts.cluster().observe()
     if state.mode(target) is None:
         known = ", ".join(m.name for m in state.modes) or "none"
         fail(f"mode {target!r} does not exist (known: {known})")
@@ -257,7 +258,7 @@ def _dry_run(sim: SimCluster, where: Path, policy: Policy, target: str, json_out
     except AuditError:
         history = History()
     _, verdict = judge_rotation(target, state, policy, history)
-    report = open_rotation(sim, where, policy).check(target)
+    report = open_rotation(parts.cluster(), where, policy, parts=parts).check(target)
     plan = plan_rotation(state, target)
     doc = {"verdict": verdict, "preflight": report, "ok": report.ok, "plan": plan}
     if json_out:

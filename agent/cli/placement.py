@@ -6,13 +6,11 @@
 - `steward place WORKLOAD` ranks the nodes of the cluster in --data-dir (the embedded simulated
   cluster by default, or the one a --scenario file describes) for one more replica, with the
   reasons, the rejected nodes and why, and any accounting anomaly.
-- `steward bench place` times ranking 100 replicas on a 1,000-node fleet.
+- `steward bench place` times ranking 100 replicas on a 1,000-node fleet (evals/bench/place.py).
 """
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,18 +18,20 @@ import typer
 from rich.table import Column, Table
 
 from agent.cli import bench
+from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
+    config,
     console,
     data_dir,
     emit_json,
     fail,
 )
-from tools.backends.sim import SimCluster
+from agent.daemon.compose import open_backend
 from tools.errors import InvalidInput
-from tools.model import ClusterState, Gpu, Metric, Node, Pool, Sharing, Taint, Workload
+from tools.model import Node
 from tools.placement import (
     Catalog,
     FitReport,
@@ -40,10 +40,7 @@ from tools.placement import (
     explain_placement,
     fit,
     load_catalog,
-    node_capacity,
-    pick_nodes,
 )
-from tools.sim.scenario import FleetProfile, Scenario, load_scenario
 
 CatalogOpt = Annotated[
     list[Path] | None,
@@ -95,7 +92,10 @@ def _print_fit(report: FitReport) -> None:
 
 
 def _live_nodes(names: list[str], data: Path | None) -> list[Node]:
-    state = SimCluster.open(data_dir(data)).observe()
+    try:
+        state = open_backend(config(), data_dir(data)).parts.cluster().observe()
+    except InvalidInput as exc:
+        fail(str(exc))
     found = [state.node(name) for name in names]
     missing = [name for name, n in zip(names, found, strict=True) if n is None]
     if missing:
@@ -217,8 +217,7 @@ def place_command(
     """Rank the nodes for one more replica of WORKLOAD, with reasons and rejections."""
     catalog = _catalog(catalog_paths)
     try:
-        chosen = load_scenario(scenario) if scenario is not None else None
-        state = SimCluster.open(data_dir(data), chosen).observe()
+        state = open_backend(config(), data_dir(data), scenario).parts.cluster().observe()
     except InvalidInput as exc:
         fail(str(exc))
     target = state.workload(workload)
@@ -243,82 +242,10 @@ def place_command(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def fleet_state(nodes: int, gpus_per_node: int) -> ClusterState:
-    """A fleet of `nodes` x `gpus_per_node` H200s, a quarter of the cards busy, for the bench.
-
-    Every fourth node is cordoned or tainted or carries a PreferNoSchedule taint or MPS-shared
-    cards in turn, so the ranking exercises every path; memory is measured on every card.
-    """
-    at = datetime(2026, 3, 2, tzinfo=UTC)
-    total = 141 * 10**9
-    node_list: list[Node] = []
-    for i in range(nodes):
-        name = f"node-{i:04d}"
-        shared = i % 16 == 3
-        gpus = []
-        for j in range(gpus_per_node):
-            busy = (i + j) % 4 == 0
-            gpus.append(
-                Gpu(
-                    uuid=f"GPU-{i:04d}-{j:02d}",
-                    index=j,
-                    model="H200" if i % 3 else "H100",
-                    node=name,
-                    memory_total_bytes=Metric.fresh(total, at),
-                    memory_used_bytes=Metric.fresh(90 * 10**9 if busy else 0, at),
-                    sharing=Sharing(mode="mps", replicas=2) if shared else Sharing(),
-                    clients=(f"llm-mid/{i * gpus_per_node + j}",) if busy else (),
-                )
-            )
-        taints = {
-            5: (Taint(key="maintenance"),),
-            9: (Taint(key="spot", effect="PreferNoSchedule"),),
-        }.get(i % 16, ())
-        node_list.append(
-            Node(
-                name=name,
-                labels={"steward.dev/pool": "llm"},
-                cordoned=i % 16 == 7,
-                ready=i % 16 != 11,
-                taints=taints,
-                memory_total_bytes=2048 * 1024**3,
-                memory_used_bytes=Metric.fresh(64 * 1024**3, at),
-                gpus=tuple(gpus),
-            )
-        )
-    workloads = (
-        Workload(
-            name="llm-small", kind="inference", pool="llm", desired_replicas=0,
-            ready_replicas=0, model="qwen3-32b", context_length=32_768,
-        ),
-        Workload(
-            name="llm-mid", kind="inference", pool="llm", desired_replicas=0, ready_replicas=0,
-        ),
-    )  # fmt: skip
-    pool = Pool(
-        name="llm", workloads=("llm-small", "llm-mid"), node_selector={"steward.dev/pool": "llm"}
-    )
-    return ClusterState(
-        observed_at=at, source="bench", nodes=tuple(node_list), workloads=workloads, pools=(pool,)
-    )
-
-
-def _bench_fleet(kind: str, nodes: int, gpus_per_node: int) -> tuple[ClusterState, Workload]:
-    """The fleet to rank on and the workload to place: the simulator's fleet profile (pools
-    selected by label, ~70 % of the cards in use) or the synthetic one (every node eligible)."""
-    if kind == "synthetic":
-        state = fleet_state(nodes, gpus_per_node)
-        return state, state.workloads[0]
-    profile = FleetProfile(nodes=nodes, gpus_per_node=gpus_per_node)
-    state = SimCluster.from_scenario(Scenario(profile=profile, mode=None)).observe()
-    workload = next(w for w in state.workloads if w.model == "qwen3-32b")
-    return state, workload
-
-
 @bench.app.command("place")
 def bench_place(
     *,
-    nodes: Annotated[int, typer.Option("--nodes", min=1)] = 1000,
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000)] = 1000,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, max=16)] = 8,
     replicas: Annotated[int, typer.Option("--replicas", min=1)] = 100,
     runs: Annotated[int, typer.Option("--runs", min=1)] = 30,
@@ -326,44 +253,27 @@ def bench_place(
         Literal["sim", "synthetic"],
         typer.Option("--fleet", help="sim: tools.sim fleet profile; synthetic: all eligible."),
     ] = "sim",
+    churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
 ) -> None:
     """Time placing REPLICAS replicas on a fleet (target: median_ms <= 50).
 
-    Each run ranks every node for the workload and places the replicas one by one; the
-    per-state capacity (computed once per observation) is timed apart as capacity_build_ms.
+    Each run places the replicas one by one on a fresh observation (parsed from JSON, CHURN of
+    the nodes changed since the run before), its capacity counted again for the changed nodes.
     """
-    state, workload = _bench_fleet(fleet, nodes, gpus_per_node)
-    catalog = load_catalog()
-    start = time.perf_counter()
-    node_capacity(state, catalog)
-    capacity_ms = (time.perf_counter() - start) * 1000
-    placed: list[int] = []
+    from evals.bench.place import bench_figures
 
-    def once() -> None:
-        placed.append(len(pick_nodes(workload, state, replicas, catalog=catalog)))
-
-    name = f"place {replicas} replicas of {workload.name} on {nodes}x{gpus_per_node} ({fleet})"
-    figures = bench.measure(name, once, runs)
-    result = {
-        **figures.model_dump(),
-        "fleet": fleet,
-        "workload": workload.name,
-        "nodes": nodes,
-        "gpus_per_node": gpus_per_node,
-        "replicas": replicas,
-        "replicas_placed": placed[-1],
-        "capacity_build_ms": round(capacity_ms, 1),
-        "target_median_ms": 50.0,
-        "met": figures.median_ms <= 50.0,
-    }
+    result = bench_figures(
+        nodes, gpus_per_node, replicas=replicas, runs=runs, fleet=fleet, churn=churn
+    )
     if json_out:
         emit_json(result)
         return
     console.print(
-        f"{figures.name}: median {figures.median_ms:.2f} ms, p99 {figures.p99_ms:.2f} ms "
-        f"over {runs} runs; {placed[-1]} placed; capacity once per state "
-        f"{capacity_ms:.0f} ms; target median <= 50 ms: {'met' if result['met'] else 'MISSED'}"
+        f"{result['name']}: median {result['median_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms "
+        f"over {runs} runs, churn {churn:g}; {result['replicas_placed']} placed; capacity of a "
+        f"cold state {result['capacity_build_ms']:.0f} ms; target median <= 50 ms: "
+        f"{'met' if result['met'] else 'MISSED'}"
     )
 
 

@@ -1,33 +1,41 @@
-"""`steward status` (the cluster now) and `steward bench sim` (what observing it costs).
+"""`steward status`: the cluster now, as the agent observes it.
 
-`status` reads the simulated cluster kept in the data dir (creating the homelab one, or the one
-a `--scenario` file describes, on first use): nodes, cards with their sharing, workloads and
-their queues, the active mode, the links. Rich tables on a terminal, one JSON document (the
-ClusterState) with --json.
+It observes the configured backend (by default the simulated cluster kept in the data dir,
+created on first use as the built-in day, or as a `--scenario` file describes it): nodes, cards
+with their sharing, workloads and their queues, the active mode, the links. Rich tables on a
+terminal, one JSON document (the ClusterState) with --json.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from agent.cli import bench
-from agent.cli.common import DataDirOpt, JsonOpt, console, data_dir, emit_json, fail
-from tools.backends.sim import SimCluster
+from agent.cli.common import (
+    BackendOpt,
+    DataDirOpt,
+    JsonOpt,
+    ResetOpt,
+    config,
+    console,
+    data_dir,
+    emit_json,
+    fail,
+    reset_data_dir,
+)
+from agent.daemon.compose import open_backend
 from tools.errors import StewardError
 from tools.model import ClusterState, Metric
-from tools.sim.scenario import fleet_scenario, load_scenario
 
 ScenarioOpt = Annotated[
     Path | None,
     typer.Option(
         "--scenario",
-        help="A scenario file (evals/scenarios/*.yaml) for the simulated cluster; it replaces "
-        "the one in the data dir if it differs.",
+        help="A scenario file, or a shipped scenario's name (link-11-percent), for the "
+        "simulated cluster; a data dir with a history keeps its own unless --reset.",
         exists=False,
         dir_okay=False,
     ),
@@ -38,12 +46,19 @@ def status(
     json_out: JsonOpt = False,
     scenario: ScenarioOpt = None,
     data_dir_opt: DataDirOpt = None,
+    backend: BackendOpt = None,
+    reset: ResetOpt = False,
 ) -> None:
     """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""
+    settings = config()
+    if backend is not None:
+        settings = settings.model_copy(update={"backend": backend})
+    where = data_dir(data_dir_opt)
+    if reset:
+        reset_data_dir(where)
     try:
-        chosen = load_scenario(scenario) if scenario is not None else None
-        sim = SimCluster.open(data_dir(data_dir_opt), chosen)
-        state = sim.observe()
+        opened = open_backend(settings, where, scenario)
+        state = opened.parts.cluster().observe()
     except StewardError as exc:
         fail(str(exc))
     if json_out:
@@ -145,40 +160,3 @@ def render(state: ClusterState) -> None:
                 f"{gid} ({lk.configured_gid_index})",
             )
     console.print(links)
-
-
-@bench.app.command("sim")
-def bench_sim(
-    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000, help="Fleet nodes.")] = 1000,
-    gpus_per_node: Annotated[
-        int, typer.Option("--gpus-per-node", min=1, max=16, help="Cards per node.")
-    ] = 8,
-    runs: Annotated[int, typer.Option("--runs", min=5, help="Timed iterations.")] = 100,
-    json_out: JsonOpt = False,
-) -> None:
-    """Time observe() plus one simulated tick on a fleet profile (demand at half capacity)."""
-    sim = SimCluster.from_scenario(fleet_scenario(nodes, gpus_per_node))
-    sim.advance(60)  # queues and scrapes in their steady state, not a cold start
-
-    def tick() -> None:
-        sim.observe()
-        sim.advance(sim.profile.tick_s)
-
-    figures = bench.measure(f"sim {nodes}x{gpus_per_node}", tick, runs)
-    result = {
-        **figures.model_dump(),
-        "nodes": nodes,
-        "gpus": nodes * gpus_per_node,
-        "workloads": len(sim.profile.workloads),
-        "tick_s": sim.profile.tick_s,
-        "scrape_interval_s": sim.profile.scrape_interval_s,
-        # Wall-clock figures: say how busy the machine was with other work while they ran.
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-    }
-    if json_out:
-        emit_json(result)
-        return
-    console.print(
-        f"observe() + one {sim.profile.tick_s:g} s tick on {nodes} nodes x {gpus_per_node} cards: "
-        f"median {figures.median_ms:.2f} ms, p99 {figures.p99_ms:.2f} ms over {runs} runs"
-    )

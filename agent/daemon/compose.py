@@ -1,44 +1,167 @@
-"""Putting a loop together from a data dir: the cluster, the policy, the planner, a dry run.
+"""The composition root: configuration in, a loop's parts out — the one place that knows
+which backend and which metric sources a command runs against.
 
-Shared by the CLI commands (run, plan, approve) and the benchmark, so that each opens the
-simulated cluster, the policy and the planner the same way:
-- the cluster: the one saved in the data dir; a fresh data dir gets the built-in day
-  (agent/daemon/day.py) unless `--scenario` names another;
+Shared by the CLI commands (run, plan, status, approve, mode …) and the benchmarks, so that each
+opens the cluster, the policy and the planner the same way:
+- the backend (`backend:` in steward.yaml, `--backend`): `sim`, the embedded simulated cluster
+  saved in the data dir (a fresh data dir gets the built-in day, agent/daemon/day.py, unless a
+  scenario names another), or `kubernetes`; plus the configured metric sources;
 - the policy: `--policy`, else the one the last `steward run` used there, else the default;
-- the planner: `rules`, or `llm` — agent.planners.llm.make_planner(policy), issue 7's seam.
+- the planner: `rules`, or `llm` — agent.planners.llm.make_planner(policy).
+
+Only this module (with the built-in day), sim-only commands and the benchmarks import the
+simulator; everything else sees `Parts` (tools/backends/parts.py).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
+from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
+from evals.scenarios import SCENARIOS_DIR
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.actions import Plan
+from tools.backends.base import MetricSource
+from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
+from tools.model import ClusterState
 from tools.sim import store
-from tools.sim.scenario import load_scenario
+from tools.sim.scenario import Scenario, load_scenario
 
 RUN_FILE = "run.json"
 
 
-def open_sim(data_dir: Path, scenario: Path | None) -> SimCluster:
-    """The data dir's simulated cluster (see the module docstring)."""
+@dataclass(frozen=True)
+class Opened:
+    """A backend opened for one command, with what the CLI needs to know of it."""
+
+    parts: Parts
+    description: str
+    """One line for people: which cluster this is."""
+    day_s: float | None = None
+    """How long the simulated scenario lasts (the built-in day ends by itself); None: unbounded."""
+    speed: float | None = None
+    """The scenario's pace (simulated seconds per real second); None: real time."""
+    elapsed_s: float = 0.0
+    """How much of the simulated scenario has already run in this data dir."""
+
+    @property
+    def simulated(self) -> bool:
+        return self.parts.advance is not None
+
+
+def open_backend(config: StewardConfig, data_dir: Path, scenario: Path | None = None) -> Opened:
+    """The configured backend and metric sources, opened over `data_dir`."""
+    sources = metric_sources(config)
+    if config.backend == "sim":
+        sim = open_sim(data_dir, scenario or config.scenario)
+        return Opened(
+            parts=Parts.of(sim, sources),
+            description=f"simulated cluster {sim.scenario.name!r} in {data_dir}",
+            day_s=sim.scenario.duration_s,
+            speed=sim.scenario.speed,
+            elapsed_s=sim.elapsed_s,
+        )
     if scenario is not None:
-        return SimCluster.open(data_dir, load_scenario(scenario))
-    if store.load(data_dir) is not None:
+        raise InvalidInput("--scenario is for the simulated cluster (backend sim) only")
+    module = _optional("tools.backends.kubernetes", "the Kubernetes backend")
+    cluster = module.open_cluster(config.kubernetes, data_dir)
+    return Opened(parts=Parts.of(cluster, sources), description=str(cluster))
+
+
+def metric_sources(config: StewardConfig) -> tuple[MetricSource, ...]:
+    """The metric sources steward.yaml names (`metrics.sources`), in that order."""
+    found: list[MetricSource] = []
+    for name in config.metrics.sources:
+        module = _optional(f"tools.metrics.{name}", f"the {name} metric source")
+        found.append(module.source_from_config(config.metrics))
+    return tuple(found)
+
+
+def _optional(module: str, what: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise InvalidInput(f"{what} ({module}) is not in this build") from None
+
+
+def open_sim(data_dir: Path, scenario: Path | None) -> SimCluster:
+    """The data dir's simulated cluster (see the module docstring).
+
+    A data dir belongs to one cluster: a scenario other than the one it holds is refused once
+    the data dir has a history (`reset` archives it first)."""
+    saved = store.load(data_dir)
+    if scenario is not None:
+        chosen = load_scenario(resolve_scenario(scenario))
+        if saved is not None and saved.scenario != chosen and has_history(data_dir):
+            raise InvalidInput(
+                f"{data_dir} holds the simulated cluster of scenario {saved.scenario.name!r} "
+                f"and its history; {scenario} is another ({chosen.name!r}). Pass --reset to "
+                "archive the old log and state (kept readable under archive/) and start over, "
+                "or give this scenario its own --data-dir"
+            )
+        return SimCluster.open(data_dir, chosen)
+    if saved is not None:
         return SimCluster.open(data_dir)
     return SimCluster.open(data_dir, default_day())
+
+
+HISTORY_FILES = ("audit.db", "checkpoints.db", "inbox.db", "loop.json", "modes")
+
+
+def has_history(data_dir: Path) -> bool:
+    """Whether anything was decided or recorded in `data_dir` (not just a cluster saved)."""
+    return any((data_dir / name).exists() for name in HISTORY_FILES)
+
+
+def archive(data_dir: Path) -> Path | None:
+    """Move everything in `data_dir` (but earlier archives) to archive/<UTC time>/, where the old
+    log stays readable (`steward audit verify --data-dir …/archive/<time>`); None if empty."""
+    entries = [p for p in data_dir.iterdir() if p.name != ARCHIVE_DIR]
+    if not entries:
+        return None
+    target = data_dir / ARCHIVE_DIR / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target.mkdir(parents=True, exist_ok=False)
+    for entry in entries:
+        entry.rename(target / entry.name)
+    return target
+
+
+ARCHIVE_DIR = "archive"
+
+
+def resolve_scenario(path: Path) -> Path:
+    """A scenario file, or the name of one shipped with Steward (`link-11-percent`)."""
+    if path.is_file() or path.parent != Path("."):
+        return path
+    shipped = SCENARIOS_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
+    return shipped if shipped.exists() else path
+
+
+def observe_scenario(path: Path) -> ClusterState:
+    """What a scenario's cluster looks like at its start, without a data dir (for `policy
+    explain --scenario`)."""
+    return SimCluster.from_scenario(open_scenario(path)).observe()
+
+
+def open_scenario(path: Path) -> Scenario:
+    """A scenario file (or a shipped scenario's name), checked (InvalidInput: FILE:LINE:COL)."""
+    return load_scenario(resolve_scenario(path))
 
 
 def open_policy(path: Path | None) -> tuple[Policy, Path]:
@@ -74,7 +197,9 @@ def planner_for(name: str, policy: Policy) -> Planner:
     raise InvalidInput(f"--planner {name!r}: choose rules or llm")
 
 
-def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict[str, Any]:
+def dry_run(
+    data_dir: Path, planner_name: str, policy_path: Path | None, opened: Opened | None = None
+) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
     from agent.daemon.runtime import read_memory
@@ -82,11 +207,11 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
     from agent.loop.nodes import assess, guard, observe
     from agent.loop.nodes import plan as plan_node
 
-    sim = open_sim(data_dir, None)
+    parts = (opened or open_backend(StewardConfig(), data_dir)).parts
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))
     settings = RulesSettings.from_policy(policy)
     try:
-        audit = AuditLog.open(data_dir, clock=lambda: sim.now)
+        audit = AuditLog.open(data_dir, clock=parts.clock.now)
         writer: str | None = None
     except AuditError as exc:
         audit = AuditLog.open(data_dir, readonly=True)
@@ -94,7 +219,8 @@ def dry_run(data_dir: Path, planner_name: str, policy_path: Path | None) -> dict
     inbox = Inbox.open(data_dir)
     try:
         ctx = LoopContext(
-            cluster=sim,
+            cluster=parts.cluster(),
+            parts=parts,
             policy=policy,
             audit=audit,
             inbox=inbox,

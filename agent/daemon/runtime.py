@@ -34,15 +34,20 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 from langgraph.types import Command
 
-from agent.approvals.inbox import Inbox, PendingDecision
+from agent import __version__
+from agent.approvals.answers import expire_due, resume_answer
+from agent.approvals.inbox import Inbox
+from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile
 from agent.daemon.heap import settle_heap, tidy_heap
+from agent.daemon.leader import Leadership, Sole
+from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Approval, Decision, Memory
+from agent.loop.state import Decision, Memory
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import open_rotation
@@ -58,7 +63,7 @@ from tools.suspend import Suspendable
 
 LOCK_NAME = "steward.lock"
 MEMORY_NAME = "loop.json"
-VERSION = "0.1.0"
+VERSION = __version__
 SAVE_EVERY_S = 1.0
 """Between decisions the simulated cluster and the loop's memory are saved at most this often
 (and always at the end): what `steward status` shows of a running agent lags by up to this."""
@@ -83,6 +88,43 @@ class TickReport:
     seconds: float
     in_progress: tuple[str, ...] = ()
     """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
+    standby: bool = False
+    """This replica did not lead: it observed and decided nothing."""
+
+
+@dataclass
+class RunSummary:
+    """What a run's ticks did, summed up as they went."""
+
+    ticks: int = 0
+    decisions: int = 0
+    executed: int = 0
+    waiting: list[str] = dataclasses.field(default_factory=list)
+    """Decisions that stopped to wait for a human during this run."""
+    ran: list[str] = dataclasses.field(default_factory=list)
+    """The last actions carried out (at most RAN_KEPT), newest last."""
+    resumed: int = 0
+    standby_ticks: int = 0
+    in_progress: tuple[str, ...] = ()
+    first_at: str = ""
+    last_at: str = ""
+
+    def add(self, report: TickReport) -> None:
+        self.ticks += 1
+        self.decisions += int(report.decided)
+        self.executed += report.executed
+        self.resumed += len(report.resumed)
+        self.standby_ticks += int(report.standby)
+        if report.waiting:
+            self.waiting.append(report.decision_id)
+        if report.executed:
+            ran = [a for a, v in zip(report.actions, report.verdicts, strict=True) if v == "allow"]
+            self.ran = (self.ran + [f"{report.at} {a}" for a in ran])[-RAN_KEPT:]
+        self.first_at = self.first_at or report.at
+        self.last_at = report.at or self.last_at
+
+
+RAN_KEPT = 20
 
 
 @runtime_checkable
@@ -111,6 +153,7 @@ class Runtime:
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
         self._running: dict[str, Suspendable[dict[str, Any]]] = {}
+        self.leadership: Leadership = Sole()
 
     @classmethod
     def open(
@@ -122,14 +165,18 @@ class Runtime:
         planner: Planner | None = None,
         rotate: Rotator | None = None,
         telemetry: Telemetry | None = None,
+        leadership: Leadership | None = None,
+        notifier: Notifier | None = None,
     ) -> Runtime:
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
+        leadership = leadership or Sole()
+        fence = None if isinstance(leadership, Sole) else leadership.leading
         lock_fd = take_lock(data_dir)
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
             ctx = LoopContext(
-                cluster=parts.cluster(),
+                cluster=parts.cluster(fence),
                 policy=policy,
                 audit=AuditLog.open(data_dir, clock=parts.clock.now),
                 inbox=Inbox.open(data_dir),
@@ -137,6 +184,7 @@ class Runtime:
                 planner=planner or rules,
                 fallback=rules,
                 telemetry=telemetry or Telemetry(),
+                notifier=notifier or LogNotifier(),
                 rotate=rotate,
                 clock=LoopClock(parts.clock),
                 parts=parts,
@@ -148,12 +196,16 @@ class Runtime:
         except BaseException:
             lockfile.release(lock_fd)
             raise
-        return cls(data_dir, parts, ctx, graph, lock_fd)
+        runtime = cls(data_dir, parts, ctx, graph, lock_fd)
+        runtime.leadership = leadership
+        ctx.telemetry.leader_info = leadership.describe
+        return runtime
 
     # -- start and stop ---------------------------------------------------------------------------
 
     def start(self) -> list[str]:
         """Finish what a killed process left; returns the decision ids resumed or closed."""
+        self.leadership.start()
         finished: list[str] = []
         waiting: list[str] = []
         # A rotation killed mid-way finishes first (its commit or its rollback), from its journal.
@@ -169,9 +221,15 @@ class Runtime:
                 result = self._invoke(thread, None)
                 if result is not None:
                     self._finish(thread, result)
-                finished.append(thread)
+                if result is not None and "__interrupt__" in result:
+                    waiting.append(thread)  # killed on its way to wait: it waits now
+                else:
+                    finished.append(thread)
             else:
                 self._delete(thread)
+        # The log is the truth of what waits: the inbox is rebuilt from it, and a request whose
+        # decision can no longer be resumed is closed as lost (never reported "resumed").
+        settle_inbox(self.ctx.inbox, self.ctx.audit, waiting)
         closed = self.ctx.audit.reconcile(keep=waiting)
         for decision in closed:
             log.warning("interrupted", decision=decision)
@@ -199,7 +257,9 @@ class Runtime:
         saves the cluster after its actions and `decide` the memory after a decision). It runs
         after the decision, not inside it: `steward status` reading the cluster lags by up to
         SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
-        runs here too, when due (agent.daemon.heap.tidy_heap)."""
+        runs here too, when due (agent.daemon.heap.tidy_heap), after the last decision's
+        observation is let go (LoopContext.let_go)."""
+        self.ctx.let_go()
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.parts.save(self.data_dir)
@@ -207,7 +267,9 @@ class Runtime:
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
-        """Flush and release: the log, the inbox, the cluster's saved state, the lock."""
+        """Flush and release: leadership, the log, the inbox, the cluster's saved state, the
+        lock."""
+        self.leadership.stop()
         self.parts.save(self.data_dir)
         _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
@@ -232,17 +294,29 @@ class Runtime:
 
     # -- ticks ------------------------------------------------------------------------------------
 
-    def run(self, ticks: int | None, interval_s: float, speed: float) -> list[TickReport]:
-        """Tick until `ticks` are done or a stop is asked; speed 0 runs as fast as possible."""
+    def run(
+        self,
+        ticks: int | None,
+        interval_s: float,
+        speed: float,
+        on_tick: Callable[[TickReport], None] | None = None,
+    ) -> RunSummary:
+        """Tick until `ticks` are done or a stop is asked; speed 0 runs as fast as possible.
+
+        What the ticks did is summed up as they go (an unbounded run keeps no list of them);
+        `on_tick` sees each report (the CLI's progress line)."""
         self.ctx.telemetry.interval_s = interval_s if speed == 0 else interval_s / speed
-        reports: list[TickReport] = []
-        while not self.stop.is_set() and (ticks is None or len(reports) < ticks):
+        summary = RunSummary()
+        while not self.stop.is_set() and (ticks is None or summary.ticks < ticks):
             started = time.monotonic()
             report = self.tick(interval_s)
-            reports.append(report)
+            summary.add(report)
+            if on_tick is not None:
+                on_tick(report)
             if speed > 0:
                 self.stop.wait(max(0.0, interval_s / speed - (time.monotonic() - started)))
-        return reports
+        summary.in_progress = self.in_progress
+        return summary
 
     def tick(self, interval_s: float) -> TickReport:
         """Let `interval_s` of the cluster's time pass, decide, then save what is due."""
@@ -253,8 +327,14 @@ class Runtime:
         return report
 
     def decide(self) -> TickReport:
-        """One pass of the agent: resume answered decisions, then observe … record once."""
+        """One pass of the agent: resume answered decisions, then observe … record once.
+
+        A replica that does not lead only observes (it stays ready to take over)."""
         started = time.perf_counter()
+        leading = self.leadership.leading()
+        self.ctx.telemetry.leader.set(1 if leading else 0)
+        if not leading:
+            return self._stand_by(started)
         resumed = self.continue_long_actions() + self.resume_answered()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
@@ -282,6 +362,8 @@ class Runtime:
             self._delete(decision_id)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
         report = dataclasses.replace(report, in_progress=tuple(self._running))
+        self.ctx.telemetry.long_actions.set(len(self._running))
+        self.ctx.telemetry.pending_approvals.set(len(self.ctx.inbox.listed("waiting")))
         if report.decided or resumed:
             _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         seconds = time.perf_counter() - started
@@ -291,14 +373,44 @@ class Runtime:
             log.info("decision", **_fields(report, final))
         return report
 
+    def _stand_by(self, started: float) -> TickReport:
+        """A standby's tick: observe (so it is ready, and /healthz says so), decide nothing."""
+        self.tick_no += 1
+        failed = False
+        try:
+            state = self.ctx.observe(f"standby-{self.tick_no}")
+            at = state.observed_at.isoformat()
+        except TemporaryError as exc:
+            log.warning("standby could not observe", error=str(exc))
+            failed, at = True, ""
+        seconds = time.perf_counter() - started
+        self.ctx.telemetry.tick_done(seconds, failed=failed)
+        return TickReport(
+            tick=self.tick_no,
+            decision_id="",
+            at=at,
+            decided=False,
+            waiting=False,
+            actions=(),
+            verdicts=(),
+            executed=0,
+            resumed=(),
+            findings=(),
+            seconds=round(seconds, 4),
+            standby=True,
+        )
+
     def resume_answered(self) -> tuple[str, ...]:
-        """Resume every decision a human approved or denied since the last tick."""
+        """Resume every decision a human approved or denied since the last tick, and every one
+        that waited past approval.expires_after (refused at act, rule approval.expired)."""
         done: list[str] = []
-        for pending in self.ctx.inbox.listed("approved", "denied"):
+        now = self.clock.now()
+        expire_due(self.ctx.inbox, self.ctx.policy, now)
+        for pending in self.ctx.inbox.to_resume():
             thread = pending.decision_id
             snapshot = self.graph.get_state(_config(thread))
             if snapshot.interrupts:
-                answer = _answer(pending)
+                answer = resume_answer(pending, now)
                 self.ctx.held = self._held()
                 result = self._invoke(thread, Command(resume=answer.model_dump(mode="json")))
                 if result is not None:
@@ -394,16 +506,6 @@ def _config(thread: str) -> Any:
 def _decision(result: dict[str, Any]) -> Decision:
     values = {k: v for k, v in result.items() if not k.startswith("__")}
     return Decision.model_validate(values)
-
-
-def _answer(pending: PendingDecision) -> Approval:
-    assert pending.answered_at is not None and pending.answered_by is not None
-    return Approval(
-        answer="approved" if pending.status == "approved" else "denied",
-        by=pending.answered_by,
-        reason=pending.reason,
-        at=pending.answered_at,
-    )
 
 
 def _report(

@@ -18,8 +18,10 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
+from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
-from agent.loop.state import Memory
+from agent.loop.findings import FindingsBook
+from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import loop_rotator
@@ -61,6 +63,8 @@ class LoopContext:
     planner: Planner
     fallback: RulesPlanner
     telemetry: Telemetry = field(default_factory=Telemetry)
+    notifier: Notifier = field(default_factory=LogNotifier)
+    """Where notices for people go: findings, waiting decisions, refusals, failures."""
     clock: Clock | None = None
     """The loop's clock (the daemon's `LoopClock`: waiting inside a decision suspends it); None:
     the cluster's own, as `Parts.of` finds it."""
@@ -75,6 +79,9 @@ class LoopContext:
     hold_denied: bool = True
     """Do not propose again, for a while, what the guard just denied (off for dry runs, which
     show every proposal with its verdict)."""
+    track_findings: bool = True
+    """Record findings as they appear and clear, and tell people (off for a dry run, which
+    writes nothing but its plan)."""
     crash_at: str | None = field(default_factory=lambda: os.environ.get(CRASH_ENV) or None)
     planner_resting_until: datetime | None = None
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
@@ -84,6 +91,7 @@ class LoopContext:
     soft state, not the decision's: it stays out of the checkpoints and is saved by the runtime
     to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
+    _findings: FindingsBook | None = None
 
     held: frozenset[str] = frozenset()
     """Workloads and nodes a long action of an earlier decision still holds (a drain, a
@@ -122,6 +130,12 @@ class LoopContext:
     def forget(self, decision_id: str) -> None:
         self._snapshots.pop(decision_id, None)
 
+    def let_go(self) -> None:
+        """Drop the snapshots between decisions: freeing a 1,000-node observation parsed from
+        JSON (some 300,000 objects) takes tens of ms, which the next decision need not wait
+        for. A decision resumed later observes afresh, as after a restart."""
+        self._snapshots.clear()
+
     def history(self, state: ClusterState, memory: Memory) -> History:
         """Executed actions of the recent past and when each pool was last busy."""
         since = state.observed_at - HISTORY_WINDOW
@@ -145,6 +159,20 @@ class LoopContext:
             if e.ok
         )
         return History(executed=executed)
+
+    def track(self, state: ClusterState, signals: Signals) -> None:
+        """Findings that appeared or cleared in this observation: logged, counted, told."""
+        if not self.track_findings:
+            return
+        if self._findings is None:
+            max_age = self.settings.assess.metric_max_age_s
+            self._findings = FindingsBook(self.audit, self.telemetry, max_age)
+        for notice in self._findings.update(state, signals):
+            self.notify(notice)
+
+    def notify(self, notice: Notice) -> None:
+        """Tell people (never raises: a broken channel does not stop the decision)."""
+        notify_safely(self.notifier, notice)
 
     def maybe_crash(self, point: str) -> None:
         """The kill -9 test hook: die here, without cleanup, if asked to."""

@@ -1,4 +1,4 @@
-"""build_graph(): the decision flow of DESIGN.md as one LangGraph StateGraph.
+"""build_graph(): the decision flow of docs/architecture.md as one LangGraph StateGraph.
 
     observe -> assess -> plan -> guard -> [approve] -> act -> verify -> record
                   \\         \\

@@ -1,11 +1,14 @@
 """The graph's nodes: observe, assess, plan, guard, approve, act, verify, record.
 
 Each node is a function of the decision state and the loop context that returns a partial
-update. Only `act` changes the cluster, and it is idempotent per decision id: before running
-anything it asks the decision log whether this decision already has an intent — if it does, the
-process died mid-act, so act re-observes and records what is there instead of running anything
-again. `approve` holds `interrupt()`; it runs again from its first line when resumed, so all it
-does before the interrupt is an idempotent insert into the inbox.
+update. Only `act` changes the cluster, and only through the gate (agent/loop/gate.py): every
+action is judged again on a fresh observation, and what that judgement says is written to the
+log (an `execution` record) before anything runs. Act is idempotent per decision id: before
+running anything it asks the decision log whether this decision already has its execution
+record — if it does, the process died mid-act, so act re-observes and records what is there
+instead of running anything again. `approve` holds `interrupt()`; it runs again from its first
+line when resumed, so all it does before the interrupt is idempotent: the decision's intent
+into the log (once) and its request into the inbox.
 """
 
 from __future__ import annotations
@@ -21,15 +24,20 @@ from agent.audit import (
     ActionOutcome,
     Approval,
     Check,
+    Execution,
     Fallback,
+    GateVerdict,
     Intent,
     Outcome,
     proposals,
 )
+from agent.audit.execution import write_execution
+from agent.daemon.notifier import Notice
 from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
 from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
+from agent.loop.gate import at_execution
 from agent.loop.state import ActionVerdict, Decision, Memory
 from agent.loop.state import Approval as Answer
 from agent.planners.base import PlannerReport
@@ -54,6 +62,8 @@ def assess(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("assess")
     state = ctx.snapshot(d.decision_id)
     signals, ctx.memory = assess_signals(state, ctx.memory, ctx.settings.assess, ctx.policy)
+    if not d.dry_run:
+        ctx.track(state, signals)
     return {"signals": signals, "stage": "plan"}
 
 
@@ -135,6 +145,7 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
             rule_ids=v.rule_ids,
             message=v.message,
             expected_effect=expected_effect(v.action, state),
+            approvers=v.approvers,
         )
         for v in judgement.verdicts
     )
@@ -164,6 +175,12 @@ def denied_recently(memory: Memory, now: datetime) -> dict[str, datetime]:
 def approve(d: Decision, ctx: LoopContext) -> Update:
     waiting = [(i, v) for i, v in enumerate(d.verdicts) if v.decision == "needs_approval"]
     assert d.observed_at is not None
+    # From the moment it waits, the decision is in the log (what it proposes, the verdicts, who
+    # may approve), so `steward audit explain` answers for it; written once (the node runs again
+    # from here when resumed).
+    if not any(r.kind == "intent" for r in ctx.audit.decision(d.decision_id)):
+        ctx.audit.write_intent(_intent(d, ctx.snapshot(d.decision_id).digest()))
+        ctx.notify(_waiting_notice(d, ctx))
     ctx.inbox.ensure_waiting(
         d.decision_id,
         [v.action for _, v in waiting],
@@ -173,63 +190,136 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
     )
     ctx.maybe_crash("approve")
     answer = Answer.model_validate(interrupt({"decision_id": d.decision_id}))
-    if answer.answer == "approved":
-        state = ctx.snapshot(d.decision_id)
-        refused = [
-            v.action.describe()
-            for _, v in waiting
-            if not ctx.policy.may_approve(answer.by, v.action, state)
-        ]
-        if refused:
-            answer = answer.model_copy(
-                update={
-                    "answer": "denied",
-                    "reason": f"{answer.by} may not approve: {'; '.join(refused)}",
-                }
-            )
     return {"approval": answer, "stage": "act"}
+
+
+def _waiting_notice(d: Decision, ctx: LoopContext) -> Notice:
+    assert d.observed_at is not None
+    groups = ctx.policy.approvers.groups
+    asks = []
+    for i, v in enumerate(d.verdicts):
+        if v.decision == "needs_approval":
+            who = [f"{g} ({', '.join(groups[g].members) or 'no members'})" for g in v.approvers]
+            asks.append(f"#{i + 1} {v.action.describe()} — may approve: {', '.join(who) or '?'}")
+    return Notice(
+        kind="needs_approval",
+        decision_id=d.decision_id,
+        text=f"decision {d.decision_id} waits for approval: {'; '.join(asks)}",
+        at=d.observed_at,
+        details={"approve": f"steward approve {d.decision_id}"},
+    )
 
 
 def act(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("act")
     assert d.plan is not None and d.observed_at is not None
-    earlier = ctx.audit.decision(d.decision_id)
-    if any(r.kind == "intent" for r in earlier):
+    kinds = {r.kind for r in ctx.audit.decision(d.decision_id)}
+    if "execution" in kinds:
         return _reconcile(d, ctx)
-    digest = ctx.snapshot(d.decision_id).digest()
-    ctx.audit.write_intent(_intent(d, digest))
-    approved = d.approval is not None and d.approval.answer == "approved"
-    for i, v in enumerate(d.verdicts):
-        if v.decision == "needs_approval" and d.approval is not None:
-            ctx.audit.write_approval(
-                Approval(
-                    decision_id=d.decision_id,
-                    action_index=i,
-                    approved=approved,
-                    principal=d.approval.by,
-                    channel="cli",
-                    decided_at=d.approval.at,
-                    note=d.approval.reason,
-                )
-            )
+    # The gate: judged again on a fresh observation before anything runs. A decision that
+    # waited for a human, or a process restarted since the guard judged, observes anew; a
+    # decision going straight through acts on the observation of this very tick.
+    waited = d.approval is not None
+    state = ctx.observe(d.decision_id) if waited else ctx.snapshot(d.decision_id)
+    history = ctx.history(state, ctx.memory)
+    gate = at_execution(
+        d.verdicts,
+        d.approval,
+        decided_at=d.observed_at,
+        state=state,
+        policy=ctx.policy,
+        history=history,
+        favoured_mode=_favoured_lately(ctx, state.observed_at),
+    )
+    digest = state.digest()
+    write_execution(
+        ctx.audit,
+        Execution(
+            decision_id=d.decision_id,
+            observed_at=state.observed_at,
+            observation_digest=digest,
+            verdicts=gate,
+        ),
+        intent=None if "intent" in kinds else _intent(d, digest),
+        approvals=_approvals(d),
+    )
+    refused = [g for g in gate if g.refused_at_execution]
+    if refused:
+        ctx.telemetry.refused_at_execution.inc(len(refused))
+        ctx.notify(_refused_notice(d, refused, state.observed_at))
     outcomes: list[ActionOutcome] = []
     failed: str | None = None
-    for i, v in enumerate(d.verdicts):
-        why_not = _why_not(v, approved, failed)
-        if why_not:
-            outcomes.append(ActionOutcome.skipped(i, why_not))
+    for v, g in zip(d.verdicts, gate, strict=True):
+        if g.verdict != "allow" or failed:
+            outcomes.append(ActionOutcome.skipped(g.index, failed or _why_not(g)))
             continue
         result = run_action(ctx, v.action, d.decision_id, d.dry_run)
         ctx.telemetry.actions.labels(type=v.action.type, ok=str(result.ok).lower()).inc()
-        outcomes.append(ActionOutcome.from_result(i, result))
+        outcomes.append(ActionOutcome.from_result(g.index, result))
         if not result.ok:
             failed = f"an earlier action ({v.action.describe()}) failed: {result.message}"
+            ctx.notify(
+                Notice(
+                    kind="action_failed",
+                    decision_id=d.decision_id,
+                    text=f"{v.action.describe()} failed: {result.message}",
+                    at=state.observed_at,
+                    details={"action": g.index + 1},
+                )
+            )
         if ctx.crash_at == "act.mid":
             _persist(ctx)  # the test hook dies after an action took effect in the cluster
             ctx.maybe_crash("act.mid")
     if any(o.executed for o in outcomes):
         _persist(ctx)
-    return {"outcomes": tuple(outcomes), "digest": digest, "stage": "verify"}
+    return {"outcomes": tuple(outcomes), "digest": digest, "execution": gate, "stage": "verify"}
+
+
+def _favoured_lately(ctx: LoopContext, now: datetime) -> str | None:
+    """The mode demand has favoured within the grace of the loop's memory (its hysteresis)."""
+    memory = ctx.memory
+    seen = memory.mode_seen_at
+    if seen is None or (now - seen).total_seconds() > ctx.settings.assess.mode_grace_s:
+        return None
+    return memory.mode_favoured
+
+
+def _approvals(d: Decision) -> list[Approval]:
+    """The human's answer as one audit record per action that waited for it (none when the
+    request expired: nobody answered)."""
+    answer = d.approval
+    if answer is None or answer.answer == "expired":
+        return []
+    return [
+        Approval(
+            decision_id=d.decision_id,
+            action_index=i,
+            approved=answer.answer == "approved",
+            principal=answer.by,
+            channel=answer.channel,
+            sender=answer.sender or answer.by,
+            decided_at=answer.at,
+            note=answer.reason,
+        )
+        for i, v in enumerate(d.verdicts)
+        if v.decision == "needs_approval"
+    ]
+
+
+def _refused_notice(d: Decision, refused: list[GateVerdict], at: datetime) -> Notice:
+    lines = [
+        f"#{g.index + 1} {d.verdicts[g.index].action.describe()}: {', '.join(g.rule_ids)} — "
+        f"{g.message}"
+        for g in refused
+    ]
+    return Notice(
+        kind="refused_at_execution",
+        decision_id=d.decision_id,
+        text=f"decision {d.decision_id}: refused at execution, nothing of it ran: "
+        + "; ".join(lines),
+        at=at,
+        details={"rule_ids": sorted({r for g in refused for r in g.rule_ids})},
+    )
 
 
 def _persist(ctx: LoopContext) -> None:
@@ -239,14 +329,10 @@ def _persist(ctx: LoopContext) -> None:
         ctx.persist()
 
 
-def _why_not(v: ActionVerdict, approved: bool, failed: str | None) -> str:
-    if v.decision == "deny":
-        return f"denied by {', '.join(v.rule_ids) or 'policy'}: {v.message}"
-    if v.decision == "needs_approval" and not approved:
-        return "approval was not given"
-    if failed:
-        return failed
-    return ""
+def _why_not(g: GateVerdict) -> str:
+    if g.refused_at_execution:
+        return f"refused at execution by {', '.join(g.rule_ids)}: {g.message}"
+    return g.message
 
 
 def _reconcile(d: Decision, ctx: LoopContext) -> Update:
@@ -296,6 +382,16 @@ def record(d: Decision, ctx: LoopContext) -> Update:
                 reason=d.fallback_reason,
             )
         )
+        if d.fallback_fresh and d.observed_at is not None:
+            ctx.notify(
+                Notice(
+                    kind="planner_fallback",
+                    decision_id=d.decision_id,
+                    text=f"the {ctx.planner.name} planner failed ({d.fallback_reason}); the "
+                    "rules planner decided",
+                    at=d.observed_at,
+                )
+            )
     if "intent" in kinds and not kinds & {"outcome", "interrupted"}:
         error = "interrupted mid-act by a restart; reconciled" if d.reconciled else None
         ctx.audit.write_outcome(

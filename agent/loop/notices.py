@@ -9,9 +9,10 @@ themselves call a planner.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 
 from agent.loop.state import LinkSignal
-from tools.model import ClusterState, Node
+from tools.model import ClusterState, Derived, Node, Workload
 
 
 def sharing_suspects(state: ClusterState) -> ClusterState:
@@ -20,8 +21,9 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     A node whose scheduler count does not exceed what it advertises, and whose cards are each
     exclusive with at most one client, cannot hold one; skipping those keeps a 1,000-node tick
     cheap. Placement's `sharing_anomalies` then judges the rest exactly as it would the whole.
+    What a node or a workload says by itself is worked out once per version of it.
     """
-    uses = Counter(uuid for w in state.workloads for r in w.placement for uuid in r.gpus)
+    uses = Counter(chain.from_iterable(_placed_cards(w) for w in state.workloads))
     shared = {uuid for uuid, count in uses.items() if count > 1}
     suspects = tuple(node for node in state.nodes if _suspect(node, shared))
     if len(suspects) == len(state.nodes):
@@ -39,13 +41,24 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
 
 
 def _suspect(node: Node, shared: set[str]) -> bool:
+    suspect, cards = _by_itself(node)
+    return suspect or (bool(shared) and not cards.isdisjoint(shared))
+
+
+def _suspect_by_itself(node: Node) -> tuple[bool, frozenset[str]]:
+    """Whether the node is a suspect whatever the workloads say, and its cards' UUIDs."""
     view = node.scheduler
-    if view is not None and view.gpu_allocated > view.gpu_allocatable:
-        return True
-    for gpu in node.gpus:
-        if gpu.sharing.mode != "exclusive" or len(gpu.clients) > 1 or gpu.uuid in shared:
-            return True
-    return False
+    overcounted = view is not None and view.gpu_allocated > view.gpu_allocatable
+    shared = any(g.sharing.mode != "exclusive" or len(g.clients) > 1 for g in node.gpus)
+    return overcounted or shared, frozenset(g.uuid for g in node.gpus)
+
+
+def _cards_placed(workload: Workload) -> tuple[str, ...]:
+    return tuple(uuid for r in workload.placement for uuid in r.gpus)
+
+
+_by_itself = Derived(_suspect_by_itself)
+_placed_cards = Derived(_cards_placed)
 
 
 def degraded_links(state: ClusterState, min_fraction: float) -> tuple[LinkSignal, ...]:

@@ -17,12 +17,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from agent.audit import ActionOutcome, Check
+from agent.audit import ActionOutcome, Channel, Check, GateVerdict
 from tools.actions import Action, Plan
 from tools.model import WorkloadKind
 
 VerdictDecision = Literal["allow", "deny", "needs_approval"]
-ApprovalAnswer = Literal["approved", "denied"]
+ApprovalAnswer = Literal["approved", "denied", "expired"]
+"""A human's yes or no; or expired: nobody answered within the policy's approval.expires_after."""
 Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify", "record", "done"]
 
 
@@ -158,13 +159,22 @@ class ActionVerdict(_Model):
     rule_ids: tuple[str, ...] = ()
     message: str = ""
     expected_effect: str = ""
+    approvers: tuple[str, ...] = ()
+    """For needs_approval: the approver groups whose members may give it."""
 
 
 class Approval(_Model):
+    """The answer a waiting decision resumes with (agent.approvals gives it)."""
+
     answer: ApprovalAnswer
     by: str
+    """The principal, as the policy's approver groups name them ("" when it expired)."""
     reason: str = ""
     at: datetime
+    """When it was answered (or expired), on the cluster's clock."""
+    channel: Channel = "cli"
+    sender: str = ""
+    """Who the channel vouches sent it: the OS user, a chat user id."""
 
 
 class Decision(BaseModel):
@@ -188,6 +198,8 @@ class Decision(BaseModel):
     verdicts: tuple[ActionVerdict, ...] = ()
     plan_findings: tuple[str, ...] = ()
     approval: Approval | None = None
+    execution: tuple[GateVerdict, ...] = ()
+    """The guard's verdicts at execution (agent/loop/gate.py): only what they allow runs."""
     outcomes: tuple[ActionOutcome, ...] = ()
     verification: tuple[Check, ...] = ()
     verified: bool | None = None
@@ -217,6 +229,7 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     Plan,
     ActionOutcome,
     Check,
+    GateVerdict,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
 

@@ -24,7 +24,7 @@ from policies.history import Executed, History
 from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Plan, RotateMode
-from tools.backends.sim import SimCluster
+from tools.backends.parts import Parts
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 from tools.modes import Approval, RotationOutcome
@@ -66,15 +66,16 @@ def judge_rotation(
 class RotationRequests:
     """Rotations people ask for, over one data dir's cluster, policy and decision log."""
 
-    def __init__(self, sim: SimCluster, data_dir: Path, policy: Policy, audit: AuditLog) -> None:
-        self.sim = sim
+    def __init__(self, parts: Parts, data_dir: Path, policy: Policy, audit: AuditLog) -> None:
+        self.parts = parts
+        self.cluster = parts.cluster()
         self.data_dir = data_dir
         self.policy = policy
         self.audit = audit
 
     def request(self, target: str) -> RequestResult:
         """Judge a rotation to `target`, record it, and run it if the policy allows it now."""
-        state = self.sim.observe()
+        state = self.cluster.observe()
         if state.mode(target) is None:
             known = ", ".join(m.name for m in state.modes) or "none"
             raise InvalidInput(f"mode {target!r} does not exist (known: {known})")
@@ -127,10 +128,30 @@ class RotationRequests:
                     f"decision {decision} rotates to {action.target_mode}, not {target}; "
                     f"run `steward mode rotate {action.target_mode} --decision {decision}`"
                 )
-            state = self.sim.observe()
+            state = self.cluster.observe()
             _, verdict = judge_rotation(
                 action.target_mode, state, self.policy, history_of(self.audit, state)
             )
+            ttl = self.policy.approval.expires_after
+            if found.status == "waiting" and state.observed_at >= found.created_at + ttl:
+                inbox.refuse(decision, "expired", "unanswered within approval.expires_after")
+                found = found.model_copy(update={"status": "expired"})
+            answered = found.answered_at
+            late = answered is not None and (
+                answered > found.created_at + ttl or state.observed_at > answered + ttl
+            )
+            if found.status in ("expired", "lost") or (found.status == "approved" and late):
+                why = (
+                    f"refused by approval.expired: the request of "
+                    f"{found.created_at:%Y-%m-%d %H:%M} UTC was not carried out within "
+                    "approval.expires_after; ask again with `steward mode rotate`"
+                )
+                if _open_intent(self.audit, decision):
+                    _skipped(self.audit, decision, why)
+                inbox.mark_resumed(decision)
+                return RequestResult(
+                    decision_id=decision, status="denied", verdict=verdict, message=why
+                )
             if found.status == "waiting":
                 return RequestResult(
                     decision_id=decision,
@@ -172,7 +193,9 @@ class RotationRequests:
     def finish_open(self) -> RotationOutcome | None:
         """Finish the rotation a killed process left open (commit or roll back); close its
         decision in the log. None when nothing was open."""
-        outcome = open_rotation(self.sim, self.data_dir, self.policy, self.audit).resume()
+        outcome = open_rotation(
+            self.cluster, self.data_dir, self.policy, self.audit, parts=self.parts
+        ).resume()
         if outcome is not None:
             decision = outcome.decision_id
             if decision is not None and _open_intent(self.audit, decision):
@@ -182,7 +205,9 @@ class RotationRequests:
     def _run(
         self, decision: str, target: str, verdict: Verdict, approvals: tuple[Approval, ...]
     ) -> RequestResult:
-        rotation = open_rotation(self.sim, self.data_dir, self.policy, self.audit)
+        rotation = open_rotation(
+            self.cluster, self.data_dir, self.policy, self.audit, parts=self.parts
+        )
         outcome = rotation.rotate(target, approvals, decision_id=decision)
         _record_outcome(self.audit, decision, outcome)
         return RequestResult(

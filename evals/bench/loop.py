@@ -1,16 +1,21 @@
-"""`steward bench loop`: what one tick of the loop costs.
+"""`steward bench loop`: what one tick of the loop costs, on observations as a backend makes them.
 
 Three figures, each from real ticks of a `Runtime` in a throw-away data dir (checkpoints, the
 decision log with fsync, the simulated cluster saved when something changed):
 - `tick` — one pass of the agent (observe, assess, plan, guard, act, verify, record) with the
   rules planner on a simulated fleet of `nodes` nodes x 8 cards with steady demand (target:
-  p99_ms <= 100 at 1,000 nodes). What `Runtime.tick` does between two decisions runs untimed
-  before each: the periodic save of the simulated cluster (`housekeep`, every second of wall
-  time, as the daemon does it) and 15 s of simulated world time, which on a real cluster pass
-  by themselves and are not the agent's;
+  p99_ms <= 100 at 1,000 nodes). Every observation is fresh: the simulator's snapshot dumped to
+  JSON and parsed back (evals/bench/fresh.py), no object shared with the one before; the fleet
+  is scraped so that `churn` of its nodes change per tick. What `Runtime.tick` does between two
+  decisions runs untimed before each: the periodic save of the simulated cluster (`housekeep`,
+  every second of wall time, as the daemon does it), 15 s of simulated world time, and parsing
+  the observation they produced — the backend's work at the edge, timed apart as `parse`. An
+  observation an action made within the tick is parsed inside it (and counted there);
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
-`sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards.
+`sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards, and
+`parse_by_version`, after the rest, what tools.parsing.StateParser takes on successive
+snapshots (validating only the nodes and workloads of a new version).
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from typing import Any
 
 import structlog
 
-from agent.cli.bench import Figures, measure, peak_rss_mb
+from agent.cli.bench import Figures, figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
+from evals.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster
@@ -33,44 +39,66 @@ from tools.sim.profiles import fleet
 from tools.sim.scenario import FleetProfile, Scenario
 
 FLEET_POLICY = DEFAULT_POLICY.parent / "examples" / "fleet.yaml"
-INTERVAL_S = 15.0
+DEFAULT_CHURN = 0.05
 WEEKDAY_NOON = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)
 """Wednesday, 12:00 in the fleet policy's New York: no quiet window holds the planner back."""
 
 
-def bench_figures(nodes: int, runs: int) -> dict[str, Any]:
+def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    scrape_every = scrape_interval_s(churn)
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
-        fleet_tick, sim = _ticks(Path(tmp) / "fleet", _fleet(nodes), _fleet_policy(), runs, "tick")
+        fleet = _fleet(nodes, scrape_every)
+        fleet_tick, sim = _ticks(Path(tmp) / "fleet", fleet, _fleet_policy(), runs, "tick")
+        parsed = figures("parse", sim.parse_ms[-runs:])
+        changed = sorted(sim.changed[-runs:])
+        parses = len(sim.parse_ms)
         simulated = measure("sim", lambda: _sim_tick(sim), runs)
         idle_tick, _ = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")
+        peak = peak_rss_mb()  # the agent's: the parser below keeps a copy of its own
+        by_version = figures("parse_by_version", sim.by_version_ms(min(runs, BY_VERSION_RUNS)))
     return {
         "name": "loop",
         "nodes": nodes,
         "gpus": nodes * 8,
         "runs": runs,
+        "churn": churn,
         "median_ms": fleet_tick.median_ms,
         "p99_ms": fleet_tick.p99_ms,
         "tick": fleet_tick.model_dump(),
+        "parse": parsed.model_dump(),
+        "parse_by_version": by_version.model_dump(),
+        "observations": {
+            "node_scrape_interval_s": scrape_every,
+            "nodes_changed_median": changed[len(changed) // 2],
+            "parsed": parses,
+            "parsed_within_ticks": parses - (runs + WARMUP),
+        },
         "idle_homelab": idle_tick.model_dump(),
         "sim": simulated.model_dump(),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_rss_mb": round(peak, 1),
     }
 
 
-def _between(runtime: Runtime, sim: SimCluster) -> None:
+WARMUP = 3
+"""measure()'s untimed calls before the timed ones."""
+BY_VERSION_RUNS = 20
+
+
+def _between(runtime: Runtime, sim: FreshSim) -> None:
     """What `Runtime.tick` does around a decision, untimed: the save due after the previous
-    one (`housekeep`), then 15 s of the world."""
+    one (`housekeep`), 15 s of the world, and the backend parsing what it observes."""
     runtime.housekeep()
     sim.advance(INTERVAL_S)
+    sim.prepare()
 
 
 def _sim_tick(sim: SimCluster) -> None:
     sim.advance(INTERVAL_S)
-    sim.observe()
+    SimCluster.observe(sim)  # the simulator's own snapshot, without the JSON round trip
 
 
-def _fleet(nodes: int) -> Scenario:
+def _fleet(nodes: int, scrape_every_s: float) -> Scenario:
     profile = fleet(nodes, 8, seed=0)
     pools = sorted({w.pool for w in profile.workloads})
     demand = tuple(
@@ -79,7 +107,7 @@ def _fleet(nodes: int) -> Scenario:
     )
     return Scenario(
         name=f"bench-fleet-{nodes}",
-        profile=FleetProfile(nodes=nodes, gpus_per_node=8),
+        profile=FleetProfile(nodes=nodes, gpus_per_node=8, node_scrape_interval_s=scrape_every_s),
         mode=None,
         demand=demand,
         start=WEEKDAY_NOON,
@@ -92,11 +120,15 @@ def _fleet_policy() -> Policy | None:
 
 def _ticks(
     data_dir: Path, scenario: Scenario, policy: Policy | None, runs: int, name: str
-) -> tuple[Figures, SimCluster]:
-    sim = SimCluster.open(data_dir, scenario)
+) -> tuple[Figures, FreshSim]:
+    sim = FreshSim(scenario)
+    sim.save(data_dir)
+    sim.data_dir = data_dir
     runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
     try:
         runtime.start()
-        return measure(name, runtime.decide, runs, setup=lambda: _between(runtime, sim)), sim
+        figures_ = measure(name, runtime.decide, runs, warmup=WARMUP,
+                           setup=lambda: _between(runtime, sim))  # fmt: skip
+        return figures_, sim
     finally:
         runtime.close()

@@ -53,7 +53,7 @@ def test_approve_resumes_the_waiting_decision(data_dir: Path) -> None:
     decision = _spike_until_waiting(data_dir)
     assert [p["decision_id"] for p in _waiting(data_dir)] == [decision]
     code, out = _cli("approve", decision, "--data-dir", str(data_dir), "--as", "nobody")
-    assert code == 1 and "owners" in out
+    assert code == 2 and "not a member of any approver group" in out
     code, out = _cli("approve", decision, "--data-dir", str(data_dir), "--as", "homelab-owner")
     assert code == 0, out
     assert _waiting(data_dir) == []

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.audit import AuditLog
+from agent.audit import AuditLog, Execution, Intent
+from agent.audit.execution import unjudged_executions
 
 STEWARD = [sys.executable, "-m", "agent.cli"]
 pytestmark = pytest.mark.slow
@@ -25,18 +26,51 @@ def test_the_built_in_day_runs_to_its_end_and_decides(tmp_path: Path) -> None:
     data_dir = str(tmp_path / "d")
     day = _steward("run", "--speed", "0", "--data-dir", data_dir)
     assert day.returncode == 0, day.stderr
-    assert "480 tick(s)" in day.stderr
+    # The summary is the command's result: on stdout, naming what ran and what waits for whom.
+    assert "480 tick(s)" in day.stdout
+    assert "scale render to 0 replica(s)" in day.stdout
+    assert "waiting for approval: d-" in day.stdout and "rotate to mode split" in day.stdout
+    again = _steward("run", "--speed", "0", "--data-dir", data_dir, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["day_over"] is True  # a second run says so, runs nothing
     log = AuditLog.open(Path(data_dir), readonly=True)
     try:
         assert log.verify().ok
         outcomes = log.records(kind="outcome")
+        intents = [r.payload for r in log.records() if isinstance(r.payload, Intent)]
+        executions = [r.payload for r in log.records() if isinstance(r.payload, Execution)]
+        assert unjudged_executions(log) == []
     finally:
         log.close()
     assert len(outcomes) >= 3  # burst-llm borrows render-1's cards, then gives them back
+    # Demand favours split while the pair serves in cluster mode, in working hours: a human is
+    # asked; nobody answers within approval.expires_after, so the agent refuses it (08:36).
+    asked = [i for i in intents if any(p.action.type == "rotate_mode" for p in i.proposals)]
+    assert [p.verdict for i in asked for p in i.proposals] == ["needs_approval"]
+    refused = [e for e in executions if e.decision_id == asked[0].decision_id]
+    assert [v.rule_ids for e in refused for v in e.verdicts] == [("approval.expired",)]
     pending = _steward("pending", "--json", "--data-dir", data_dir)
-    waiting = json.loads(pending.stdout)
-    # Demand favours split while the pair serves in cluster mode, in working hours: ask a human.
-    assert [a["type"] for p in waiting for a in p["actions"]] == ["rotate_mode"]
+    assert json.loads(pending.stdout) == []
     status = _steward("status", "--json", "--data-dir", data_dir)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["active_mode"]["name"] == "cluster"
+
+
+def test_the_tour_answers_the_rotation_in_time_and_it_runs(tmp_path: Path) -> None:
+    data_dir = str(tmp_path / "tour")
+    asked = _steward("run", "--speed", "0", "--ticks", "270", "--data-dir", data_dir)
+    assert asked.returncode == 0, asked.stderr
+    pending = json.loads(_steward("pending", "--json", "--data-dir", data_dir).stdout)
+    (decision,) = [p["decision_id"] for p in pending]
+    answer = _steward("approve", decision, "--as", "homelab-owner", "--data-dir", data_dir)
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    ran = _steward("run", "--speed", "0", "--ticks", "40", "--data-dir", data_dir)
+    assert ran.returncode == 0, ran.stderr
+    status = _steward("status", "--json", "--data-dir", data_dir)
+    assert json.loads(status.stdout)["active_mode"]["name"] == "split"
+    log = AuditLog.open(Path(data_dir), readonly=True)
+    try:
+        assert log.verify().ok
+        assert unjudged_executions(log) == []
+    finally:
+        log.close()

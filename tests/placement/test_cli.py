@@ -71,7 +71,13 @@ def test_fit_reads_a_user_catalogue(tmp_path: Path) -> None:
 
 
 def test_place_ranks_the_simulated_homelab(tmp_path: Path) -> None:
-    code, placement, _ = _run("place", "burst-llm", "--data-dir", str(tmp_path), "--json")
+    # The homelab at rest (the built-in day starts with render-1 busy rendering).
+    scenario = tmp_path / "homelab.yaml"
+    scenario.write_text("name: homelab\n")
+    code, placement, _ = _run(
+        "place", "burst-llm", "--scenario", str(scenario), "--data-dir", str(tmp_path / "d"),
+        "--json",
+    )  # fmt: skip
     assert code == 0
     best = placement["candidates"][0]
     assert best["nodes"] == ["render-1"]

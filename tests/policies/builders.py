@@ -28,6 +28,7 @@ from tools.model import (
     Pool,
     ReplicaPlacement,
     Sharing,
+    Versioned,
     Workload,
 )
 
@@ -144,8 +145,11 @@ def homelab(at: datetime = NIGHT, render_util: float = 0.0) -> ClusterState:
 
 
 def replace(model: Any, **update: Any) -> Any:
-    """A validated copy of a model with fields replaced (model_copy keeps stale caches)."""
+    """A validated copy of a model with fields replaced (model_copy keeps stale caches); a
+    changed node or workload loses its version, as tools.model.Versioned says."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
+    if isinstance(model, Versioned) and "version" not in update:
+        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tools.backends.sim import SimCluster
-from tools.sim.clock import VirtualClock
+from tools.sim.clock import Pacer
 from tools.sim.scenario import Scenario
 
 
@@ -34,7 +34,7 @@ def test_speed_zero_never_sleeps() -> None:
 
 def test_real_time_sleeps_as_long_as_simulated() -> None:
     wall = FakeWall()
-    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC), 1.0, wall.sleep, wall.monotonic)
+    clock = Pacer(datetime(2026, 1, 1, tzinfo=UTC), 1.0, wall.sleep, wall.monotonic)
     for t in (0.0, 0.5, 1.0, 1.5, 2.0):
         clock.pace(t)
     assert sum(wall.slept) == pytest.approx(2.0)
@@ -42,7 +42,7 @@ def test_real_time_sleeps_as_long_as_simulated() -> None:
 
 def test_pacing_does_not_drift_when_steps_take_time() -> None:
     wall = FakeWall()
-    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC), 60.0, wall.sleep, wall.monotonic)
+    clock = Pacer(datetime(2026, 1, 1, tzinfo=UTC), 60.0, wall.sleep, wall.monotonic)
     clock.pace(0.0)
     for t in range(60, 601, 60):
         wall.now += 0.25  # the step itself took a quarter second
@@ -52,4 +52,4 @@ def test_pacing_does_not_drift_when_steps_take_time() -> None:
 
 def test_negative_speed_is_refused() -> None:
     with pytest.raises(ValueError, match="speed"):
-        VirtualClock(datetime(2026, 1, 1, tzinfo=UTC), -1.0)
+        Pacer(datetime(2026, 1, 1, tzinfo=UTC), -1.0)

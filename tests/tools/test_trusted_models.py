@@ -1,4 +1,4 @@
-"""`trusted` builds what validation would build; `Derived` works a fact out once per object."""
+"""`trusted` builds what validation would build; `Derived` works a fact out once per version."""
 
 from __future__ import annotations
 
@@ -50,15 +50,26 @@ def test_a_derived_fact_is_worked_out_once_per_version_of_the_object() -> None:
     calls: list[str] = []
 
     def cards(node: Node) -> int:
-        calls.append(node.name)
+        calls.append(node.version)
         return len(node.gpus)
 
     derived = Derived(cards)
-    node = Node(name="n1", memory_total_bytes=1, gpus=(Gpu(**_gpu_fields(Metric())),))
+    node = Node(name="n1", memory_total_bytes=1, gpus=(Gpu(**_gpu_fields(Metric())),), version="7")
     assert derived(node) == 1 and derived(node) == 1
-    assert calls == ["n1"]
+    parsed_again = Node.model_validate_json(node.model_dump_json())
+    assert parsed_again is not node and derived(parsed_again) == 1  # same version: reused
+    assert calls == ["7"]
     replaced = node.model_copy(update={"gpus": ()})
-    assert derived(replaced) == 0  # a new object under the same name: worked out again
-    equal_but_new = Node(name="n1", memory_total_bytes=1, gpus=node.gpus)
-    assert derived(equal_but_new) == 1
-    assert calls == ["n1", "n1", "n1"]
+    assert replaced.version == ""  # a changed copy does not keep its producer's version
+    assert derived(replaced) == 0 and derived(replaced) == 0  # unknown: worked out each time
+    newer = node.model_copy(update={"gpus": (), "version": "8"})
+    assert derived(newer) == 0 and derived(newer) == 0
+    assert calls == ["7", "", "", "8"]
+
+
+def test_the_version_is_no_part_of_a_nodes_content() -> None:
+    gpus = (Gpu(**_gpu_fields(Metric())),)
+    first = Node(name="n1", memory_total_bytes=1, gpus=gpus, version="1")
+    again = Node(name="n1", memory_total_bytes=1, gpus=gpus, version="2")
+    other = Node(name="n1", memory_total_bytes=2, gpus=gpus, version="1")
+    assert first == again and first != other

@@ -17,61 +17,24 @@ it has already been allowed to.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Protocol, runtime_checkable
 
 from tools.model import ClusterState, Link
+from tools.results import ActionResult, DrainOutcome, DrainProgress, DrainResult, ProbeResult
 
-
-class ActionResult(BaseModel):
-    """What one primitive did (or, in dry-run, would do)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    ok: bool
-    dry_run: bool
-    message: str
-    changed: bool = False
-
-
-class ProbeResult(BaseModel):
-    """A real request through a workload's serving endpoint."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    workload: str
-    ok: bool
-    ready_replicas: int
-    tokens_per_s: float | None = None
-    context_length: int | None = None
-    latency_s: float | None = None
-    message: str = ""
-
-
-DrainOutcome = Literal["drained", "deadline", "failed"]
-
-
-class DrainResult(ActionResult):
-    outcome: DrainOutcome = "drained"
-    in_flight_aborted: int = 0
-
-
-class DrainProgress(BaseModel):
-    """Where a started drain stands: what is still on the node and still being served."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    node: str
-    replicas_left: int = Field(ge=0)
-    """Replicas (pods) of Steward's workloads still on the node."""
-    in_flight: int = Field(ge=0)
-    """Requests those replicas are still serving."""
-    message: str = ""
-
-    @property
-    def done(self) -> bool:
-        return self.replicas_left == 0
+__all__ = [
+    "ActionResult",
+    "Cluster",
+    "DrainOutcome",
+    "DrainProgress",
+    "DrainResult",
+    "Fabric",
+    "Gateway",
+    "MetricSource",
+    "Orchestrator",
+    "Persistence",
+    "ProbeResult",
+]
 
 
 @runtime_checkable

@@ -29,6 +29,7 @@ from tools.backends.base import (
     ProbeResult,
 )
 from tools.clock import Clock, VirtualClock, WallClock
+from tools.errors import Fenced
 from tools.model import ClusterState, Link
 
 
@@ -57,8 +58,9 @@ class Parts:
         persistence = cluster if isinstance(cluster, Persistence) else None
         return cls(cluster, cluster, cluster, sources, persistence, clock, advance)
 
-    def cluster(self) -> ComposedCluster:
-        return ComposedCluster(self)
+    def cluster(self, may_act: Callable[[], bool] | None = None) -> ComposedCluster:
+        """The loop's view; with `may_act`, every change (not a dry run) is fenced by it."""
+        return ComposedCluster(self, may_act)
 
     def save(self, data_dir: Path) -> None:
         if self.persistence is not None:
@@ -70,13 +72,23 @@ def _advancing(obj: object) -> bool:
 
 
 class ComposedCluster:
-    """The loop's `Cluster`: each concern served by its part (see the module docstring)."""
+    """The loop's `Cluster`: each concern served by its part (see the module docstring).
 
-    def __init__(self, parts: Parts) -> None:
+    With `may_act`, a change (any primitive but a dry run, a read or a probe) is refused with
+    `Fenced` whenever it answers False: a replica that lost its leadership mid-action stops
+    there, whatever code path (an action, a rotation's saga) was about to change the cluster.
+    """
+
+    def __init__(self, parts: Parts, may_act: Callable[[], bool] | None = None) -> None:
         self.parts = parts
         self._o = parts.orchestrator
         self._g = parts.gateway
         self._f = parts.fabric
+        self._may_act = may_act
+
+    def _fence(self, what: str, dry_run: bool) -> None:
+        if not dry_run and self._may_act is not None and not self._may_act():
+            raise Fenced(f"{what}: refused, this replica does not lead now (fenced)")
 
     def observe(self) -> ClusterState:
         state = self._o.observe()
@@ -85,17 +97,21 @@ class ComposedCluster:
         return state
 
     def scale(self, workload: str, replicas: int, *, dry_run: bool = False) -> ActionResult:
+        self._fence(f"scale {workload}", dry_run)
         return self._o.scale(workload, replicas, dry_run=dry_run)
 
     def place(
         self, workload: str, node: str, gpus: tuple[str, ...] = (), *, dry_run: bool = False
     ) -> ActionResult:
+        self._fence(f"place {workload}", dry_run)
         return self._o.place(workload, node, gpus, dry_run=dry_run)
 
     def cordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
+        self._fence(f"cordon {node}", dry_run)
         return self._o.cordon(node, dry_run=dry_run)
 
     def uncordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
+        self._fence(f"uncordon {node}", dry_run)
         return self._o.uncordon(node, dry_run=dry_run)
 
     def start_drain(self, node: str, deadline_s: float, *, dry_run: bool = False) -> DrainResult:
@@ -110,6 +126,7 @@ class ComposedCluster:
     def set_accepting(
         self, workload: str, accepting: bool, *, dry_run: bool = False
     ) -> ActionResult:
+        self._fence(f"set_accepting {workload}", dry_run)
         return self._g.set_accepting(workload, accepting, dry_run=dry_run)
 
     def in_flight(self, workload: str) -> int:

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from tools.backends.base import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.errors import BackendUnavailable, InvalidInput
 from tools.model import ClusterState, Link
+from tools.results import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.sim import control, lifecycle, store
-from tools.sim.clock import VirtualClock
+from tools.sim.clock import Pacer
 from tools.sim.demand import Generator
 from tools.sim.engine import Engine
 from tools.sim.faults import Fault, FaultBook
@@ -50,7 +50,7 @@ class SimCluster:
         self.data_dir: Path | None = None
         """Where `open` found or created it; `save()` writes there by default."""
         self.profile = scenario.build_profile()
-        self.clock = VirtualClock(scenario.start, scenario.speed, sleep)
+        self.clock = Pacer(scenario.start, scenario.speed, sleep)
         self.injected: list[Fault] = list(_saved.injected) if _saved else []
         faults = FaultBook((*scenario.faults, *self.injected))
         generators = [

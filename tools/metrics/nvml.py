@@ -5,7 +5,7 @@ NotSupported — and `gpus_from_snapshot()` turns it into `tools.model.Gpu` obje
 carry their freshness. The two steps are apart so that a reading can be recorded on a machine
 with cards (`steward gpus --record FILE`) and replayed where there are none.
 
-Two facts shape it (../shared/PARTS.md): `nvmlDeviceGetMemoryInfo` v1 counts the driver's
+Two facts shape it (seen on real cards): `nvmlDeviceGetMemoryInfo` v1 counts the driver's
 reservation (~645 MB on an idle H200) as used, so the v2 struct is asked first and its `used`
 excludes `reserved`; and on GB10's unified memory the memory queries may answer NotSupported, so
 the card's memory is then taken from the host's /proc/meminfo and the metric says so in `source`.

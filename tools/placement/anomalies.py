@@ -168,34 +168,40 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
     return found
 
 
-_cache: StateCache[tuple[Anomaly, ...]] = StateCache()
+_cache: StateCache[tuple[Anomaly, ...]] = StateCache("sharing_anomalies")
 
 
 def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> list[Anomaly]:
-    """Every accounting anomaly in `state`, by node name; computed once per state object."""
+    """Every accounting anomaly in `state`, by node name; computed once per state."""
     return list(_cache.get(state, catalog or default_catalog(), _build))
 
 
-_last_nodes: dict[str, tuple[Node, NodeCapacity, tuple[Anomaly, ...]]] = {}
+_last_nodes: dict[str, tuple[str, NodeCapacity, tuple[Anomaly, ...]]] = {}
+_LIMIT = 100_000
 
 
 def _build(state: ClusterState, catalog: Catalog) -> tuple[Anomaly, ...]:
-    """Every node's anomalies; a node and capacity unchanged since the last observation keep
-    theirs (successive snapshots share unchanged nodes)."""
-    global _last_nodes  # noqa: PLW0603 - swapped whole, so a concurrent reader sees one table
+    """Every node's anomalies; a node of a version seen before whose capacity node_capacity
+    kept keeps its anomalies too (a node of unknown version is judged again, not remembered)."""
     capacity = node_capacity(state, catalog)
-    last = _last_nodes
-    entries: dict[str, tuple[Node, NodeCapacity, tuple[Anomaly, ...]]] = {}
+    known = _last_nodes
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
         cap = capacity[node.name]
-        hit = last.get(node.name)
-        if hit is not None and hit[0] is node and hit[1] is cap:
-            entries[node.name] = hit
-        else:
-            entries[node.name] = (node, cap, _node_anomalies(node, cap))
-        found.extend(entries[node.name][2])
-    _last_nodes = entries
+        version = node.version
+        hit = known.get(node.name) if version else None
+        # The capacity object is the one node_capacity kept for unchanged inputs (it keys its
+        # entries by version and content); a recount is a new object and a miss here: the
+        # anomalies are worked out again, never carried over to changed inputs.
+        if hit is not None and hit[0] == version and hit[1] is cap:
+            found.extend(hit[2])
+            continue
+        anomalies = _node_anomalies(node, cap)
+        found.extend(anomalies)
+        if version:
+            if len(known) >= _LIMIT:
+                known.clear()
+            known[node.name] = (version, cap, anomalies)
     return tuple(found)
 
 

@@ -13,18 +13,21 @@ no memory of its own and NVML's memory figures are often missing: the node's hos
 budget, less what the host measures in use, or less the catalogue's OS reserve and the estimated
 size of the replicas placed there when nothing is measured — and the capacity says which.
 
-`node_capacity(state)` is computed once per state object and cached, so that ranking hundreds of
-replicas on a large fleet does not redo it.
+`node_capacity(state)` is computed once per observation and kept with it, so that ranking
+hundreds of replicas on a large fleet does not redo it; from one observation to the next, a node
+whose version and placed replicas did not change keeps its capacity.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cached_property
+from typing import NamedTuple
 
 from pydantic import Field
 
-from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload
+from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload, trusted
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
 from tools.placement.statecache import StateCache
@@ -155,21 +158,24 @@ def _placed_by_node(state: ClusterState) -> dict[str, Placed]:
     return {host: tuple(entries) for host, entries in placed.items()}
 
 
-_last_estimates: tuple[tuple[object, ...], Catalog, Estimates] | None = None
+_generations = itertools.count(1)
+_last_estimates: tuple[tuple[object, ...], str, Estimates, int] | None = None
 
 
-def _estimates(state: ClusterState, catalog: Catalog) -> Estimates:
-    """Per-card memory of each workload's replicas; the same object while its inputs hold."""
+def _estimates(state: ClusterState, catalog: Catalog) -> tuple[Estimates, int]:
+    """Per-card memory of each workload's replicas, and the table's generation: it stays the
+    same while the workloads' models, contexts and card counts and the catalogue do."""
     global _last_estimates  # noqa: PLW0603 - successive observations share one table
     inputs = tuple(
         (w.name, w.model, w.context_length, w.cards_per_replica) for w in state.workloads
     )
     last = _last_estimates
-    if last is not None and last[1] is catalog and last[0] == inputs:
-        return last[2]
+    if last is not None and last[1] == catalog.digest and last[0] == inputs:
+        return last[2], last[3]
     table = {w.name: replica_card_bytes(w, catalog) for w in state.workloads}
-    _last_estimates = (inputs, catalog, table)
-    return table
+    generation = next(_generations)
+    _last_estimates = (inputs, catalog.digest, table, generation)
+    return table, generation
 
 
 def _clients(gpu: Gpu, placed: Placed) -> tuple[str, ...]:
@@ -231,22 +237,25 @@ def _card(
                     notes.append(f"{gpu.uuid}: memory of client {client} unknown")
                 used += size or 0
             source += ", used estimated from clients"
-    # Built from values already checked here: construct without validating again (8,000
-    # cards on a 1,000-node fleet, once per observation).
-    card = CardCapacity.model_construct(
-        uuid=gpu.uuid,
-        index=gpu.index,
-        model=gpu.model,
-        sharing=sharing.mode,
-        slots=max(1, slots),
-        clients=clients,
-        unified_memory=node.unified_memory,
-        memory_total_bytes=total,
-        memory_used_bytes=used,
-        memory_source=source,
-        client_memory_limit_bytes=limit,
-        client_compute_percent=sharing.mps_active_thread_percentage,
-        mig_profile=sharing.mig_profile if sharing.mode == "mig" else None,
+    # Built from values already checked here (and of their declared types): made without
+    # validating again, as the changed nodes of every observation are (tools.model.trusted).
+    card = trusted(
+        CardCapacity,
+        {
+            "uuid": gpu.uuid,
+            "index": gpu.index,
+            "model": gpu.model,
+            "sharing": sharing.mode,
+            "slots": max(1, slots),
+            "clients": clients,
+            "unified_memory": node.unified_memory,
+            "memory_total_bytes": total,
+            "memory_used_bytes": used,
+            "memory_source": source,
+            "client_memory_limit_bytes": limit,
+            "client_compute_percent": sharing.mps_active_thread_percentage,
+            "mig_profile": sharing.mig_profile if sharing.mode == "mig" else None,
+        },
     )
     return card, notes
 
@@ -290,64 +299,81 @@ def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) ->
         notes.extend(card_notes)
     used, source, host_notes = _host_memory(node, tuple(cards), estimates, catalog)
     notes.extend(host_notes)
-    return NodeCapacity.model_construct(
-        name=node.name,
-        schedulable=not blocked and not hard,
-        unschedulable=tuple(blocked),
-        hard_taints=hard,
-        soft_taints=soft,
-        labels=node.labels,
-        unified_memory=node.unified_memory,
-        cards=tuple(cards),
-        memory_total_bytes=node.memory_total_bytes,
-        memory_used_bytes=min(used, node.memory_total_bytes),
-        memory_source=source,
-        replicas=_replicas(tuple(cards), placed),
-        notes=tuple(notes),
+    return trusted(
+        NodeCapacity,
+        {
+            "name": node.name,
+            "schedulable": not blocked and not hard,
+            "unschedulable": tuple(blocked),
+            "hard_taints": hard,
+            "soft_taints": soft,
+            "labels": node.labels,
+            "unified_memory": node.unified_memory,
+            "cards": tuple(cards),
+            "memory_total_bytes": node.memory_total_bytes,
+            "memory_used_bytes": min(used, node.memory_total_bytes),
+            "memory_source": source,
+            "replicas": _replicas(tuple(cards), placed),
+            "notes": tuple(notes),
+        },
     )
 
 
-_cache: StateCache[dict[str, NodeCapacity]] = StateCache()
+_cache: StateCache[dict[str, NodeCapacity]] = StateCache("node_capacity")
 
 
 def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[str, NodeCapacity]:
-    """Every node's capacity, by name; computed once per state (and catalogue) object.
+    """Every node's capacity, by name; computed once per state (and catalogue).
 
     The mapping is shared between callers: read it, never change it.
     """
     return _cache.get(state, catalog or default_catalog(), _build)
 
 
-_NodeEntry = tuple[Node, Placed, Estimates, Catalog, NodeCapacity]
+class _NodeEntry(NamedTuple):
+    """A node's capacity and everything it was counted from."""
+
+    version: str
+    placed: Placed
+    estimates: int
+    """The generation of the estimates table (see `_estimates`)."""
+    catalog: str
+    capacity: NodeCapacity
+
+
 _last_nodes: dict[str, _NodeEntry] = {}
+"""Per node name, the last capacity counted for a known version (one entry per name, so the
+table is as large as the clusters observed; it is emptied past `_LIMIT` names)."""
+_LIMIT = 100_000
 
 
 def _build(state: ClusterState, catalog: Catalog) -> dict[str, NodeCapacity]:
-    """Every node's capacity; a node whose inputs are the very objects of the last observation
-    (successive snapshots share unchanged nodes) keeps its capacity from then."""
-    global _last_nodes  # noqa: PLW0603 - swapped whole, so a concurrent reader sees one table
+    """Every node's capacity; a node of a version counted before, with the same replicas placed
+    on it and the same estimates, keeps that capacity — whether the observation shares the
+    node's object or parsed it afresh. A node of unknown version is always counted again, and
+    not remembered (it would only push out a known one)."""
     placed_by_node = _placed_by_node(state)
-    estimates = _estimates(state, catalog)
-    last = _last_nodes
-    entries: dict[str, _NodeEntry] = {}
+    estimates, generation = _estimates(state, catalog)
+    digest = catalog.digest
+    known = _last_nodes
+    out: dict[str, NodeCapacity] = {}
     for node in state.nodes:
         placed = placed_by_node.get(node.name, ())
-        hit = last.get(node.name)
+        version = node.version
+        hit = known.get(node.name) if version else None
         if (
             hit is not None
-            and hit[0] is node
-            and hit[2] is estimates
-            and hit[3] is catalog
-            and hit[1] == placed
+            and hit.version == version
+            and hit.estimates == generation
+            and hit.catalog == digest
+            and hit.placed == placed
         ):
-            entries[node.name] = hit
-        else:
-            entries[node.name] = (
-                node,
-                placed,
-                estimates,
-                catalog,
-                _node(node, placed, estimates, catalog),
-            )
-    _last_nodes = entries
-    return {name: entry[4] for name, entry in entries.items()}
+            out[node.name] = hit.capacity
+            continue
+        capacity = out[node.name] = _node(node, placed, estimates, catalog)
+        if version:
+            if len(known) >= _LIMIT:
+                known.clear()
+            # One assignment per name: a concurrent reader sees the old entry or the new one.
+            known[node.name] = _NodeEntry(version, placed, generation, digest, capacity)
+    return out

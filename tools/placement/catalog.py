@@ -10,8 +10,10 @@ named in `$STEWARD_MODELS` (several paths separated by the platform's path separ
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -154,6 +156,12 @@ class Catalog(Frozen):
     hosts: dict[str, HostProfile]
     gpus: dict[str, GpuSpec]
     sources: tuple[str, ...] = ()
+
+    @cached_property
+    def digest(self) -> str:
+        """A SHA-256 of the content: what is derived with a catalogue is keyed by it, so a
+        catalogue read again from the same files finds what the first one left."""
+        return hashlib.sha256(self.model_dump_json(exclude={"sources"}).encode()).hexdigest()
 
     def model(self, name: str) -> ModelSpec:
         """The named model, or InvalidInput naming the known ones."""

@@ -97,7 +97,7 @@ def _link_problems(link: Link, hints: PlacementHints) -> tuple[list[str], float,
 
 
 SelectorIndex = dict[tuple[tuple[str, str], ...], tuple[str, ...]]
-_selector_index: StateCache[SelectorIndex] = StateCache()
+_selector_index: StateCache[SelectorIndex] = StateCache("selector_index")
 
 
 def _selected(state: ClusterState, catalog: Catalog, selector: dict[str, str]) -> tuple[str, ...]:

@@ -1,16 +1,17 @@
-"""A small cache keyed by the identity of a state object (and the catalogue read with it).
+"""What placement derives from one whole observation, kept with the observation itself.
 
-`ClusterState` is immutable and one observation is ranked against many times in a tick (every
-replica, every workload), so what is derived from it is computed once per state object. Entries
-hold the state itself, so an id cannot be reused while its entry lives; the oldest go first.
+One observation is ranked against many times in a tick (every replica, every workload), so what
+is derived from the whole of it — every node's capacity, the anomalies, the selector index — is
+worked out once per `ClusterState` and stored in it (`ClusterState.derived`, which a copy does
+not carry). Nothing here is keyed by object identity: an entry lives and dies with its state,
+and a catalogue is told apart by its content digest. Reuse across observations is per node and
+by version (tools/placement/capacity.py, anomalies.py).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from tools.model import ClusterState
 from tools.placement.catalog import Catalog
@@ -19,25 +20,19 @@ T = TypeVar("T")
 
 
 class StateCache(Generic[T]):
-    """Values derived from (state, catalogue) pairs, the last `size` of them."""
+    """Values derived from (state, catalogue) pairs, stored in the state under `name`."""
 
-    def __init__(self, size: int = 8) -> None:
-        self._size = size
-        self._entries: OrderedDict[tuple[int, int], tuple[ClusterState, Catalog, T]] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def get(
         self, state: ClusterState, catalog: Catalog, build: Callable[[ClusterState, Catalog], T]
     ) -> T:
-        key = (id(state), id(catalog))
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None and hit[0] is state and hit[1] is catalog:
-                self._entries.move_to_end(key)
-                return hit[2]
+        key = (self._name, catalog.digest)
+        memo = state.derived
+        if key in memo:
+            return cast(T, memo[key])
+        # Two threads asking at once both build it; either value is right, the last one stays.
         value = build(state, catalog)
-        with self._lock:
-            self._entries[key] = (state, catalog, value)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+        memo[key] = value
         return value

@@ -1,4 +1,4 @@
-"""The simulator's virtual clock: simulated seconds, paced against the wall clock or not.
+"""The simulator's pacer: simulated seconds as datetimes, paced against the wall clock or not.
 
 `speed` 0 runs as fast as the CPU allows (tests, benchmarks, evals); 1 is real time (a demo of
 `steward run` on the embedded cluster); 60 is a minute per second. Pacing keeps a wall-clock
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 
-class VirtualClock:
+class Pacer:
     """Maps simulated seconds since `start` to datetimes, and paces them if `speed` > 0."""
 
     def __init__(

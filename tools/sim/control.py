@@ -7,8 +7,8 @@ A name that exists nowhere raises InvalidInput: that is a bad action, not a refu
 
 from __future__ import annotations
 
-from tools.backends.base import ActionResult
 from tools.errors import InvalidInput
+from tools.results import ActionResult
 from tools.sim import lifecycle
 from tools.sim.engine import Engine
 from tools.sim.placement import gib

@@ -6,7 +6,7 @@ yields the requests arriving in a time window, deterministically for a seed:
 - `poisson`: a constant rate;
 - `diurnal`: a rate that follows the day, lowest at `trough_hour`, highest twelve hours later;
 - `burst`: a rate during one window only;
-- `trace`: replay of a real request trace (the CSVs in shared/traces: TIMESTAMP, ContextTokens,
+- `trace`: replay of a real request trace (the CSVs in evals/traces: TIMESTAMP, ContextTokens,
   GeneratedTokens), thinned or replicated by `rate_scale` (a real service's trace is many times
   what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it);
 - `rates`: Poisson arrivals following a per-window rate file (ServeGen's rates per 10-minute

@@ -57,8 +57,11 @@ class Engine:
         self.kv_capacity = {w.name: w.kv_capacity_tokens for w in profile.workloads}
         self.tp_links = {w.name: self._tp_link(w) for w in profile.workloads}
         self.n_buckets = max(1, round(profile.scrape_interval_s / profile.tick_s))
-        self.node_buckets = self._buckets([n.name for n in profile.nodes])
-        self.workload_buckets = self._buckets(list(self.specs))
+        node_every = profile.node_scrape_interval_s or profile.scrape_interval_s
+        self.node_buckets = self._buckets(
+            [n.name for n in profile.nodes], max(1, round(node_every / profile.tick_s))
+        )
+        self.workload_buckets = self._buckets(list(self.specs), self.n_buckets)
         self.dirty_nodes: set[str] = {n.name for n in profile.nodes}
         self.dirty_workloads: set[str] = set(self.specs)
         self.dirty_links = True
@@ -251,16 +254,16 @@ class Engine:
 
     # -- scrapes --------------------------------------------------------------------------------
 
-    def _buckets(self, names: list[str]) -> list[list[str]]:
-        buckets: list[list[str]] = [[] for _ in range(self.n_buckets)]
+    def _buckets(self, names: list[str], count: int) -> list[list[str]]:
+        buckets: list[list[str]] = [[] for _ in range(count)]
         for name in names:
-            buckets[zlib.crc32(name.encode()) % self.n_buckets].append(name)
+            buckets[zlib.crc32(name.encode()) % count].append(name)
         return buckets
 
     def _scrape_due(self) -> None:
-        k = self.state.ticks % self.n_buckets
-        for name in self.node_buckets[k]:
+        for name in self.node_buckets[self.state.ticks % len(self.node_buckets)]:
             metrics.scrape_node(self, name)
+        k = self.state.ticks % self.n_buckets
         for name in self.workload_buckets[k]:
             metrics.scrape_workload(self, name)
         if k == 0:

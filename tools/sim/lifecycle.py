@@ -11,17 +11,13 @@ unless its node comes back first (then it starts again: the process died with th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tools.sim.state import EVICTION_S, SCALE_DOWN_GRACE_S, Replica, WorkloadRun
-
-if TYPE_CHECKING:
-    from tools.sim.engine import Engine
+from tools.sim.world import World
 
 _REMOVAL_ORDER = {"pending": 0, "starting": 1, "unreachable": 2, "ready": 3}
 
 
-def advance(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
+def advance(engine: World, name: str, run: WorkloadRun, t: float) -> bool:
     """Move this workload's replicas along at time `t`; True if anything observable changed."""
     if run.ready == len(run.replicas) == run.desired:
         return False  # all serving, as many as wanted: nothing to move (the common case)
@@ -52,7 +48,7 @@ def recount(run: WorkloadRun) -> None:
     run.ready = sum(1 for r in run.replicas if r.phase == "ready")
 
 
-def reconcile(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
+def reconcile(engine: World, name: str, run: WorkloadRun, t: float) -> bool:
     """Create, place or terminate replicas until the live count matches the desired one."""
     changed = False
     live = [r for r in run.replicas if r.phase != "terminating"]
@@ -75,7 +71,7 @@ def reconcile(engine: Engine, name: str, run: WorkloadRun, t: float) -> bool:
     return changed
 
 
-def start(engine: Engine, r: Replica, t: float, pinned: str | None = None) -> str | None:
+def start(engine: World, r: Replica, t: float, pinned: str | None = None) -> str | None:
     """Place a pending replica and start loading its model; a reason if there is no room."""
     spec = engine.specs[r.workload]
     found = engine.placer.find(spec, t, pinned)
@@ -89,7 +85,7 @@ def start(engine: Engine, r: Replica, t: float, pinned: str | None = None) -> st
     return None
 
 
-def terminate(engine: Engine, run: WorkloadRun, r: Replica, t: float, deadline_s: float) -> None:
+def terminate(engine: World, run: WorkloadRun, r: Replica, t: float, deadline_s: float) -> None:
     """Stop a replica: it finishes in-flight work until `deadline_s`, then exits."""
     if r.phase == "pending":
         run.replicas.remove(r)
@@ -104,7 +100,7 @@ def terminate(engine: Engine, run: WorkloadRun, r: Replica, t: float, deadline_s
     engine.dirty_workloads.add(r.workload)
 
 
-def _remove(engine: Engine, run: WorkloadRun, r: Replica) -> None:
+def _remove(engine: World, run: WorkloadRun, r: Replica) -> None:
     engine.dirty_nodes.update(r.nodes)
     engine.placer.release(r)
     run.replicas.remove(r)
@@ -112,7 +108,7 @@ def _remove(engine: Engine, run: WorkloadRun, r: Replica) -> None:
     engine.dirty_workloads.add(r.workload)
 
 
-def node_changed(engine: Engine, node: str, *, lost: bool, t: float) -> None:
+def node_changed(engine: World, node: str, *, lost: bool, t: float) -> None:
     """A node was lost (its replicas die, unreachable) or came back (they start again)."""
     for r in engine.replicas_on(node):
         run = engine.state.workloads[r.workload]

@@ -12,12 +12,9 @@ first token); a batch worker has no queue and exports no queue metrics: they are
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from tools.sim.state import CardSample, SeriesRow
-
-if TYPE_CHECKING:
-    from tools.sim.engine import Engine
+from tools.sim.world import World
 
 SERIES_KEEP_S = 86_400.0
 """The series keeps the last day in memory (a daemon runs for weeks)."""
@@ -27,7 +24,7 @@ PROCESS_HOST_BYTES = 4 * 1024**3
 """Host memory one replica's process holds on a node with discrete cards."""
 
 
-def scrape_node(engine: Engine, name: str) -> None:
+def scrape_node(engine: World, name: str) -> None:
     st = engine.state
     node = st.nodes[name]
     if node.lost:
@@ -64,7 +61,7 @@ def scrape_node(engine: Engine, name: str) -> None:
     engine.dirty_nodes.add(name)
 
 
-def scrape_workload(engine: Engine, name: str) -> None:
+def scrape_workload(engine: World, name: str) -> None:
     spec = engine.specs[name]
     if spec.serving is None and not spec.runs_jobs:
         return
@@ -85,7 +82,7 @@ def scrape_workload(engine: Engine, name: str) -> None:
     engine.dirty_workloads.add(name)
 
 
-def scrape_links(engine: Engine) -> None:
+def scrape_links(engine: World) -> None:
     st = engine.state
     for link in engine.profile.links:
         if any(st.nodes[n].lost for n in link.nodes):
@@ -98,7 +95,7 @@ def scrape_links(engine: Engine) -> None:
     engine.dirty_links = True
 
 
-def record_series(engine: Engine) -> None:
+def record_series(engine: World) -> None:
     st = engine.state
     t = st.t
     for name, run in st.workloads.items():

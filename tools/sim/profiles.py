@@ -2,7 +2,7 @@
 
 A `Profile` is static: nodes and their cards, the workloads with their serving figures, pools,
 modes and links. The simulator's moving parts (replicas, queues, faults) live elsewhere; a
-profile only says what the world is made of. `homelab()` is the default cluster of DESIGN.md
+profile only says what the world is made of. `homelab()` is docs/architecture.md's cluster
 (calibrated from the seeds); `fleet()` generates N nodes x M cards for scale tests.
 
 Where the figures come from:
@@ -150,6 +150,8 @@ class Profile(_Spec):
     """The engine's time step."""
     scrape_interval_s: float = Field(default=5.0, gt=0)
     """How often metrics are scraped per node / workload (staggered)."""
+    node_scrape_interval_s: float | None = Field(default=None, gt=0)
+    """How often each node's readings (cards, host memory) are scraped; None: as the rest."""
     series_interval_s: float = Field(default=10.0, gt=0)
 
     def workload(self, name: str) -> WorkloadSpec | None:
@@ -193,7 +195,7 @@ def catalogued(spec: WorkloadSpec, catalog: Catalog | None = None) -> WorkloadSp
 
 
 def homelab() -> Profile:
-    """The default cluster of DESIGN.md: two GX10, a workstation, a render box, one link."""
+    """docs/architecture.md's default cluster: two GX10, a workstation, a render box, a link."""
     gb10 = CardSpec(model="GB10", memory_bytes=128 * GIB, power_limit_w=140.0)
     blackwell = CardSpec(model="RTX PRO 6000 Blackwell", memory_bytes=96 * GIB, power_limit_w=600.0)
     mps = Sharing(mode="mps", replicas=2)
@@ -316,14 +318,17 @@ _FLEET_SHAPES: tuple[tuple[str, str, int, int, float, float, float], ...] = (
 )
 
 
-def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
+def fleet(
+    nodes: int, gpus_per_node: int, seed: int = 0, node_scrape_interval_s: float | None = None
+) -> Profile:
     """N nodes x M cards of one model, several pools and models, about 70 % of the cards used.
 
     Memory of the models the catalogue knows (qwen3-32b) comes from it, as on the homelab.
 
     Deterministic for a seed. Nodes carry a `steward.dev/pool` label; each pool's workloads are
-    selected onto its nodes. Tick 1 s; metrics scraped every 30 s per node, staggered (the
-    interval of NVIDIA's Prometheus example for dcgm-exporter).
+    selected onto its nodes. Tick 1 s; metrics scraped every 30 s per node and workload,
+    staggered (the interval of NVIDIA's Prometheus example for dcgm-exporter); a node's readings
+    every `node_scrape_interval_s` instead when given.
     """
     if nodes < 1 or gpus_per_node < 1:
         raise ValueError(
@@ -379,6 +384,7 @@ def fleet(nodes: int, gpus_per_node: int, seed: int = 0) -> Profile:
         pools=tuple(pools),
         tick_s=1.0,
         scrape_interval_s=30.0,
+        node_scrape_interval_s=node_scrape_interval_s,
         series_interval_s=60.0,
     )
 

@@ -44,6 +44,9 @@ class FleetProfile(BaseModel):
     kind: Literal["fleet"] = "fleet"
     nodes: int = Field(ge=1, le=20_000)
     gpus_per_node: int = Field(default=8, ge=1, le=16)
+    node_scrape_interval_s: float | None = Field(default=None, ge=1, le=300)
+    """How often each node's readings are scraped (staggered; default: every 30 s, as the
+    workloads'); at most Prometheus' five-minute lookback, after which a reading is missing."""
 
 
 ProfileChoice = Annotated[HomelabProfile | FleetProfile, Field(discriminator="kind")]
@@ -81,7 +84,13 @@ class Scenario(BaseModel):
 
     def build_profile(self) -> Profile:
         if isinstance(self.profile, FleetProfile):
-            return fleet(self.profile.nodes, self.profile.gpus_per_node, self.seed)
+            fleet_spec = self.profile
+            return fleet(
+                fleet_spec.nodes,
+                fleet_spec.gpus_per_node,
+                self.seed,
+                fleet_spec.node_scrape_interval_s,
+            )
         return homelab()
 
     def problems(self) -> Iterator[tuple[Loc, str]]:

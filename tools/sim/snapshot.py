@@ -4,7 +4,9 @@ Building 8,000 `Gpu` and 24,000 `Metric` objects per observation would cost ~40 
 changes a few of them (the nodes scraped in it, the workloads whose replicas moved). So the
 builder keeps the previous snapshot's frozen objects and rebuilds only what the engine marked
 dirty, interning identical `Metric` objects on the way; everything else is shared between
-successive snapshots (they are immutable, so sharing is safe).
+successive snapshots (they are immutable, so sharing is safe). A rebuilt node or workload gets
+a new `version` (tools.model.new_version: unique in the process, so two simulated clusters never
+hand out one version for different content); one that is shared keeps its own.
 
 Freshness: a reading is fresh until 2.5 scrape intervals old, then stale (its last value kept),
 and missing after five minutes (Prometheus' lookback): a lost node's readings are never invented.
@@ -27,6 +29,7 @@ from tools.model import (
     SchedulerView,
     Taint,
     Workload,
+    new_version,
     trusted,
 )
 
@@ -48,7 +51,9 @@ class SnapshotBuilder:
     def __init__(self, engine: Engine, start: datetime) -> None:
         self.engine = engine
         self.start = start
-        self.stale_after_s = 2.5 * engine.profile.scrape_interval_s
+        prof = engine.profile
+        self.stale_after_s = 2.5 * prof.scrape_interval_s
+        self.node_stale_after_s = 2.5 * (prof.node_scrape_interval_s or prof.scrape_interval_s)
         self._gpus: dict[str, tuple[Gpu, ...]] = {}
         prof = engine.profile
         self._node_at = {n.name: i for i, n in enumerate(prof.nodes)}
@@ -74,14 +79,17 @@ class SnapshotBuilder:
             dt = self._times[t] = self.start + timedelta(seconds=t)
         return dt
 
-    def metric(self, value: float | None, t: float | None, source: str) -> Metric:
+    def metric(
+        self, value: float | None, t: float | None, source: str, stale_after_s: float | None = None
+    ) -> Metric:
         """A reading taken at `t`, aged against now; identical readings share one object."""
         if value is None or t is None:
             return self._missing(source)
         age = self.engine.state.t - t
         if age > MISSING_AFTER_S:
             return self._missing(source)
-        return self._interned(value, t, "fresh" if age <= self.stale_after_s else "stale", source)
+        fresh = age <= (stale_after_s or self.stale_after_s)
+        return self._interned(value, t, "fresh" if fresh else "stale", source)
 
     def _interned(self, value: float, t: float, status: str, source: str) -> Metric:
         """The fresh or stale reading (`status` as `metric` works it out), one object each."""
@@ -217,11 +225,15 @@ class SnapshotBuilder:
                 "ready": not run.lost,
                 "memory_total_bytes": spec.memory_bytes,
                 "memory_used_bytes": self.metric(
-                    float(mem[1]) if mem else None, mem[0] if mem else None, "node-exporter"
+                    float(mem[1]) if mem else None,
+                    mem[0] if mem else None,
+                    "node-exporter",
+                    self.node_stale_after_s,
                 ),
                 "unified_memory": spec.unified_memory,
                 "gpus": tuple(gpus),
                 "scheduler": scheduler,
+                "version": new_version(),  # rebuilt: something in it may have changed
             },
         )
 
@@ -231,7 +243,7 @@ class SnapshotBuilder:
         age = self.engine.state.t - t
         if age > MISSING_AFTER_S:
             return "missing"
-        return "fresh" if age <= self.stale_after_s else "stale"
+        return "fresh" if age <= self.node_stale_after_s else "stale"
 
     def _workload(self, name: str) -> Workload:
         eng = self.engine
@@ -264,6 +276,7 @@ class SnapshotBuilder:
                 "annotations": dict(spec.annotations)
                 if run.accepting
                 else {**spec.annotations, CLOSED: "false"},
+                "version": new_version(),
             },
         )
 

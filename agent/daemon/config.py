@@ -1,0 +1,219 @@
+"""steward.yaml: which backend, which parts, where things live — one file, every key overridable.
+
+`load_config(path)` reads the file (`--config FILE` on any command, or $STEWARD_CONFIG; none: the
+defaults), lays the environment over it and validates the whole: a top-level key `k` is
+overridden by `STEWARD_K`, a key `k` of section `s` by `STEWARD_S_K` (so `STEWARD_LLM_BASE_URL`
+and `STEWARD_SLACK_CHANNEL` keep working as they always have). Problems name their place:
+`steward.yaml:4:3: unknown key 'bakend' …`, or the variable they came from.
+
+Secrets never live in the file: tokens, keys and signing secrets come from the environment (or
+files the environment names) and `steward config show` masks them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from ruamel.yaml.comments import CommentedMap
+
+from tools.errors import InvalidInput
+from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
+
+CONFIG_ENV = "STEWARD_CONFIG"
+SECRET_WORDS = ("token", "secret", "api_key", "password", "key_file")
+
+
+class ConfigError(InvalidInput):
+    """A configuration that cannot be used: every problem, each with its place."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Listen(Section):
+    """Where /healthz and /metrics (and Slack's HTTP mode) listen."""
+
+    host: str = "127.0.0.1"
+    port: int | None = Field(default=None, ge=0, le=65535)
+    """None: no HTTP endpoint (the embedded demo); 0: any free port."""
+
+
+class LLMSection(Section):
+    """The LLM planner's endpoint (agent/planners/llm_settings.py); the key only from the
+    environment (STEWARD_LLM_API_KEY / OPENAI_API_KEY)."""
+
+    base_url: str | None = None
+    model: str | None = None
+    output: Literal["tools", "json_schema", "json_object"] | None = None
+    tool_choice: Literal["required", "submit_plan"] | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=600)
+    deadline_s: float | None = Field(default=None, gt=0, le=3600)
+    max_steps: int | None = Field(default=None, ge=1, le=16)
+    max_tokens: int | None = Field(default=None, ge=16, le=32_768)
+
+
+class KubernetesSection(Section):
+    """How to reach the cluster: in-cluster config, else a kubeconfig found as kubectl finds it."""
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+    namespace: str | None = None
+    """Only workloads in this namespace (None: every namespace the labels find)."""
+
+
+class PrometheusSection(Section):
+    url: str = "http://127.0.0.1:9090"
+    timeout_s: float = Field(default=5.0, gt=0, le=120)
+    queries: dict[str, str] = {}
+    """Overrides of the default queries, by name (docs/metrics.md lists them)."""
+
+
+class MetricsSection(Section):
+    sources: tuple[Literal["prometheus", "nvml"], ...] = ()
+    """Metric sources merged into each observation, besides what the backend itself reports."""
+    prometheus: PrometheusSection = PrometheusSection()
+
+
+class SlackSection(Section):
+    """Chat-ops (docs/slack.md). Tokens only from SLACK_BOT_TOKEN, SLACK_APP_TOKEN and
+    SLACK_SIGNING_SECRET (or the files their *_FILE variables name)."""
+
+    enabled: bool = False
+    mode: Literal["socket", "http"] = "socket"
+    channel: str | None = None
+    api_url: str | None = None
+
+
+class StewardConfig(Section):
+    """The effective configuration (see the module docstring)."""
+
+    backend: Literal["sim", "kubernetes"] = "sim"
+    data_dir: Path = Path(".steward")
+    policy: Path | None = None
+    """None: the one the last `steward run` in the data dir used, else the shipped default."""
+    planner: Literal["rules", "llm"] = "rules"
+    scenario: Path | None = None
+    """The simulated cluster's scenario (backend sim only; None: the built-in day)."""
+    interval_s: float = Field(default=15.0, gt=0, le=86_400, allow_inf_nan=False)
+    listen: Listen = Listen()
+    llm: LLMSection = LLMSection()
+    kubernetes: KubernetesSection = KubernetesSection()
+    metrics: MetricsSection = MetricsSection()
+    slack: SlackSection = SlackSection()
+    notifiers: tuple[Literal["log", "slack"], ...] = ("log",)
+    source: str = Field(default="(defaults)", exclude=True)
+    """Where it was read from: a file, or the defaults; plus the variables laid over it."""
+
+
+def config_path(option: Path | None = None) -> Path | None:
+    """The file chosen: the option, else $STEWARD_CONFIG, else none."""
+    if option is not None:
+        return option
+    value = os.environ.get(CONFIG_ENV)
+    return Path(value) if value else None
+
+
+def load_config(path: Path | None = None, env: dict[str, str] | None = None) -> StewardConfig:
+    """The file at `path` (see `config_path`) with the environment laid over it."""
+    env = dict(os.environ) if env is None else env
+    if path is None and env.get(CONFIG_ENV):
+        path = Path(env[CONFIG_ENV])
+    doc: CommentedMap = CommentedMap()
+    file = str(path) if path is not None else "(defaults)"
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or "not UTF-8 text"
+            raise ConfigError([Problem(file, 1, 1, f"cannot read the config file: {why}")]) from exc
+        if text.strip():
+            try:
+                doc = parse_mapping(text, file, "steward.yaml is a mapping of keys: backend, …")
+            except YamlProblem as exc:
+                raise ConfigError([exc.problem]) from exc
+    try:
+        StewardConfig.model_validate(plain(doc))
+    except ValidationError as exc:
+        raise ConfigError(
+            [schema_problem(file, doc, e, StewardConfig) for e in exc.errors()]
+        ) from exc
+    data = plain(doc)
+    laid = _lay_environment(data, env)
+    try:
+        config = StewardConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError([_env_problem(e, laid) for e in exc.errors()]) from exc
+    source = file + (f" + {', '.join(sorted(laid))}" if laid else "")
+    return config.model_copy(update={"source": source})
+
+
+def _lay_environment(data: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """Put STEWARD_* variables over `data` in place; returns the place each variable set."""
+    laid: dict[str, str] = {}
+    for name, field in StewardConfig.model_fields.items():
+        if field.exclude:
+            continue
+        section = field.annotation
+        if isinstance(section, type) and issubclass(section, Section):
+            current = data.setdefault(name, {})
+            if not isinstance(current, dict):
+                continue
+            for key, sub in section.model_fields.items():
+                variable = f"STEWARD_{name}_{key}".upper()
+                sub_type = sub.annotation
+                if isinstance(sub_type, type) and issubclass(sub_type, Section):
+                    continue
+                if variable in env:
+                    current[key] = _value(env[variable])
+                    laid[variable] = f"{name}.{key}"
+            continue
+        variable = f"STEWARD_{name}".upper()
+        if variable in env:
+            data[name] = _value(env[variable])
+            laid[variable] = name
+    return laid
+
+
+def _value(text: str) -> Any:
+    """A variable's value: JSON for lists and mappings, else the string (pydantic coerces)."""
+    stripped = text.strip()
+    if stripped[:1] in ("[", "{"):
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError:
+            return text
+    return text
+
+
+def _env_problem(err: Any, laid: dict[str, str]) -> Problem:
+    dotted = ".".join(str(p) for p in err["loc"])
+    variable = next((v for v, place in laid.items() if dotted.startswith(place)), None)
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if variable is None:
+        return Problem("(environment)", 0, 0, f"{dotted}: {message}")
+    return Problem(variable, 0, 0, f"{message} (got {err.get('input')!r})")
+
+
+def masked(config: StewardConfig) -> dict[str, Any]:
+    """The effective values as JSON, every secret-looking value replaced by '***'."""
+    shown: dict[str, Any] = _mask(config.model_dump(mode="json"))
+    return shown
+
+
+def _mask(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _mask(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, key) for v in value]
+    if value is not None and any(word in key.lower() for word in SECRET_WORDS):
+        return "***"
+    return value

@@ -1,0 +1,208 @@
+"""Findings: what an observation shows that a person should hear of — once when it appears,
+once when it clears, not once per tick.
+
+assess reports notices every tick (agent/loop/notices.py); no planner action fixes a cable, so
+they would be a line in every tick's signals and nothing more. Here each becomes a `Finding`
+with a key stable across ticks, and the loop compares this tick's set with the open ones:
+
+- shared_card: a card the scheduler counts twice (the seeds' MPS fault), per node;
+- degraded_link / gid_changed: a link path below its nominal speed (or of unknown speed) / on
+  another RoCE GID index than configured, per path;
+- stale_metrics: a workload whose demand metrics, or a node whose card readings, are stale or
+  missing;
+- unschedulable: a replica with no node to run on (pending for want of room);
+- context_below_fit: a served model configured with a shorter context than its card holds
+  (the largest standard context that fits the model alone on that card model, from the
+  placement catalogue).
+
+An appearance or a clearing gets one `finding` record in the decision log, a structlog line, the
+`steward_findings{kind}` gauge and a notice. The open set is read back from the log at start, so
+a restart neither repeats an appearance nor forgets a clearing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from functools import lru_cache
+from typing import get_args
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from agent.audit import AuditLog, FindingChange, FindingKind
+from agent.daemon.notifier import Notice
+from agent.daemon.telemetry import Telemetry
+from agent.loop.state import Signals
+from tools.model import ClusterState, Node, Workload
+from tools.placement import default_catalog, max_tokens, standard_context
+
+KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
+log = structlog.get_logger("steward.findings")
+
+
+class Finding(BaseModel):
+    """One finding as of one observation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: FindingKind
+    key: str
+    text: str
+
+
+def findings_of(
+    state: ClusterState, signals: Signals, max_age_s: float = 90.0
+) -> dict[str, Finding]:
+    """Every finding this observation shows, by key (`max_age_s`: when a reading is stale)."""
+    found: list[Finding] = []
+    for line in signals.shared_card_anomalies:
+        host = line.split(":", 1)[0]
+        found.append(Finding(kind="shared_card", key=f"shared_card:{host}", text=line))
+    for link in signals.degraded_links:
+        where = f"{link.link}/{link.path}"
+        gid = link.gid_index
+        expected = link.expected_gid_index
+        if gid is not None and expected is not None and int(gid) != expected:
+            text = f"{where}: GID index {int(gid)} where {expected} is configured"
+            found.append(Finding(kind="gid_changed", key=f"gid_changed:{where}", text=text))
+        others = [p for p in link.problem.split("; ") if not p.startswith("GID index")]
+        if others:
+            text = f"{where}: {'; '.join(others)}"
+            found.append(Finding(kind="degraded_link", key=f"degraded_link:{where}", text=text))
+    for entry in signals.stale_metrics:
+        name = entry.split("/", 1)[0]
+        text = f"{name}: demand metrics stale or missing ({entry})"
+        found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
+    for node in state.nodes:
+        if _cards_stale(node, state.observed_at, max_age_s):
+            text = f"{node.name}: card readings stale or missing"
+            found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{node.name}", text=text))
+    for workload in state.workloads:
+        found += _workload_findings(workload, state)
+    return {f.key: f for f in found}
+
+
+def _cards_stale(node: Node, now: datetime, max_age_s: float) -> bool:
+    """Whether a card of the node has no fresh utilization reading (one pass, one age: this
+    runs for every card of the fleet every tick)."""
+    oldest: datetime | None = None
+    for gpu in node.gpus:
+        reading = gpu.utilization
+        at = reading.observed_at
+        if reading.status != "fresh" or reading.value is None or at is None:
+            return True
+        if oldest is None or at < oldest:
+            oldest = at
+    return oldest is not None and (now - oldest).total_seconds() > max_age_s
+
+
+def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]:
+    found: list[Finding] = []
+    waiting = [r for r in workload.placement if not r.nodes]
+    if waiting:
+        found.append(
+            Finding(
+                kind="unschedulable",
+                key=f"unschedulable:{workload.name}",
+                text=f"{workload.name}: {len(waiting)} of {workload.desired_replicas} replica(s) "
+                "have no node to run on",
+            )
+        )
+    if workload.model is None or workload.context_length is None:
+        return found
+    placed = next((r for r in workload.placement if r.nodes and r.ready), None)
+    if placed is None:
+        return found
+    node = state.node(placed.nodes[0])
+    card = next((g for g in node.gpus if g.uuid in placed.gpus), None) if node else None
+    card = card or (node.gpus[0] if node is not None and node.gpus else None)
+    if card is None:
+        return found
+    largest = _largest_context(workload.model, card.model, max(1, workload.cards_per_replica))
+    if largest is not None and largest > workload.context_length:
+        found.append(
+            Finding(
+                kind="context_below_fit",
+                key=f"context_below_fit:{workload.name}",
+                text=f"{workload.name}: {workload.model} is set to {workload.context_length:,} "
+                f"tokens of context; {largest:,} fit on {card.model}",
+            )
+        )
+    return found
+
+
+@lru_cache(maxsize=256)
+def _largest_context(model: str, card_model: str, tensor_parallel: int) -> int | None:
+    """The largest standard context of `model` alone on `card_model` cards (None: unknown)."""
+    catalog = default_catalog()
+    spec = catalog.models.get(model)
+    card = catalog.gpus.get(card_model)
+    if spec is None or card is None:
+        return None
+    available = round(card.memory_gib * 1024**3)
+    if card.unified_memory:
+        available -= catalog.unified_os_reserve_bytes
+    tokens = max_tokens(spec, catalog, available, tensor_parallel=tensor_parallel)
+    return standard_context(tokens, spec.max_context) or None
+
+
+def open_findings(audit: AuditLog) -> dict[str, FindingChange]:
+    """The findings the log says are open: appeared, not cleared since."""
+    latest: dict[str, FindingChange] = {}
+    for record in audit.records(kind="finding"):
+        if isinstance(record.payload, FindingChange):
+            latest[record.payload.key] = record.payload
+    return {key: f for key, f in latest.items() if f.status == "appeared"}
+
+
+class FindingsBook:
+    """The open findings of one loop, and what to do when the set changes."""
+
+    def __init__(self, audit: AuditLog, telemetry: Telemetry, max_age_s: float = 90.0) -> None:
+        self.audit = audit
+        self.telemetry = telemetry
+        self.max_age_s = max_age_s
+        self.open: dict[str, FindingChange] = open_findings(audit)
+        self._gauge()
+
+    def update(self, state: ClusterState, signals: Signals) -> list[Notice]:
+        """Record what appeared and cleared in this observation; the notices to send."""
+        now = findings_of(state, signals, self.max_age_s)
+        at = state.observed_at
+        changes = [
+            FindingChange(finding=f.kind, observed_at=at, key=f.key, status="appeared", text=f.text)
+            for key, f in now.items()
+            if key not in self.open
+        ]
+        changes += [
+            FindingChange(finding=f.finding, observed_at=at, key=key, status="cleared", text=f.text)
+            for key, f in self.open.items()
+            if key not in now
+        ]
+        if not changes:
+            return []
+        self.audit.append_batch(changes)
+        notices = []
+        for change in changes:
+            if change.status == "appeared":
+                self.open[change.key] = change
+            else:
+                self.open.pop(change.key, None)
+            emit = log.warning if change.status == "appeared" else log.info
+            emit(f"finding {change.status}", kind=change.finding, key=change.key, text=change.text)
+            notices.append(
+                Notice(
+                    kind="finding_appeared" if change.status == "appeared" else "finding_cleared",
+                    text=f"{change.finding} {change.status}: {change.text}",
+                    at=at,
+                    details={"finding": change.finding, "key": change.key},
+                )
+            )
+        self._gauge()
+        return notices
+
+    def _gauge(self) -> None:
+        counts = Counter(f.finding for f in self.open.values())
+        for kind in KINDS:
+            self.telemetry.findings.labels(kind=kind).set(counts.get(kind, 0))

@@ -1,0 +1,1 @@
+"""The Kubernetes backend: Steward's Cluster protocol over the official `kubernetes` client."""

@@ -1,0 +1,173 @@
+"""One holder at a time: a `coordination.k8s.io/v1` Lease, held and renewed through the API.
+
+Two replicas of Steward for availability must never act at once. Each runs a `LeaseHolder`:
+`attempt()` reads the Lease and creates it if missing, renews it if this replica holds it, takes
+it over if its holder let it expire, and otherwise leaves it alone. Every write carries the
+resourceVersion it read, so two replicas racing for an expired Lease cannot both win: the API
+server answers the loser 409.
+
+Fencing: `leading()` is true only while the last successful renewal is younger than the
+renew deadline, which is shorter than the lease duration. A leader cut off from the API server
+therefore stops acting before its Lease can expire and a standby can take over — it never acts
+on a Lease someone else may hold by now. Expiry is judged as Kubernetes' own clients judge it:
+another holder's Lease has expired when its record has not changed for a whole lease duration
+as this process's monotonic clock counts — never by comparing wall clocks across machines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    name: str = "steward-leader"
+    namespace: str = "default"
+    identity: str = "steward"
+    duration_s: float = 15.0
+    """How long a Lease stays valid after its last renewal (leaseDurationSeconds)."""
+    renew_deadline_s: float = 10.0
+    """A leader that has not renewed for this long stops acting (must be < duration_s)."""
+    retry_s: float = 2.0
+    """How often to try to renew, or to take over."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_s < self.renew_deadline_s < self.duration_s:
+            raise ValueError(
+                "lease timings need 0 < retry_s < renew_deadline_s < duration_s, got "
+                f"{self.retry_s}, {self.renew_deadline_s}, {self.duration_s}"
+            )
+
+
+class LeaseHolder:
+    """Holds the Lease for this replica (see the module docstring)."""
+
+    def __init__(
+        self,
+        api: client.CoordinationV1Api,
+        settings: LeaseSettings,
+        monotonic: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.api = api
+        self.settings = settings
+        self._monotonic = monotonic
+        self._now = now
+        self._renewed_at: float | None = None
+        """Monotonic time of the last successful create, renewal or takeover."""
+        self.holder: str | None = None
+        """Who holds the Lease, as last read."""
+        self._seen: tuple[object, ...] | None = None
+        self._seen_at = 0.0
+        """The Lease's record as last read, and (monotonic) when it last changed: another
+        holder's Lease has expired once its record stood still for a whole duration here."""
+        self.transitions = 0
+        self.last_error = ""
+
+    def leading(self) -> bool:
+        """Whether this replica may act now (fenced by the renew deadline)."""
+        if self._renewed_at is None:
+            return False
+        return self._monotonic() - self._renewed_at < self.settings.renew_deadline_s
+
+    def attempt(self) -> bool:
+        """One round: create, renew or take over the Lease if this replica may; True when it
+        holds the Lease afterwards. API errors are not raised: they leave leadership to lapse."""
+        s = self.settings
+        started = self._monotonic()
+        try:
+            lease = self.api.read_namespaced_lease(s.name, s.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return self._create(started)
+            return self._failed(exc)
+        except (HTTPError, OSError) as exc:
+            return self._failed(exc)
+        spec = lease.spec or client.V1LeaseSpec()
+        self.holder = spec.holder_identity
+        self.transitions = spec.lease_transitions or 0
+        ours = spec.holder_identity == s.identity
+        if not ours and not self._expired(spec):
+            self._renewed_at = None
+            return False
+        now = self._now()
+        spec.holder_identity = s.identity
+        spec.lease_duration_seconds = int(s.duration_s)
+        spec.renew_time = now
+        if not ours:
+            spec.acquire_time = now
+            spec.lease_transitions = self.transitions + 1
+        lease.spec = spec
+        try:
+            self.api.replace_namespaced_lease(s.name, s.namespace, lease)
+        except ApiException as exc:
+            return self._failed(exc)  # 409: another replica wrote first
+        except (HTTPError, OSError) as exc:
+            return self._failed(exc)
+        self._held(started, spec)
+        return True
+
+    def release(self) -> None:
+        """Give the Lease up at a clean stop, so that a standby takes over at once."""
+        if not self.leading():
+            return
+        s = self.settings
+        try:
+            lease = self.api.read_namespaced_lease(s.name, s.namespace)
+            if lease.spec is not None and lease.spec.holder_identity == s.identity:
+                lease.spec.holder_identity = None
+                lease.spec.renew_time = None
+                self.api.replace_namespaced_lease(s.name, s.namespace, lease)
+        except (ApiException, HTTPError, OSError) as exc:
+            self.last_error = str(exc)
+        self._renewed_at = None
+
+    def _create(self, started: float) -> bool:
+        s = self.settings
+        now = self._now()
+        spec = client.V1LeaseSpec(
+            holder_identity=s.identity,
+            lease_duration_seconds=int(s.duration_s),
+            acquire_time=now,
+            renew_time=now,
+            lease_transitions=0,
+        )
+        body = client.V1Lease(
+            metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace), spec=spec
+        )
+        try:
+            self.api.create_namespaced_lease(s.namespace, body)
+        except ApiException as exc:
+            return self._failed(exc)  # 409: another replica created it first
+        except (HTTPError, OSError) as exc:
+            return self._failed(exc)
+        self._held(started, spec)
+        return True
+
+    def _held(self, started: float, spec: Any) -> None:
+        # Fencing counts from when the request was sent, not when its answer came back.
+        self._renewed_at = started
+        self.holder = spec.holder_identity
+        self.last_error = ""
+
+    def _failed(self, exc: Exception) -> bool:
+        self.last_error = f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+        return self.leading()
+
+    def _expired(self, spec: client.V1LeaseSpec) -> bool:
+        if spec.holder_identity in (None, ""):
+            return True
+        record = (spec.holder_identity, spec.renew_time, spec.lease_transitions)
+        if record != self._seen:
+            self._seen, self._seen_at = record, self._monotonic()
+            return False
+        duration = float(spec.lease_duration_seconds or self.settings.duration_s)
+        return self._monotonic() - self._seen_at >= duration
