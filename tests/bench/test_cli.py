@@ -76,3 +76,11 @@ def test_one_homelab_hour_for_all_controllers_within_five_minutes() -> None:
         "steward", "static", "keda", "hpa", "dynamo", "rayserve", "aibrix", "oracle"
     }  # fmt: skip
     assert seconds <= 300, f"the one-hour replay of all controllers took {seconds:.0f} s"
+
+
+def test_the_agents_notices_stay_off_stdout() -> None:
+    # Steward's runtime logs findings as it decides: the JSON on stdout must still parse.
+    done = steward("--trace", "azure-code", "--duration", "0.05", "--rate-scale", "0.1",
+                   "--controllers", "steward", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(json.loads(done.stdout)["controllers"]) == ["steward"]

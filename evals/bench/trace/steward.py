@@ -10,6 +10,7 @@ TTFT target — the one number a user states; nothing of Steward is tuned to the
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import structlog
@@ -38,7 +39,12 @@ class Steward:
     interval_s = INTERVAL_S
 
     def __init__(self, sim: SimCluster, data_dir: Path, policy: Policy) -> None:
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+        # The agent's notices (findings appearing, fallbacks) go to stderr, errors only: stdout
+        # carries the benchmark's JSON, and an hour of replay would bury it in notices.
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        )
         self.runtime = Runtime.open(data_dir, sim, policy)
         self.runtime.start()
 
