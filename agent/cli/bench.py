@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -114,3 +115,71 @@ def chaos(
         print(report_text(report))
     if report.violations:
         raise typer.Exit(1)
+
+
+@app.command("trace")
+def trace(  # noqa: PLR0917 - typer maps each option to a parameter
+    trace_name: Annotated[
+        str,
+        typer.Option(
+            "--trace",
+            help="azure-conv, azure-code, servegen, sinusoid, or a CSV (TIMESTAMP,ContextTokens,"
+            "GeneratedTokens requests; TIMESTAMP,GpuSeconds render jobs).",
+        ),
+    ],
+    profile: Annotated[str, typer.Option("--profile", help="homelab or fleet:NxM.")] = "homelab",
+    controllers: Annotated[
+        str, typer.Option("--controllers", help="Comma list of controllers to compare.")
+    ] = "steward,static,keda,hpa,dynamo,rayserve,aibrix,oracle",
+    slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="TTFT target, seconds.")] = 3.0,
+    duration: Annotated[float, typer.Option("--duration", help="Hours of trace.")] = 1.0,
+    rate_scale: Annotated[
+        float | None,
+        typer.Option("--rate-scale", help="Arrival scale; default: peak at 80 % of the pool."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a Markdown report with PNG plots.")
+    ] = None,
+) -> None:
+    """Replay a trace under Steward and today's autoscalers; GPU-hours at equal SLO."""
+    from agent.cli.common import console, emit_json, err_console, fail
+
+    # evals is imported here only: the other commands never load the benchmark's modules.
+    from evals.bench.trace.run import bench, table, write_report
+    from tools.errors import InvalidInput
+
+    def progress(what: str) -> None:
+        err_console.print(f"replaying: {what}", highlight=False)
+
+    try:
+        result = bench(
+            trace_name,
+            profile=profile,
+            controllers=controllers,
+            slo_ttft_s=slo_ttft,
+            duration_h=duration,
+            rate_scale=rate_scale,
+            seed=seed,
+            progress=None if json_out else progress,
+        )
+    except InvalidInput as exc:
+        fail(str(exc))
+    if report is not None:
+        written = write_report(result, report)
+        err_console.print(f"report: {written}")
+    if json_out:
+        emit_json(result.figures())
+        return
+    console.print(f"{'controller':10} {'knob':30} {'SLO %':>7} {'TTFT p99':>9} {'GPU-h':>7} "
+                  f"{'kWh':>6} {'acts':>5} {'rev':>4} {'ms p99':>7}", soft_wrap=True)  # fmt: skip
+    for name, knob, f in table(result):
+        p99 = "-" if f.ttft_p99_s is None else f"{f.ttft_p99_s:.1f}"
+        console.print(
+            f"{name:10} {knob or '(policy)':30} {f.slo_attainment * 100:7.2f} {p99:>9} "
+            f"{f.gpu_hours:7.3f} {f.energy_kwh:6.3f} {f.scaling_actions:5d} {f.reversals:4d} "
+            f"{f.p99_ms:7.2f}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -57,8 +57,7 @@ def _work(  # noqa: PLR0917 - one internal call shape
             server.prefilling.append(Flight(req.arrival_s, req.work_s, 0, 0))
             server.in_flight = 1
             for w in windows:
-                w.wait_sum += max(0.0, now - req.arrival_s)
-                w.wait_n += 1
+                w.admitted(max(0.0, now - req.arrival_s), req.arrival_s, 1)
         job = server.prefilling[0]
         ran = min(left, job.prefill_left)
         job.prefill_left -= ran

@@ -1,0 +1,157 @@
+"""The seam between a replay and a controller: what a controller sees and how it acts.
+
+Every controller drives the same `SimCluster` through the `Cluster` protocol (`scale`), and reads
+only what its real counterpart reads: `observe()` (the scraped queue depth, GPU utilization,
+ready replicas), the gateway's `in_flight`, or a frontend's request counters (`World.arrivals`).
+Only the oracle reads `World.timeline` — the trace itself, known in advance: it is the hindsight
+bound, not a controller anyone can run.
+
+A controller family is one class; it keeps per-workload state itself (one ScaledObject, one HPA,
+one Ray deployment per workload), is called every `interval_s` of simulated time, and its
+`decide` is what is timed (`median_ms`, `p99_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from evals.bench.trace.load import Timeline
+from evals.bench.trace.record import Arrivals
+from tools.backends.base import Cluster
+from tools.backends.sim import SimCluster
+from tools.model import ClusterState, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One driven workload: what its operator configured (bounds) and profiled (speeds)."""
+
+    name: str
+    pool: str
+    cards_per_replica: int
+    min_replicas: int
+    """The lowest count its pool allows (0 where the pool may go to zero)."""
+    max_replicas: int
+    load_s: float
+    prefill_tok_s: float
+    decode_tok_s: float
+    """Aggregate decode peak of one replica."""
+    pool_size: int
+    """Workloads sharing the pool's traffic (the router balances them)."""
+
+    def service_s(self, input_tokens: float, output_tokens: float) -> float:
+        """Seconds of one replica at full batch that these tokens take (its profiled speed)."""
+        return input_tokens / self.prefill_tok_s + output_tokens / self.decode_tok_s
+
+
+@dataclass(slots=True)
+class World:
+    """What a replay exposes to its controller."""
+
+    cluster: Cluster
+    targets: tuple[Target, ...]
+    arrivals: dict[str, Arrivals]
+    """Per pool: the frontend's cumulative request and token counters."""
+    timelines: dict[str, Timeline]
+    """Per pool: the expected demand, known in advance (the oracle only)."""
+    elapsed_s: float = 0.0
+    jobs: bool = False
+    """The load is render jobs (service seconds), not token requests."""
+
+
+class Controller(Protocol):
+    """A controller family driving every target of a replay."""
+
+    name: str
+    interval_s: float
+
+    def initial(self, target: Target, timeline: Timeline, jobs: bool) -> int | None:
+        """Replicas ready at the start (None: the replay's common start)."""
+        ...
+
+    def decide(self, world: World) -> None: ...
+
+    def between(self) -> None:
+        """Untimed chores after a decision (Steward's periodic save)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One controller configuration of a comparison: its name, its knob, how to build it."""
+
+    name: str
+    knob: str
+    """e.g. `threshold=5` (empty for Steward: nothing of it is tuned)."""
+    build: Callable[[SimCluster, Path], Controller]
+    """Given the replay's cluster and a data dir of its own."""
+    initial: Callable[[Target, Timeline, bool], int | None]
+
+
+class Baseline:
+    """Defaults shared by the re-implemented autoscalers."""
+
+    name = "baseline"
+    interval_s = 15.0
+
+    def initial(self, target: Target, timeline: Timeline, jobs: bool) -> int | None:
+        return None
+
+    def decide(self, world: World) -> None:
+        raise NotImplementedError  # each family has its own
+
+    def between(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def workload(state: ClusterState, name: str) -> Workload:
+    found = state.workload(name)
+    if found is None:
+        raise KeyError(f"the replay drives {name!r}, which the cluster does not have")
+    return found
+
+
+def queue_depth(w: Workload) -> float | None:
+    """Requests waiting (vLLM's num_requests_waiting as scraped); None if not fresh."""
+    m = w.queue_depth
+    return m.value if m.status == "fresh" and m.value is not None else None
+
+
+def gpu_utilization(state: ClusterState, w: Workload) -> float | None:
+    """Mean scraped utilization (0..1) of the cards the workload's ready replicas hold."""
+    cards = {g for r in w.placement if r.ready for g in r.gpus}
+    values = [
+        gpu.utilization.value
+        for node in state.nodes
+        for gpu in node.gpus
+        if gpu.uuid in cards and gpu.utilization.status == "fresh"
+        and gpu.utilization.value is not None
+    ]  # fmt: skip
+    return sum(values) / len(values) if values else None
+
+
+def set_replicas(cluster: Cluster, target: Target, replicas: int, current: int) -> int:
+    """Scale within the target's bounds; the count now wanted (unchanged if refused)."""
+    replicas = max(target.min_replicas, min(target.max_replicas, replicas))
+    if replicas == current:
+        return current
+    result = cluster.scale(target.name, replicas)
+    return replicas if result.ok else current
+
+
+def ceil_div(a: float, b: float) -> int:
+    return math.ceil(a / b - 1e-9) if b > 0 else 0
+
+
+def window_mean(samples: Iterable[tuple[float, float]], since: float) -> float | None:
+    values = [v for t, v in samples if t >= since]
+    return sum(values) / len(values) if values else None
