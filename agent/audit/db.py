@@ -64,7 +64,10 @@ BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
 
 def check_layout(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
     """Refuse a file of another layout; a writer stamps a new file with this one."""
-    row = conn.execute("SELECT value FROM meta WHERE name = 'layout'").fetchone()
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'layout'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise _not_a_log(path, exc) from None
     if row is None and create:
         conn.execute("INSERT INTO meta (name, value) VALUES ('layout', ?)", (LAYOUT_VERSION,))
     elif row is None or row[0] != LAYOUT_VERSION:
@@ -77,13 +80,25 @@ def check_layout(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
 
 def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-    if readonly:
-        conn.execute("PRAGMA query_only = ON")
-    else:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+    try:
+        if readonly:
+            conn.execute("PRAGMA query_only = ON")
+        else:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _not_a_log(path, exc) from None
     return conn
+
+
+def _not_a_log(path: Path, exc: sqlite3.DatabaseError) -> AuditError:
+    """A file that SQLite cannot read as a database: named, never overwritten."""
+    return AuditError(
+        f"{path} is not a readable decision log ({exc}); it was left as it is. Restore it from "
+        "a backup, or move it away (it is evidence) and use another --data-dir"
+    )
 
 
 def take_writer_lock(path: Path) -> int:

@@ -34,6 +34,7 @@ from agent.cli.common import (
     config,
     console,
     data_dir,
+    decision_id_arg,
     emit_json,
     err_console,
     fail,
@@ -379,7 +380,10 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
 
 
 def approve(
-    decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
+    decision_id: Annotated[
+        str,
+        typer.Argument(help="The decision id `steward pending` shows.", callback=decision_id_arg),
+    ],
     as_name: Annotated[
         str | None,
         typer.Option(
@@ -394,7 +398,10 @@ def approve(
 
 
 def deny(
-    decision_id: Annotated[str, typer.Argument(help="The decision id `steward pending` shows.")],
+    decision_id: Annotated[
+        str,
+        typer.Argument(help="The decision id `steward pending` shows.", callback=decision_id_arg),
+    ],
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
     as_name: Annotated[
         str | None,

@@ -188,16 +188,20 @@ class Runtime:
         leadership = leadership or Sole()
         fence = None if isinstance(leadership, Sole) else leadership.leading
         lock_fd = take_lock(data_dir)
+        opened: list[AuditLog | Inbox] = []
         try:
             settings = RulesSettings.from_policy(policy)
             rules = RulesPlanner(settings)
             audit = AuditLog.open(data_dir, clock=parts.clock.now)
+            opened.append(audit)
             catch_up(parts, audit.last_time())
+            inbox = Inbox.open(data_dir)
+            opened.append(inbox)
             ctx = LoopContext(
                 cluster=parts.cluster(fence),
                 policy=policy,
                 audit=audit,
-                inbox=Inbox.open(data_dir),
+                inbox=inbox,
                 settings=settings,
                 planner=planner or rules,
                 fallback=rules,
@@ -213,6 +217,8 @@ class Runtime:
                 ctx.planner.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
+            for part in reversed(opened):  # a half-opened loop leaves no writer lock behind
+                part.close()
             lockfile.release(lock_fd)
             raise
         runtime = cls(data_dir, parts, ctx, graph, lock_fd)

@@ -62,7 +62,7 @@ def test_evictions_wait_for_the_budget_then_go_on() -> None:
     """Two replicas of one workload on the node, maxUnavailable 1: the second eviction waits
     until the first one's replacement is ready elsewhere."""
     scenario = Scenario(name="fleet", profile=FleetProfile(nodes=16, gpus_per_node=8))
-    with twin_of(scenario, speed=300.0) as t:
+    with twin_of(scenario, speed=60.0) as t:
         b = open_backend(t)
         try:
             state = b.observe()

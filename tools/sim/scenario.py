@@ -11,6 +11,7 @@ impossible value or a name that is not in the profile is refused before anything
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -253,9 +254,13 @@ class Scenario(BaseModel):
 def load_scenario(path: Path) -> Scenario:
     """Read and check a scenario file; raises InvalidInput listing every problem."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the scenario: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        utf16 = isinstance(exc.object, bytes) and exc.object[:2] in (b"\xff\xfe", b"\xfe\xff")
+        why = "it looks like UTF-16" if utf16 else f"byte {exc.object[exc.start]:#04x}"
+        raise InvalidInput(f"{path}:1:1: not UTF-8 text ({why}); save it as UTF-8") from exc
     try:
         doc = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
@@ -271,10 +276,42 @@ def load_scenario(path: Path) -> Scenario:
     except ValidationError as exc:
         lines = [_line(path, doc, tuple(e["loc"]), e["msg"]) for e in exc.errors()]
         raise InvalidInput("\n".join(lines)) from None
-    problems = [_line(path, doc, loc, msg) for loc, msg in scenario.problems()]
+    found = [*scenario.problems(), *_trace_problems(scenario)]
+    problems = [_line(path, doc, loc, msg) for loc, msg in found]
     if problems:
         raise InvalidInput("\n".join(problems))
     return scenario
+
+
+TRACE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _trace_problems(scenario: Scenario) -> list[tuple[Loc, str]]:
+    """Trace and rates files are checked when the scenario is read, not when the day reaches
+    them: a path to anything but a trace (`/etc/passwd`) is refused before anything runs."""
+    found: list[tuple[Loc, str]] = []
+    for i, d in enumerate(scenario.demand):
+        path = getattr(d, "path", None)
+        if path is None or d.kind not in ("trace", "rates"):
+            continue
+        want = TRACE_COLUMNS if d.kind == "trace" else ("window_start_s", getattr(d, "column", ""))
+        try:
+            with Path(path).open(newline="", encoding="utf-8") as fh:
+                header = next(csv.reader(fh), [])
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or "not UTF-8 text"
+            found.append((("demand", i, "path"), f"{path}: cannot read it as a CSV: {why}"))
+            continue
+        missing = [c for c in want if c not in [h.strip() for h in header]]
+        if missing:
+            found.append(
+                (
+                    ("demand", i, "path"),
+                    f"{path} is not a {d.kind} file: no column {', '.join(missing)} in its "
+                    f"header (a {d.kind} CSV starts with {','.join(c for c in want if c)})",
+                )
+            )
+    return found
 
 
 def _plain(node: Any) -> Any:
