@@ -120,7 +120,8 @@ def test_config_show_masks_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_config_may_follow_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    # setenv (not delenv of an absent variable) so that teardown restores the environment.
+    monkeypatch.setenv(CONFIG_ENV, "before.yaml")
     args = take_config_option(["status", "--json", "--config", "site.yaml"])
     assert args == ["status", "--json"]
     import os

@@ -51,7 +51,7 @@ def test_the_image_builds_runs_as_non_root_and_stops_on_sigterm() -> None:
     name = f"steward-test-{port}"
     started = subprocess.run(
         ["podman", "run", "-d", "--rm", "--name", name, "--read-only",
-         "--tmpfs", "/data:rw,mode=1777", "-p", f"127.0.0.1:{port}:9108", IMAGE],
+         "-v", f"{name}:/data", "-p", f"127.0.0.1:{port}:9108", IMAGE],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
@@ -86,3 +86,6 @@ def test_the_image_builds_runs_as_non_root_and_stops_on_sigterm() -> None:
         assert took < 10, f"SIGTERM took {took:.1f} s to stop the agent (podman then kills it)"
     finally:
         subprocess.run(["podman", "rm", "-f", name], env=env, capture_output=True, check=False)
+        subprocess.run(
+            ["podman", "volume", "rm", "-f", name], env=env, capture_output=True, check=False
+        )
