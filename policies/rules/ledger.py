@@ -84,18 +84,35 @@ class Context:
         return out
 
     @cached_property
+    def serviceable(self) -> frozenset[str]:
+        """Nodes that can take work as observed, or could once uncordoned (a cordon the plan
+        may lift): ready, no NoSchedule taint. Worked out once per judgement, for the node
+        rules' "is another node left?" (read only for cordons and drains)."""
+        out = set()
+        for node in self.state.nodes:
+            if node.schedulable or (
+                node.cordoned and node.model_copy(update={"cordoned": False}).schedulable
+            ):
+                out.add(node.name)
+        return frozenset(out)
+
+    @cached_property
     def pool_nodes(self) -> dict[str, frozenset[str]]:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
         out: dict[str, set[str]] = {}
+        by_model: dict[str, set[str]] | None = None
         for name, limits in self.policy.pools.items():
             if limits.min_cards or limits.min_ready_replicas:
-                models = set(limits.gpu_models)
-                out[name] = (
-                    {n.name for n in self.state.nodes if any(g.model in models for g in n.gpus)}
-                    if models
-                    else set()
-                )
+                out[name] = set()
+                if limits.gpu_models:
+                    if by_model is None:  # one pass over the cards for every pool
+                        by_model = {}
+                        for n in self.state.nodes:
+                            for model in {g.model for g in n.gpus}:
+                                by_model.setdefault(model, set()).add(n.name)
+                    for model in limits.gpu_models:
+                        out[name] |= by_model.get(model, set())
         for workload in self.state.workloads:
             nodes = out.get(workload.pool)
             if nodes is not None:

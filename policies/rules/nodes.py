@@ -59,9 +59,4 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
 
 def _available(name: str, ctx: Context, ledger: Ledger) -> bool:
     """Schedulable after the plan so far: not cordoned by it, ready, no NoSchedule taint."""
-    node = ctx.state.node(name)
-    if node is None or not ledger.schedulable(name):
-        return False
-    return node.schedulable or (
-        node.cordoned and node.model_copy(update={"cordoned": False}).schedulable
-    )
+    return name in ctx.serviceable and ledger.schedulable(name)

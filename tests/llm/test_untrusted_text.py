@@ -27,7 +27,8 @@ def _annotated(state: ClusterState) -> ClusterState:
         for w in state.workloads
     )
     # A new object, not model_copy: that would keep the cached name lookups of the original.
-    return ClusterState(**{**dict(state), "workloads": workloads})
+    fields = {name: getattr(state, name) for name in ClusterState.model_fields}
+    return ClusterState(**{**fields, "workloads": workloads})
 
 
 def _inner(block: str) -> object:
