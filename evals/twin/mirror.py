@@ -744,14 +744,49 @@ class Mirror:
             sel = pdb.get("spec", {}).get("selector", {}).get("matchLabels", {})
             match = label_matcher(",".join(f"{k}={v}" for k, v in sel.items()))
             pods = [p for (pns, _), p in self.store.table(POD).items() if pns == ns and match(p)]
-            status = budget_status(pdb, pods)
+            status = budget_status(pdb, pods, self._scale_of(ns, pods))
             if pdb.get("status") != status:
                 self.store.upsert(PDB, ns, name, {**pdb, "status": status})
 
+    def _scale_of(self, ns: str, pods: list[Obj]) -> int | None:
+        """The replicas the pods' controllers ask for, as the disruption controller counts them
+        for `maxUnavailable` and percentages: a ReplicaSet's Deployment, a StatefulSet, each
+        counted once. None when a pod has no controller this twin keeps (then pods are counted)."""
+        kinds = {"ReplicaSet": REPLICASET, "StatefulSet": STATEFULSET, "Deployment": DEPLOYMENT}
+        scales: dict[str, int] = {}
+        for pod in pods:
+            ref = next(
+                (o for o in pod["metadata"].get("ownerReferences", []) if o.get("controller")), None
+            )
+            res = kinds.get(ref["kind"]) if ref else None
+            owner = self.store.find(res, ns, ref["name"]) if ref and res else None
+            if owner is None:
+                return None
+            if owner["kind"] == "ReplicaSet":
+                up = next(
+                    (
+                        o
+                        for o in owner["metadata"].get("ownerReferences", [])
+                        if o.get("controller")
+                    ),
+                    None,
+                )
+                deploy = self.store.find(DEPLOYMENT, ns, up["name"]) if up else None
+                owner = deploy or owner
+            scales[owner["kind"] + "/" + owner["metadata"]["name"]] = int(
+                owner.get("spec", {}).get("replicas", 0)
+            )
+        return sum(scales.values())
 
-def budget_status(pdb: Obj, pods: list[Obj]) -> Obj:
-    """A PodDisruptionBudget's status over the pods its selector matches."""
-    expected = len([p for p in pods if "deletionTimestamp" not in p["metadata"]])
+
+def budget_status(pdb: Obj, pods: list[Obj], scale: int | None = None) -> Obj:
+    """A PodDisruptionBudget's status over the pods its selector matches. `scale` is what the
+    pods' controllers ask for: Kubernetes measures `maxUnavailable` (and a percentage
+    `minAvailable`) against it, so a pod evicted and not yet replaced still counts as missing."""
+    pods_now = len([p for p in pods if "deletionTimestamp" not in p["metadata"]])
+    spec = pdb.get("spec", {})
+    by_scale = "maxUnavailable" in spec or str(spec.get("minAvailable", "")).endswith("%")
+    expected = scale if by_scale and scale is not None else pods_now
     healthy = sum(
         1
         for p in pods
@@ -761,7 +796,6 @@ def budget_status(pdb: Obj, pods: list[Obj]) -> Obj:
             for c in p.get("status", {}).get("conditions", [])
         )
     )
-    spec = pdb.get("spec", {})
     if "minAvailable" in spec:
         desired = _count(spec["minAvailable"], expected)
     else:
