@@ -12,11 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
-from tools.model import ClusterState, Metric
+from tools.model import ClusterState, Gpu, Metric, Workload
 
-GPU_FIELDS = ("memory_used_bytes", "utilization", "power_w")
-WORKLOAD_FIELDS = ("queue_depth", "queue_wait_s", "tokens_per_s", "ttft_s")
+
+def _measured(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a model that are measurements: every one of them is carried, so a reading
+    the simulator adds reaches the Kubernetes backend's loop too."""
+    return tuple(name for name, f in model.model_fields.items() if f.annotation is Metric)
+
+
+GPU_FIELDS = _measured(Gpu)
+WORKLOAD_FIELDS = _measured(Workload)
 
 
 def readings(state: ClusterState) -> dict[str, Any]:
@@ -26,10 +34,7 @@ def readings(state: ClusterState) -> dict[str, Any]:
             n.name: {
                 "memory_used_bytes": n.memory_used_bytes.model_dump(mode="json"),
                 "gpus": {
-                    g.uuid: {
-                        f: getattr(g, f).model_dump(mode="json")
-                        for f in (*GPU_FIELDS, "memory_total_bytes")
-                    }
+                    g.uuid: {f: getattr(g, f).model_dump(mode="json") for f in GPU_FIELDS}
                     for g in n.gpus
                 },
             }

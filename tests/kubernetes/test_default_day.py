@@ -73,12 +73,6 @@ def decisions(data_dir: Path) -> list[Any]:
         log.close()
 
 
-@pytest.mark.xfail(
-    reason="diverges at 08:18 since the Prometheus and eval branches merged (a scale-down of "
-    "burst-llm judged 30 s earlier on the backend, denied there): to be found; see the closing "
-    "note of 2026-12-01",
-    strict=False,
-)
 def test_the_kubernetes_backend_decides_the_day_as_the_simulator_does(tmp_path: Path) -> None:
     policy = load_policy(DEFAULT_POLICY)
     embedded = Runtime.open(tmp_path / "sim", SimCluster(default_day()), policy)
@@ -114,4 +108,11 @@ def test_the_kubernetes_backend_decides_the_day_as_the_simulator_does(tmp_path: 
                 runtime.close()
         finally:
             cluster.close()
-    assert decisions(tmp_path / "k8s") == expected
+    got = decisions(tmp_path / "k8s")
+    first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)
+    assert got == expected, (
+        f"first difference at decision {first}: {got[first : first + 2]} != "
+        f"{expected[first : first + 2]}"
+        if first is not None
+        else f"{len(got)} decisions on the backend, {len(expected)} on the simulator"
+    )
