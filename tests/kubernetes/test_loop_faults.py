@@ -1,6 +1,10 @@
-"""The loop on the Kubernetes backend with 20 % of API requests failing (5xx, 409, 429,
+"""The loop on the Kubernetes backend with half of its API writes failing (5xx, 409, 429,
 timeouts): the same decisions as without faults, no action carried out twice, retries bounded,
-and the decision log verifies (`steward audit verify`)."""
+and the decision log verifies (`steward audit verify`).
+
+The loop writes little (a scale here, a placement there: a handful of requests in these 60
+ticks), so the rate is high enough that the seeded draw fails several of them, of several kinds.
+"""
 
 from __future__ import annotations
 
@@ -25,11 +29,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 TICKS = 60  # render idles to zero, burst-llm borrows its cards twice
 
 
-@pytest.mark.xfail(
-    reason="failed once the Prometheus, eval and hardening branches merged (found at the end "
-    "of the session of 2026-12-01, not yet looked into; see its closing note)",
-    strict=False,
-)
 def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> None:
     policy = load_policy(DEFAULT_POLICY)
     embedded = Runtime.open(tmp_path / "sim", SimCluster(default_day()), policy)
@@ -49,7 +48,7 @@ def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> No
             cluster.start()
             lists = cluster.lists
             twin.configure_faults(
-                FaultSettings(rate=0.2, timeout_s=1.5, seed=7, methods=("PUT", "PATCH", "POST"))
+                FaultSettings(rate=0.5, timeout_s=1.5, seed=7, methods=("PUT", "PATCH", "POST"))
             )
             parts = Parts(
                 orchestrator=cluster,
@@ -68,7 +67,8 @@ def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> No
                 runtime.close()
             # The loop reads from its watch caches: only its writes (and watch reconnects) meet
             # the faults; tests/kubernetes/test_faults.py puts 80 writes through them.
-            assert sum(twin.faults.injected.values()) >= 2, twin.faults.injected
+            writes = [(r.method, r.path, r.status) for r in twin.requests if r.method != "GET"]
+            assert len(twin.faults.injected) >= 2, (twin.faults.injected, writes)
             assert cluster.call.retries >= 1
             runs = twin.call(lambda: twin.sim.engine.state.workloads)
             assert runs["render"].desired == 0
