@@ -62,10 +62,11 @@ def manifest_rbac() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(out) if d and d.get("kind") in RBAC_KINDS]
 
 
-def enforcing(tokens: dict[str, str]) -> Twin:
+def enforcing(tokens: dict[str, str], speed: float = 0.0) -> Twin:
     """The built-in day's twin under the manifests' RBAC (and an admin, for the test's setup)."""
     rbac = Rbac.of([*manifest_rbac(), *ADMIN_RBAC], STEWARD_NS)
-    return Twin(SimCluster(default_day()), authorizer=rbac, tokens={**tokens, "admin": ADMIN})
+    tokens = {**tokens, "admin": ADMIN}
+    return Twin(SimCluster(default_day()), authorizer=rbac, tokens=tokens, speed=speed)
 
 
 @pytest.fixture
