@@ -163,6 +163,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             the_policy,
             planner=chosen,
             telemetry=telemetry,
+            leadership=opened.leadership,
             notifier=_notifier(settings),
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:

@@ -229,7 +229,7 @@ class Runtime:
             raise
         runtime = cls(data_dir, parts, ctx, graph, lock_fd)
         runtime.leadership = leadership
-        ctx.telemetry.leader_info = leadership.describe
+        ctx.telemetry.follow(leadership)
         return runtime
 
     # -- start and stop ---------------------------------------------------------------------------
@@ -363,9 +363,7 @@ class Runtime:
         A replica that does not lead only observes (it stays ready to take over)."""
         started = time.perf_counter()
         self.ctx.telemetry.tick_started()
-        leading = self.leadership.leading()
-        self.ctx.telemetry.leader.set(1 if leading else 0)
-        if not leading:
+        if not self.leadership.leading():
             return self._stand_by(started)
         while not self.chores.empty():
             self.chores.get_nowait()()
