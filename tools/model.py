@@ -264,6 +264,9 @@ class ReplicaPlacement(Frozen):
     nodes: tuple[str, ...]
     gpus: tuple[str, ...] = ()
     ready: bool = False
+    waiting_since: datetime | None = None
+    """For a replica with no node to run on: since when it has waited for one (its pod's
+    creation; None for a placed replica, or where the backend cannot tell)."""
 
 
 class Workload(Versioned):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.loop.notices import degraded_links, sharing_suspects
 from agent.loop.state import (
@@ -43,6 +43,9 @@ class AssessSettings(BaseModel):
     """Per pool: the policy's minimum, so a scale-down the pool cannot take is not a finding."""
     idle_to_zero_s: dict[str, float] = {}
     """Per pool: idle time before scale-to-zero (absent: the pool never goes to zero)."""
+    pending_release_s: float = Field(default=300.0, gt=0)
+    """A replica that has found no node to run on for this long is given back (scaled away)
+    rather than left pending forever while its workload counts it as coming."""
     hot_ratio: float = 1.0
     """Queue wait at or above this fraction of the SLO asks for more replicas."""
     hot_depth_per_replica: float = 8.0

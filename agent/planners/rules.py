@@ -173,6 +173,18 @@ class RulesPlanner:
         notes: list[str],
     ) -> list[Action]:
         settings = self.settings.assess
+        stuck = _stuck(workload, state, settings.pending_release_s)
+        if stuck:
+            waited = max(stuck)
+            return [
+                ScaleWorkload(
+                    workload=workload.name,
+                    replicas=workload.desired_replicas - len(stuck),
+                    reason=f"{len(stuck)} replica(s) found no node to run on for {waited:.0f} s "
+                    f"(released after {settings.pending_release_s:g} s): given back rather "
+                    "than left pending",
+                )
+            ]
         queued = signal.queue_depth is not None
         depth = signal.queue_depth or 0.0
         if queued and workload.desired_replicas == 0 and depth > 0:
@@ -437,3 +449,22 @@ def _lower_on(
         and any(node in r.nodes for r in w.placement)
     ]
     return sorted(lower, key=lambda w: (settings.pool(w.pool).priority, w.name))
+
+
+def _stuck(workload: Workload, state: ClusterState, release_after_s: float) -> list[float]:
+    """How long each replica that has waited `release_after_s` or more for a node has waited
+    (a scale-up nothing can place is released, not left pending forever). None is while a node
+    the workload may run on is lost or not ready: its replicas wait for that node to come back,
+    which is not a want of room."""
+    now = state.observed_at
+    for name in state.pool_nodes(workload.pool):
+        node = state.node(name)
+        if node is not None and not node.ready:
+            return []
+    waits = [
+        (now - r.waiting_since).total_seconds()
+        for r in workload.placement
+        if not r.nodes and r.waiting_since is not None
+    ]
+    stuck = [w for w in waits if w >= release_after_s]
+    return stuck if workload.desired_replicas >= len(stuck) else []

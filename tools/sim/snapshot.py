@@ -68,7 +68,9 @@ class SnapshotBuilder:
         self._missing_by_source: dict[str, Metric] = {}
         self._gpu_cache: dict[str, tuple[CardSample | None, tuple[str, ...], str, Gpu]] = {}
         self._scheduler: dict[tuple[int, int], SchedulerView] = {}
-        self._placements: dict[tuple[str, bool, tuple[str, ...]], ReplicaPlacement] = {}
+        self._placements: dict[
+            tuple[str, bool, tuple[str, ...], float | None], ReplicaPlacement
+        ] = {}
         self._state: ClusterState | None = None
         self._version = -1
 
@@ -288,13 +290,18 @@ class SnapshotBuilder:
         )
 
     def _placement(self, r: Replica) -> ReplicaPlacement:
-        key = (r.client, r.phase == "ready", tuple(r.cards))
+        waiting = None if r.nodes else r.since_s
+        key = (r.client, r.phase == "ready", tuple(r.cards), waiting)
         cached = self._placements.get(key)
         if cached is None:
             if len(self._placements) > 65536:
                 self._placements.clear()
             cached = self._placements[key] = ReplicaPlacement(
-                index=r.index, nodes=tuple(r.nodes), gpus=key[2], ready=key[1]
+                index=r.index,
+                nodes=tuple(r.nodes),
+                gpus=key[2],
+                ready=key[1],
+                waiting_since=None if waiting is None else self.at(waiting),
             )
         return cached
 

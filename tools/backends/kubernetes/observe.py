@@ -568,5 +568,19 @@ def _placements(pods: list[Obj]) -> tuple[ReplicaPlacement, ...]:
             if u
         )
         ready = all(_ready(p) and "deletionTimestamp" not in p["metadata"] for p in members)
-        out.append(ReplicaPlacement(index=index, nodes=nodes, gpus=gpus, ready=ready))
+        unbound = [
+            at
+            for p in members
+            if not (p.get("spec") or {}).get("nodeName")
+            and (at := parse_time(p["metadata"].get("creationTimestamp"))) is not None
+        ]
+        out.append(
+            ReplicaPlacement(
+                index=index,
+                nodes=nodes,
+                gpus=gpus,
+                ready=ready,
+                waiting_since=min(unbound) if unbound and not nodes else None,
+            )
+        )
     return tuple(out)

@@ -74,6 +74,4 @@ class KubernetesSettings(BaseModel):
     """How long a drain waits before asking again for an eviction the PDB refused (429)."""
     sync_timeout_s: float = Field(default=60.0, gt=0)
     """How long the first observe waits for the watch caches' initial lists."""
-    pending_release_s: float = Field(default=300.0, gt=0)
-    """A replica a scale-up added that stays unschedulable this long is released."""
     leader_election: LeaderElection = LeaderElection()
