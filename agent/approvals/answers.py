@@ -25,11 +25,10 @@ from pydantic import BaseModel, ConfigDict
 from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
-from agent.loop.context import HISTORY_WINDOW
 from agent.loop.gate import at_execution
 from agent.loop.state import ActionVerdict, Approval
 from policies.durations import format_duration
-from policies.history import Executed, History
+from policies.history import History
 from policies.model import Policy
 from tools.errors import InvalidInput
 from tools.model import ClusterState
@@ -225,12 +224,8 @@ def history_for(root: Path, state: ClusterState) -> History:
     except AuditError:
         return History(last_busy=dict(memory.last_busy), watching_since=memory.watching_since)
     try:
-        since = state.observed_at - HISTORY_WINDOW
-        executed = tuple(
-            Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
+        return audit.history(
+            state.observed_at, last_busy=memory.last_busy, watching_since=memory.watching_since
         )
     finally:
         audit.close()
-    return History(
-        executed=executed, last_busy=dict(memory.last_busy), watching_since=memory.watching_since
-    )

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -61,6 +61,10 @@ from agent.audit.verify import (
     read_witness,
     witnessed,
 )
+from policies.history import Executed, History
+
+HISTORY_WINDOW = timedelta(hours=24)
+"""How far back the policy looks for what was done (the longest cooldown or budget it has)."""
 
 DB_NAME = "audit.db"
 KEY_ENV = "STEWARD_AUDIT_KEY"
@@ -374,6 +378,23 @@ class AuditLog:
     def export(self) -> Iterator[dict[str, Any]]:
         """Every record as one flat JSON object (story.export_row), streamed in seq order."""
         return export_stream(self.path)
+
+    def history(
+        self,
+        at: datetime,
+        *,
+        last_busy: Mapping[str, datetime] | None = None,
+        watching_since: datetime | None = None,
+    ) -> History:
+        """What the policy counts at `at`: the actions carried out ok in the HISTORY_WINDOW
+        before it (cooldowns, budgets), with the loop's idleness facts when given. The one
+        reading of the log every judge uses — the loop, an answer, a rotation asked, explain."""
+        done = self.executed_actions(at - HISTORY_WINDOW)
+        return History(
+            executed=tuple(Executed(at=e.at, action=e.action) for e in done if e.ok),
+            last_busy=dict(last_busy or {}),
+            watching_since=watching_since,
+        )
 
     def executed_actions(self, since: datetime) -> list[ExecutedAction]:
         """Actions the backend carried out since `since` (for policies.history.History)."""

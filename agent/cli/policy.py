@@ -10,7 +10,7 @@ scenario's — and prints each verdict, the rules that decided it and what would
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,7 +31,7 @@ from agent.cli.common import (
 )
 from policies.engine import judge
 from policies.errors import PolicyError
-from policies.history import Executed, History
+from policies.history import History
 from policies.judgement import Judgement
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
@@ -187,10 +187,9 @@ def _history(option: Path | None, state: ClusterState, policy: Policy) -> Histor
     if (directory / DB_NAME).is_file():
         log = AuditLog.open(directory, readonly=True)
         try:
-            done = log.executed_actions(state.observed_at - timedelta(days=1))
+            history = log.history(state.observed_at)
         finally:
             log.close()
-        history = History.of(Executed(at=e.at, action=e.action) for e in done if e.ok)
     return history.observed(state, policy)
 
 

@@ -12,7 +12,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -26,7 +26,7 @@ from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
 from agent.rotation.runner import loop_rotator
-from policies.history import Executed, History
+from policies.history import History
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.base import ActionResult, Cluster
@@ -42,7 +42,6 @@ CRASH_ENV = "STEWARD_TEST_CRASH_AT"
 """Test hook: the graph node (or `act.mid`, after the first action) at which the process kills
 itself with SIGKILL, to prove that a restart resumes or reconciles."""
 
-HISTORY_WINDOW = timedelta(hours=24)
 
 OBSERVE_RETRY = Retrying(
     retry=retry_if_exception_type(TemporaryError),
@@ -144,14 +143,8 @@ class LoopContext:
 
     def history(self, state: ClusterState, memory: Memory) -> History:
         """Executed actions of the recent past and when each pool was last busy."""
-        since = state.observed_at - HISTORY_WINDOW
-        executed = tuple(
-            Executed(at=e.at, action=e.action) for e in self.audit.executed_actions(since) if e.ok
-        )
-        return History(
-            executed=executed,
-            last_busy=dict(memory.last_busy),
-            watching_since=memory.watching_since,
+        return self.audit.history(
+            state.observed_at, last_busy=memory.last_busy, watching_since=memory.watching_since
         )
 
     def recent_history(self) -> History:
@@ -159,12 +152,7 @@ class LoopContext:
         read-only look-ups; idleness is left out — it lives in the decision's signals)."""
         latest = self.latest()
         now = latest.observed_at if latest is not None else datetime.now(UTC)
-        executed = tuple(
-            Executed(at=e.at, action=e.action)
-            for e in self.audit.executed_actions(now - HISTORY_WINDOW)
-            if e.ok
-        )
-        return History(executed=executed)
+        return self.audit.history(now)
 
     def track(self, state: ClusterState, signals: Signals) -> None:
         """Findings that appeared or cleared in this observation: logged, counted, told."""

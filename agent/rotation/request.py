@@ -9,7 +9,6 @@ rotation runs nothing and the log says which rules denied it.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +19,7 @@ from agent.audit import ActionOutcome, AuditLog, Check, Intent, Outcome, proposa
 from agent.audit import Approval as AuditApproval
 from agent.rotation.runner import open_rotation, result_of
 from policies.engine import judge
-from policies.history import Executed, History
+from policies.history import History
 from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Plan, RotateMode
@@ -29,7 +28,6 @@ from tools.errors import InvalidInput
 from tools.model import ClusterState
 from tools.modes import Approval, RotationOutcome
 
-HISTORY_WINDOW = timedelta(hours=24)
 Status = Literal["ran", "denied", "pending", "refused_by_human"]
 
 
@@ -47,11 +45,7 @@ class RequestResult(BaseModel):
 
 def history_of(audit: AuditLog, state: ClusterState) -> History:
     """What was executed in the last day, from the decision log (cooldowns, budgets)."""
-    since = state.observed_at - HISTORY_WINDOW
-    executed = tuple(
-        Executed(at=e.at, action=e.action) for e in audit.executed_actions(since) if e.ok
-    )
-    return History(executed=executed)
+    return audit.history(state.observed_at)
 
 
 def judge_rotation(
