@@ -19,7 +19,6 @@ from typing import Literal, Protocol
 
 from tools import suspend
 
-
 ClockKind = Literal["wall", "simulated"]
 
 
