@@ -19,8 +19,9 @@ docs/metrics.md on `vllm:` names).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from tools.model import ClusterState, Gpu, Metric, Workload
 
@@ -79,21 +80,32 @@ def _fresh(metric: Metric) -> float | None:
     return metric.value if metric.usable else None
 
 
-def pod_of(client: str, namespace: str) -> tuple[str, str] | None:
+PodNamer = Callable[[str, int], str]
+"""(workload name, replica index) -> the name of the replica's pod where its engine runs."""
+
+
+def indexed(name: str, index: int) -> str:
+    """The default pod name: NAME-INDEX, as a StatefulSet names its pods."""
+    return f"{name}-{index}"
+
+
+def pod_of(client: str, namespace: str, pods: PodNamer = indexed) -> tuple[str, str] | None:
     """(namespace, pod) of a card client written `workload/replica-index`; None for `pid/…`."""
     workload, _, index = client.rpartition("/")
     if not workload or workload == "pid" or not index.isdigit():
         return None
     ns, _, name = workload.rpartition("/")
-    return (ns or namespace), f"{name}-{index}"
+    return (ns or namespace), pods(name, int(index))
 
 
-def card_lines(state: ClusterState, namespace: str = "default") -> list[str]:
+def card_lines(
+    state: ClusterState, namespace: str = "default", pods: PodNamer = indexed
+) -> list[str]:
     """The DCGM exporter's view of every card of `state`."""
     rows: dict[str, list[str]] = {name: [] for name, _ in _CARD_FAMILIES}
     for node in state.nodes:
         for gpu in node.gpus:
-            _card(gpu, node.name, namespace, rows)
+            _card(gpu, node.name, namespace, rows, pods)
     out: list[str] = []
     for name, help_text in _CARD_FAMILIES:
         out.append(f"# HELP {name} {help_text}")
@@ -102,7 +114,7 @@ def card_lines(state: ClusterState, namespace: str = "default") -> list[str]:
     return out
 
 
-def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]]) -> None:
+def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]], pods: PodNamer) -> None:
     model = gpu.model if gpu.model.startswith("NVIDIA") else f"NVIDIA {gpu.model}"
     pairs = [
         ("gpu", str(gpu.index)),
@@ -111,9 +123,12 @@ def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]]) -> No
         ("modelName", model),
         ("Hostname", host),
     ]
-    pod = next((p for p in (pod_of(c, namespace) for c in gpu.clients) if p), None)
-    if pod is not None:
-        pairs += [("container", pod[1].rpartition("-")[0]), ("namespace", pod[0]), ("pod", pod[1])]
+    for client in gpu.clients:
+        pod = pod_of(client, namespace, pods)
+        if pod is not None:
+            container = client.rpartition("/")[0].rpartition("/")[2]  # the workload's name
+            pairs += [("container", container), ("namespace", pod[0]), ("pod", pod[1])]
+            break
     labels = _labels(pairs)
     util, power = _fresh(gpu.utilization), _fresh(gpu.power_w)
     if util is not None:
@@ -156,10 +171,17 @@ class EngineExporter:
     """vLLM engines (and optionally the endpoint picker) of an observation, with counters that
     accumulate between updates."""
 
-    def __init__(self, namespace: str = "default", prefix: str = "vllm:", epp: bool = False):
+    def __init__(
+        self,
+        namespace: str = "default",
+        prefix: str = "vllm:",
+        epp: bool = False,
+        pods: PodNamer = indexed,
+    ):
         self.namespace = namespace
         self.prefix = prefix
         self.epp = epp
+        self.pods = pods
         self._pods: dict[tuple[str, str], _Pod] = {}
         self._last_at: float | None = None
         self._lines: list[str] = []
@@ -216,7 +238,7 @@ class EngineExporter:
 
     def _ready_pods(self, w: Workload) -> list[tuple[str, str]]:
         ns, _, name = w.name.rpartition("/")
-        return [(ns or self.namespace, f"{name}-{r.index}") for r in w.placement if r.ready]
+        return [(ns or self.namespace, self.pods(name, r.index)) for r in w.placement if r.ready]
 
     def _pod_pairs(self, ns: str, pod: str) -> list[tuple[str, str]]:
         return [("model_name", self._models.get((ns, pod), "")), ("namespace", ns), ("pod", pod)]
@@ -282,6 +304,10 @@ def _histogram_lines(name: str, pairs: list[tuple[str, str]], h: _Histogram) -> 
     return out
 
 
-def render(lines: Iterable[str]) -> bytes:
-    """One scrape's body."""
+def render(lines: Iterable[str], at: datetime | None = None) -> bytes:
+    """One scrape's body; with `at`, every sample carries that time (the text format's optional
+    timestamp, in milliseconds), as an exporter whose clock is not Prometheus's must say."""
+    if at is not None:
+        stamp = f" {round(at.timestamp() * 1000)}"
+        lines = [line if line.startswith("#") else line + stamp for line in lines]
     return ("\n".join(lines) + "\n").encode()

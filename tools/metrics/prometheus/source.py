@@ -76,12 +76,12 @@ class PrometheusSource:
 
         return check_queries(self.settings, self.client)
 
-    def ask(self) -> dict[str, Answer]:
-        """Every family's answer for this tick."""
+    def ask(self, at: float | None = None) -> dict[str, Answer]:
+        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now)."""
 
         def one(family: Resolved) -> Answer:
             try:
-                return self.client.query(family.combined)
+                return self.client.query(family.combined, at)
             except PrometheusUnavailable as exc:
                 return f"unreachable: {exc}"
             except QueryRefused as exc:
@@ -100,7 +100,8 @@ class PrometheusSource:
     def read(self, state: ClusterState) -> ClusterState:
         """The observation with this source's readings merged in."""
         start = time.perf_counter()
-        answers = self.ask()
+        at = state.observed_at.timestamp() if self.settings.evaluate_at == "observation" else None
+        answers = self.ask(at)
         asked = time.perf_counter()
         merged = self.merge(state, answers)
         done = time.perf_counter()
