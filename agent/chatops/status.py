@@ -31,7 +31,7 @@ def node_lines(state: ClusterState) -> list[str]:
     lines: list[str] = []
     for n in state.nodes:
         flags = "".join((" NotReady" * (not n.ready), " cordoned" * n.cordoned))
-        cards = ", ".join(f"{g.model} {_fmt(g.utilization, 0.01, '%', 0)}" for g in n.gpus)
+        cards = ", ".join(f"{g.model} {_fmt(g.utilization, 1.0, '%', 0)}" for g in n.gpus)
         lines.append(f"node {n.name}{flags}: {cards or 'no cards'}")
     return lines
 

@@ -160,7 +160,9 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         the_policy, policy_path = open_policy(policy or settings.policy)
         if settings.slack.enabled:  # Slack users join the policy's approver groups
             the_policy = with_slack_approvers(the_policy, settings.slack)
-        chosen = planner_for(planner or settings.planner, the_policy)
+        chosen = planner_for(
+            planner or settings.planner, the_policy, settings.llm.model_dump(exclude_none=True)
+        )
         telemetry = Telemetry()
         runtime = Runtime.open(
             where,
@@ -352,7 +354,13 @@ def plan(
     where = data_dir(data_dir_opt)
     try:
         opened = open_backend(settings, where)
-        result = dry_run(where, planner or settings.planner, policy or settings.policy, opened)
+        result = dry_run(
+            where,
+            planner or settings.planner,
+            policy or settings.policy,
+            opened,
+            settings.llm.model_dump(exclude_none=True),
+        )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     if json_out:

@@ -107,7 +107,7 @@ def render(state: ClusterState) -> None:
                 f"{g.index}: {g.model}",
                 share,
                 f"{used}/{_fmt(g.memory_total_bytes, gib, digits=0)}",
-                _fmt(g.utilization, 0.01, "%", 0),
+                _fmt(g.utilization, 1.0, "%", 0),
                 ", ".join(g.clients),
                 sched_text if i == 0 else "",
             )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,8 +180,9 @@ def run_policy_path(data_dir: Path) -> Path | None:
     return Path(value) if isinstance(value, str) else None
 
 
-def planner_for(name: str, policy: Policy) -> Planner:
-    """The planner called `name`; the rules planner stays the fallback of any other."""
+def planner_for(name: str, policy: Policy, llm: Mapping[str, object] | None = None) -> Planner:
+    """The planner called `name`; the rules planner stays the fallback of any other. `llm`:
+    steward.yaml's llm section (the environment applied over it), for the LLM planner."""
     if name == "rules":
         return RulesPlanner(RulesSettings.from_policy(policy))
     if name == "llm":
@@ -193,13 +195,17 @@ def planner_for(name: str, policy: Policy) -> Planner:
                 "--planner llm: the LLM planner (agent/planners/llm.py) is not in this build; "
                 "use --planner rules"
             ) from None
-        planner: Planner = module.make_planner(policy)
+        planner: Planner = module.make_planner(policy, configured=llm)
         return planner
     raise InvalidInput(f"--planner {name!r}: choose rules or llm")
 
 
 def dry_run(
-    data_dir: Path, planner_name: str, policy_path: Path | None, opened: Opened | None = None
+    data_dir: Path,
+    planner_name: str,
+    policy_path: Path | None,
+    opened: Opened | None = None,
+    llm: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
@@ -227,7 +233,7 @@ def dry_run(
             audit=audit,
             inbox=inbox,
             settings=settings,
-            planner=planner_for(planner_name, policy),
+            planner=planner_for(planner_name, policy, llm),
             fallback=RulesPlanner(settings),
             crash_at=None,
             hold_denied=False,

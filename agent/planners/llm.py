@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -85,6 +85,8 @@ class LLMPlanner:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings or LLMSettings()
+        if not self.settings.base_url:
+            raise InvalidInput(NO_ENDPOINT)
         self.policy = policy
         self.history = history
         self.clock = clock
@@ -255,14 +257,29 @@ def _append_turn(
         messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})
 
 
-def make_planner(policy: Policy, history: Callable[[], History] | None = None) -> LLMPlanner:
-    """The LLM planner configured from the environment (the loop's `--planner llm`).
+NO_ENDPOINT = (
+    "--planner llm: no endpoint is set, and Steward never picks one for you: set llm.base_url "
+    "in steward.yaml or STEWARD_LLM_BASE_URL (or OPENAI_BASE_URL), e.g. "
+    "http://127.0.0.1:8431/v1 for a local server (scripts/llm-server starts one) or "
+    "https://api.openai.com/v1 for OpenAI with STEWARD_LLM_API_KEY"
+)
 
-    Raises InvalidInput when a STEWARD_LLM_* variable does not parse; an endpoint that is down
-    is not an error here — the first decision finds out and the rules planner takes over.
+
+def make_planner(
+    policy: Policy,
+    history: Callable[[], History] | None = None,
+    configured: Mapping[str, object] | None = None,
+) -> LLMPlanner:
+    """The LLM planner configured from steward.yaml's `llm` section (`configured`: the keys
+    set there, the environment already applied over them) and the STEWARD_LLM_* variables.
+
+    Raises InvalidInput when a setting does not parse or no endpoint is set (a planner aimed at
+    an endpoint nobody chose would send the cluster's state to it); an endpoint that is down is
+    not an error here — the first decision finds out and the rules planner takes over.
     """
+    given = {k: v for k, v in (configured or {}).items() if v is not None}
     try:
-        settings = LLMSettings()
+        settings = LLMSettings(**given)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
             f"{_variable(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
