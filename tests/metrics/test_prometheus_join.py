@@ -6,7 +6,8 @@ from __future__ import annotations
 from tests.metrics.cluster import bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
-from tools.metrics.prometheus.queries import PART
+from tools.metrics.prometheus.join import CardIndex, WorkloadIndex, _at_once, _each
+from tools.metrics.prometheus.queries import PART, resolve
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
@@ -51,3 +52,28 @@ def test_cards_that_read_the_same_share_one_reading() -> None:
         source.close()
     a, b = state.nodes[0].gpus[0].utilization, state.nodes[1].gpus[0].utilization
     assert a is b and a.status == "fresh"
+
+
+def test_the_whole_answer_reading_agrees_with_the_series_by_series_one() -> None:
+    """Replicas summed, a NaN quantile, an unknown pod, a card named by its node and index."""
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    families = {f.name: f for f in resolve(PrometheusSettings())}
+
+    def pod(name: str, raw: float, part: str = "v") -> tuple[dict[str, str], float]:
+        return {"pod": name, "namespace": "default", "model_name": "m", PART: part}, raw
+
+    waiting = [pod("chat-0", NOW - 3, "t"), pod("chat-1", NOW - 9, "t")]
+    waiting += [pod("chat-0", 4.0), pod("chat-1", 3.0), pod("nobody-0", 1.0)]
+    quantile = [pod("chat-0", NOW - 3, "t"), pod("chat-0", float("nan"))]
+    by_slot = {"Hostname": "gpu-b", "gpu": "1", **TARGET, PART: "v"}
+    util = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), (by_slot, 12.0)]
+    for name, series in (("waiting", waiting), ("ttft_p90", quantile), ("gpu_util", util)):
+        family = families[name]
+        fast = _at_once(family, Vector(NOW, series), cards, workloads)
+        assert fast is not None
+        assert fast == _each(family, Vector(NOW, series), cards, workloads)
+    fast = _at_once(families["waiting"], Vector(NOW, waiting), cards, workloads)
+    assert fast is not None
+    assert (fast.values, fast.ages, fast.unmatched) == ({"chat": 7.0}, {"chat": 9.0}, 1)

@@ -17,36 +17,34 @@ from datetime import datetime, timedelta
 from tools.metrics.prometheus.join import Readings
 from tools.model import Metric, trusted
 
-_METRIC_FIELDS = set(Metric.model_fields)
-_new = object.__new__
-_set = object.__setattr__
-
 
 def metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
     return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
 
 
 def fresh(value: float, at: datetime, source: str) -> Metric:
-    """`metric(value, "fresh", at, source)` inlined: the hot path of a tick's join."""
-    obj = _new(Metric)
-    _set(obj, "__dict__", {"value": value, "status": "fresh", "observed_at": at, "source": source})
-    _set(obj, "__pydantic_fields_set__", _METRIC_FIELDS)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
+    """`metric(value, "fresh", at, source)`: the hot path of a tick's join."""
+    return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
 
 
 class Shared:
     """Fresh readings of one tick, one object per (value, time, source)."""
 
     def __init__(self) -> None:
-        self.made: dict[tuple[float, datetime, str], Metric] = {}
+        self.buckets: dict[tuple[datetime, str], dict[float, Metric]] = {}
+        """Per (time, source): the readings made, by value."""
+
+    def bucket(self, at: datetime, source: str) -> dict[float, Metric]:
+        found = self.buckets.get((at, source))
+        if found is None:
+            found = self.buckets[(at, source)] = {}
+        return found
 
     def fresh(self, value: float, at: datetime, source: str) -> Metric:
-        key = (value, at, source)
-        found = self.made.get(key)
+        bucket = self.bucket(at, source)
+        found = bucket.get(value)
         if found is None:
-            found = self.made[key] = fresh(value, at, source)
+            found = bucket[value] = fresh(value, at, source)
         return found
 
 
@@ -83,25 +81,40 @@ class FieldReadings:
             self._make(readings, now, bound, shared or Shared())
 
     def _make(self, readings: Readings, now: datetime, bound: float, shared: Shared) -> None:
+        source, marked, ages = self.source, readings.marked, readings.ages
         times = self.times
+        for age in set(ages.values()):  # one per scrape target, not per card
+            times[age] = now - timedelta(seconds=age)
+        out = self.metrics
+        if marked or (ages and max(ages.values()) > bound):
+            self._make_each(readings, bound, shared)
+            return
+        last: datetime | None = None
+        bucket: dict[float, Metric] = {}
+        for key, value in readings.values.items():
+            # Shared.fresh inlined: once per card and family, every one fresh. A target's
+            # series come together, so the bucket of their time rarely changes.
+            at = times[ages[key]]
+            if at is not last:
+                bucket, last = shared.bucket(at, source), at
+            found = bucket.get(value)
+            if found is None:
+                found = bucket[value] = fresh(value, at, source)
+            out[key] = found
+
+    def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
+        """`_make` where some readings are stale or marked as taken from host memory."""
         source, marked = self.source, readings.marked
         marked_source = f"{source} (unified memory: host memory)"
-        ages, out, made = readings.ages, self.metrics, shared.made
         for key, value in readings.values.items():
-            age = ages[key]
-            at = times.get(age)
-            if at is None:
-                at = times[age] = now - timedelta(seconds=age)
+            age = readings.ages[key]
+            at = self.times[age]
             if age > bound:
                 why = f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
-                out[key] = metric(value, "stale", at, why)
-                continue
-            said = marked_source if marked and key in marked else source
-            # Shared.fresh inlined: once per card and family.
-            found = made.get((value, at, said))
-            if found is None:
-                found = made[(value, at, said)] = fresh(value, at, said)
-            out[key] = found
+                self.metrics[key] = metric(value, "stale", at, why)
+            else:
+                said = marked_source if key in marked else source
+                self.metrics[key] = shared.fresh(value, at, said)
 
     def value(self, key: str) -> float | None:
         readings = self.readings
@@ -115,6 +128,13 @@ class FieldReadings:
             if value is not None:
                 return value, self.times[readings.ages[key]]
         return self.carried.get(key)
+
+    def every(self, keys: list[str]) -> dict[str, Metric]:
+        """`get` of each key, as one dictionary (the readings themselves when none is missing)."""
+        found = self.metrics
+        if len(found) == len(keys) and found.keys() >= set(keys):
+            return found
+        return {**{key: self.missing(key) for key in keys if key not in found}, **found}
 
     def get(self, key: str) -> Metric:
         found = self.metrics.get(key)

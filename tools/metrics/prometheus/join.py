@@ -17,9 +17,11 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import cast
 
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.queries import PART, Resolved
@@ -155,7 +157,107 @@ def collect(
     Timestamp series (`steward_part="t"`) date the value series that carry the same values of
     their labels: one per scrape target for a gauge, one per pod for a rate or a quantile, one
     per series for a `timestamp(query)` of an override. A key's age is its oldest series'.
-    One pass over tens of thousands of series a tick: the loop is written for that."""
+
+    Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
+    read with whole-list operations (`_at_once`); any other is read series by series."""
+    found = _at_once(family, answer, cards, workloads)
+    return found if found is not None else _each(family, answer, cards, workloads)
+
+
+def _keys(
+    family: Resolved, labels: list[dict[str, str]], cards: CardIndex, w: WorkloadIndex
+) -> list[str | None]:
+    target = family.family.target
+    if target == "gpu":
+        keys: list[str | None] = [lb.get("UUID") for lb in labels]
+        if not cards.uuids.issuperset(keys):  # a series without a known UUID: by its slot
+            keys = [
+                k if k in cards.uuids else cards.key(lb) for k, lb in zip(keys, labels, strict=True)
+            ]
+        return keys
+    return list(map(w.key if target == "workload" else w.pool_key, labels))
+
+
+def _at_once(
+    family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
+) -> Readings | None:
+    """The answer as the default queries give it — timestamp series first, all with the same
+    label names, every value series carrying them — read with list operations that run in C.
+    None when it is not so shaped: `_each` then reads it series by series."""
+    if not answer.series:
+        return None
+    # Comprehensions, not map(methodcaller) or zip(*…): measured twice as fast on CPython 3.11.
+    series = answer.series
+    every = [labels for labels, _ in series]
+    raws = [raw for _, raw in series]
+    parts = [labels.get(PART) for labels in every]
+    stamped = parts.count("t")
+    if parts.count("v") + stamped != len(parts) or "v" in parts[:stamped]:
+        return None
+    labels_v, raws_v = every[stamped:], raws[stamped:]
+    if not stamped:
+        stamps: list[float | None] = [None] * len(labels_v)
+    else:
+        first = every[0].keys()
+        if [1 for labels in every[1:stamped] if labels.keys() != first]:
+            return None  # timestamp series of several kinds
+        slot = _slot(tuple(sorted(n for n in first if n != PART)))
+        by: dict[object, float] = {}
+        for at, raw in zip(map(slot, every[:stamped]), raws[:stamped], strict=True):
+            old = by.get(at)
+            by[at] = raw if old is None or raw < old else old
+        try:
+            stamps = list(map(by.get, map(slot, labels_v)))
+        except KeyError:  # a value series without the labels that date it
+            return None
+    out = Readings()
+    values: dict[str, float]
+    oldest: dict[str, float | None]
+    keys = _keys(family, labels_v, cards, workloads)
+    if None in keys:
+        out.unmatched = keys.count(None)
+    if [1 for labels in labels_v if UNIFIED_LABEL in labels]:
+        out.marked = {
+            k for k, lb in zip(keys, labels_v, strict=True) if k is not None and UNIFIED_LABEL in lb
+        }
+    scale, summed = family.family.scale, family.family.aggregate == "sum"
+    if not out.unmatched and len(set(keys)) == len(keys) and not any(map(math.isnan, raws_v)):
+        # One series per card: the common case of DCGM, no combining to do.
+        named = cast("list[str]", keys)  # no None among them: none is unmatched
+        scaled = raws_v if scale == 1 else map(scale.__mul__, raws_v)
+        values = dict(zip(named, scaled, strict=True))
+        oldest = dict(zip(named, stamps, strict=True))
+    else:
+        values, oldest = {}, {}
+        for key, raw, stamp in zip(keys, raws_v, stamps, strict=True):
+            if key is None:
+                continue
+            if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests)
+                out.no_data.add(key)
+                continue
+            _combine(values, key, raw * scale, summed)
+            if stamp is not None:
+                old = oldest.get(key)
+                if old is None or stamp < old:
+                    oldest[key] = stamp
+    out.values = values
+    # An age per sample time, not per key: the series of one scrape target share theirs.
+    evaluated = answer.evaluated_at
+    age_of: dict[float | None, float] = {
+        t: max(0.0, evaluated - t) for t in set(oldest.values()) if t is not None
+    }
+    age_of[None] = 0.0
+    if oldest.keys() == values.keys():
+        out.ages = dict(zip(oldest, map(age_of.__getitem__, oldest.values()), strict=True))
+    else:
+        stamp_of = oldest.get
+        out.ages = {key: age_of[stamp_of(key)] for key in values}
+    out.no_data -= values.keys()
+    return out
+
+
+def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex) -> Readings:
+    """`collect` for an answer of any shape, series by series."""
     target = family.family.target
     if target == "gpu":
         keyer = cards.key
@@ -178,7 +280,7 @@ def collect(
                 # Prometheus answers an `or`'s left side first, so timestamps come first; if not,
                 # the answer is read again in that order (what dates a series must come first).
                 ordered = sorted(answer.series, key=lambda s: s[0].get(PART) != "t")
-                return collect(family, Vector(answer.evaluated_at, ordered), cards, workloads)
+                return _each(family, Vector(answer.evaluated_at, ordered), cards, workloads)
             names = tuple(sorted(n for n in labels if n != PART))
             group = groups.get(names)
             if group is None:
@@ -211,14 +313,7 @@ def collect(
                 old = oldest.get(key)
                 if old is None or stamp < old:
                     oldest[key] = stamp
-        value = raw * scale
-        old_value = values.get(key)
-        if old_value is None:
-            values[key] = value
-        elif summed:
-            values[key] = old_value + value
-        elif value > old_value:
-            values[key] = value
+        _combine(values, key, raw * scale, summed)
     evaluated = answer.evaluated_at
     out.ages = {
         key: 0.0 if (stamp := oldest.get(key)) is None else max(0.0, evaluated - stamp)
@@ -226,3 +321,14 @@ def collect(
     }
     out.no_data -= values.keys()
     return out
+
+
+def _combine(values: dict[str, float], key: str, value: float, summed: bool) -> None:
+    """Another series of `key`: added (the replicas' waiting requests), or the larger kept."""
+    old = values.get(key)
+    if old is None:
+        values[key] = value
+    elif summed:
+        values[key] = old + value
+    elif value > old:
+        values[key] = value

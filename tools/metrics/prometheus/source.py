@@ -179,9 +179,10 @@ class PrometheusSource:
     def _nodes(
         self, state: ClusterState, fields: dict[str, FieldReadings], shared: Shared
     ) -> tuple[Node, ...]:
-        """Every card with its readings: a lookup per card and field, the rest shared."""
+        """Every card with its readings: one lookup per card and field, the rest shared."""
+        uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
         plain = [
-            (f, found.metrics.get, found.missing)
+            (f, found.every(uuids))
             for f in ("utilization", "memory_used_bytes", "power_w")
             if (found := fields.get(f)) is not None
         ]
@@ -195,9 +196,8 @@ class PrometheusSource:
             for gpu in node.gpus:
                 uuid = gpu.uuid
                 values = gpu.__dict__.copy()
-                for name, get, missing in plain:
-                    reading = get(uuid)
-                    values[name] = reading if reading is not None else missing(uuid)
+                for name, readings in plain:
+                    values[name] = readings[uuid]
                 if total is not None:
                     values["memory_total_bytes"] = total.of(values["memory_used_bytes"], uuid)
                 gpus.append(trusted(Gpu, values))
@@ -245,9 +245,21 @@ class _Totals:
         self.free = free
         self.values = free.readings.values if free.readings is not None else {}
         self.shared = shared
+        self.made: dict[tuple[int, float], Metric] = {}
+        """By the used reading's identity (alive all tick, so never reused) and the free value."""
 
     def of(self, used: Metric, uuid: str) -> Metric:
         free_value = self.values.get(uuid)
+        if free_value is not None and used.status == "fresh" and used.value is not None:
+            # The common case, shared by the used reading (itself shared) and the free value.
+            key = (id(used), free_value)
+            found = self.made.get(key)
+            if found is None:
+                assert used.observed_at is not None
+                found = self.made[key] = self.shared.fresh(
+                    used.value + free_value, used.observed_at, used.source
+                )
+            return found
         stale = False
         if free_value is None:
             free = self.free
