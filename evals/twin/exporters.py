@@ -7,7 +7,9 @@ in the Prometheus text format, for a real Prometheus to scrape.
 engine per ready replica, labelled with the replica's real pod name and namespace (the labels a
 scrape through Kubernetes service discovery adds; one endpoint serves all pods, so it writes them
 itself: scrape it with `honor_labels: true`), and the endpoint picker's
-`inference_pool_average_queue_size`. tools.metrics.exposition writes both.
+`inference_pool_average_queue_size`; `GET /twin/exporters/kueue/metrics` answers the jobs
+waiting for each render or batch workload as Kueue's LocalQueue metric
+(`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition writes them all.
 
 Every sample carries the twin's simulated time (plus `sample_offset_s`), not the time Prometheus
 scrapes it: a twin advanced tick by tick runs faster than the wall clock, and only its own clock
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from evals.twin.mirror import pod_names
-from tools.metrics.exposition import CONTENT_TYPE, EngineExporter, card_lines, render
+from tools.metrics.exposition import CONTENT_TYPE, EngineExporter, card_lines, queue_lines, render
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
@@ -68,6 +70,12 @@ class Exporters:
         body = render(self.engines.lines(), self._stamp(state))
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
+    async def kueue(self, _request: web.Request) -> web.Response:
+        state = self.observe()
+        body = render(queue_lines(state, self.twin.namespace), self._stamp(state))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/twin/exporters/dcgm/metrics", self.dcgm)
         app.router.add_get("/twin/exporters/engines/metrics", self.vllm)
+        app.router.add_get("/twin/exporters/kueue/metrics", self.kueue)

@@ -1,5 +1,6 @@
 """The twin's exporters speak as DCGM and vLLM do: a card's series carry its UUID, host and
-index, an engine's the name of a pod the API lists, and every sample the simulated time."""
+index, an engine's the name of a pod the API lists, a job queue its workload's name, and every
+sample the simulated time."""
 
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ def test_cards_and_engines_are_exported_under_real_names_at_the_simulated_time()
         now_ms = round(twin.call(lambda: twin.sim.now).timestamp() * 1000)
         cards = _samples(httpx.get(f"{twin.url}/twin/exporters/dcgm/metrics").text)
         engines = _samples(httpx.get(f"{twin.url}/twin/exporters/engines/metrics").text)
+        queues = _samples(httpx.get(f"{twin.url}/twin/exporters/kueue/metrics").text)
+        observed = twin.call(twin.sim.observe)
+        render = observed.workload("render")
         pods = {
             p["metadata"]["name"]
             for p in httpx.get(f"{twin.url}/api/v1/namespaces/default/pods").json()["items"]
         }
-        uuids = {g.uuid: (n.name, g.index) for n in twin.sim.observe().nodes for g in n.gpus}
+        uuids = {g.uuid: (n.name, g.index) for n in observed.nodes for g in n.gpus}
     util = [labels for name, labels, _ in cards if name == "DCGM_FI_DEV_GPU_UTIL"]
     assert {(lb["UUID"], lb["Hostname"], int(lb["gpu"])) for lb in util} == {
         (u, host, i) for u, (host, i) in uuids.items()
@@ -44,4 +48,6 @@ def test_cards_and_engines_are_exported_under_real_names_at_the_simulated_time()
     waiting = [labels for name, labels, _ in engines if name == "vllm:num_requests_waiting"]
     assert waiting and all(lb["pod"] in pods and lb["namespace"] == "default" for lb in waiting)
     assert any(name == "inference_pool_average_queue_size" for name, _, _ in engines)
-    assert {ms for _, _, ms in cards + engines} == {now_ms}
+    assert render is not None and render.queue_depth.usable
+    assert [(lb["name"], lb["namespace"]) for _, lb, _ in queues] == [("render", "default")]
+    assert {ms for _, _, ms in cards + engines + queues} == {now_ms}

@@ -7,7 +7,8 @@ and `steward bench metrics`). Cards are written as the DCGM exporter writes them
 memory in MiB, power in W); engines as vLLM does (`vllm:num_requests_waiting{model_name}`), one
 series per ready replica (pod), with the `pod`/`namespace` labels Prometheus would add from the
 pod's target (here written by the exporter itself, one endpoint for many pods). The endpoint
-picker's `inference_pool_average_queue_size{name}` can be added for workloads at zero replicas.
+picker's `inference_pool_average_queue_size{name}` can be added for workloads at zero replicas;
+`queue_lines` writes Kueue's `kueue_local_queue_pending_workloads{name}` for render and batch jobs.
 
 Only fresh readings are written: a real exporter has nothing to say about a value it did not
 read. Counters and histograms (generated tokens, time to first token, queue time) accumulate
@@ -291,6 +292,19 @@ class EngineExporter:
             f"inference_pool_average_queue_size"
             f"{_labels([('name', name), ('namespace', ns or self.namespace)])} {_num(average)}"
         )
+
+
+def queue_lines(state: ClusterState, namespace: str = "default") -> list[str]:
+    """Kueue's view of the render and batch workloads: the jobs each one's LocalQueue holds."""
+    lines = ["# TYPE kueue_local_queue_pending_workloads gauge"]
+    for w in state.workloads:
+        depth = _fresh(w.queue_depth)
+        if w.kind not in QUEUELESS or depth is None:
+            continue
+        ns, _, name = w.name.rpartition("/")
+        pairs = [("name", name), ("namespace", ns or namespace), ("status", "active")]
+        lines.append(f"kueue_local_queue_pending_workloads{_labels(pairs)} {_num(depth)}")
+    return lines
 
 
 def _histogram_lines(name: str, pairs: list[tuple[str, str]], h: _Histogram) -> list[str]:

@@ -6,7 +6,8 @@ the pod that exported the series — `exported_pod`/`exported_namespace` when Pr
 the exporter's own labels, else `pod`/`namespace` — whose owner is found by dropping the pod
 name's generated suffixes (`name-7d9f8c6b5-x2x9z` of a Deployment, `name-0` of a StatefulSet);
 a series without a pod is matched by `model_name` when exactly one workload serves that model.
-The endpoint picker's series name their InferencePool in `name`. docs/metrics.md shows it all.
+The endpoint picker's series name their InferencePool in `name`, Kueue's its LocalQueue.
+docs/metrics.md shows it all.
 
 Series of one card or workload combine by the family's aggregate (waiting requests of all
 replicas add up; the fullest KV cache and the slowest p90 count). A reading's age is the
@@ -120,6 +121,7 @@ class WorkloadIndex:
         return self._pods[slot]
 
     def pool_key(self, labels: dict[str, str]) -> str | None:
+        """The workload an InferencePool or a Kueue LocalQueue is named for (`name`)."""
         name = labels.get("name")
         if name is None:
             return None

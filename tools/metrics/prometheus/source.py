@@ -220,8 +220,8 @@ class PrometheusSource:
             "tokens_per_s",
         )
         present = [(n, fields[n]) for n in names if n in fields]
-        epp = fields.get("epp_queue")
-        if not present and epp is None:
+        epp, jobs = fields.get("epp_queue"), fields.get("jobs_waiting")
+        if not present and epp is None and jobs is None:
             return state.workloads
         out: list[Workload] = []
         for workload in state.workloads:
@@ -232,6 +232,10 @@ class PrometheusSource:
                 average = epp.get(workload.name)
                 if average.value is not None:
                     values["queue_depth"] = _from_pool(average, workload)
+            if jobs is not None and not values["queue_depth"].usable:
+                waiting = jobs.get(workload.name)
+                if waiting.value is not None:
+                    values["queue_depth"] = waiting  # a job queue's, not an engine's
             values["version"] = new_version()
             out.append(trusted(Workload, values))
         return tuple(out)
