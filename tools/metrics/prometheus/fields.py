@@ -129,10 +129,11 @@ class FieldReadings:
                 return value, self.times[readings.ages[key]]
         return self.carried.get(key)
 
-    def every(self, keys: list[str]) -> dict[str, Metric]:
-        """`get` of each key, as one dictionary (the readings themselves when none is missing)."""
+    def every(self, keys: list[str], known: set[str]) -> dict[str, Metric]:
+        """`get` of each of `keys` (the set of them: `known`), as one dictionary — the readings
+        themselves when none is missing."""
         found = self.metrics
-        if len(found) == len(keys) and found.keys() >= set(keys):
+        if len(found) == len(known) and found.keys() == known:
             return found
         return {**{key: self.missing(key) for key in keys if key not in found}, **found}
 

@@ -130,7 +130,7 @@ class PrometheusSource:
         for family in self.families:
             answer = answers.get(family.name, "not asked")
             fields[family.family.field] = self._field(family, answer, state, cards, shared)
-        nodes = self._nodes(state, fields, shared)
+        nodes = self._nodes(state, fields, shared, cards)
         workloads = self._workloads_with(state, fields)
         return state.model_copy(update={"nodes": nodes, "workloads": workloads})
 
@@ -177,12 +177,16 @@ class PrometheusSource:
         return out
 
     def _nodes(
-        self, state: ClusterState, fields: dict[str, FieldReadings], shared: Shared
+        self,
+        state: ClusterState,
+        fields: dict[str, FieldReadings],
+        shared: Shared,
+        cards: CardIndex,
     ) -> tuple[Node, ...]:
         """Every card with its readings: one lookup per card and field, the rest shared."""
         uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
         plain = [
-            (f, found.every(uuids))
+            (f, found.every(uuids, cards.uuids))
             for f in ("utilization", "memory_used_bytes", "power_w")
             if (found := fields.get(f)) is not None
         ]
