@@ -394,6 +394,19 @@ class ClusterState(Frozen):
         return {}
 
     @cached_property
+    def _nodes_by_model(self) -> dict[str, frozenset[str]]:
+        by_model: dict[str, list[str]] = {}
+        for n in self.nodes:
+            for model in _card_models(n):
+                by_model.setdefault(model, []).append(n.name)
+        return {m: frozenset(names) for m, names in by_model.items()}
+
+    def nodes_with_model(self, model: str) -> frozenset[str]:
+        """The nodes carrying a card of this model, worked out once per observation (each
+        node's models once per version of it)."""
+        return self._nodes_by_model.get(model, frozenset())
+
+    @cached_property
     def derived(self) -> dict[object, Any]:
         """What other modules work out from this whole observation, under keys of their own
         (tools.placement.statecache): once per observation, kept with it, never copied."""
@@ -454,5 +467,12 @@ class ClusterState(Frozen):
         return hashlib.sha256(self.model_dump_json(exclude=_VERSIONS).encode()).hexdigest()
 
 
-_INDEXES = ("_nodes_by_name", "_workloads_by_name", "_workloads_by_pool", "_pool_nodes")
+_INDEXES = (
+    "_nodes_by_name",
+    "_workloads_by_name",
+    "_workloads_by_pool",
+    "_pool_nodes",
+    "_nodes_by_model",
+)
+_card_models: Derived[Node, frozenset[str]] = Derived(lambda n: frozenset(g.model for g in n.gpus))
 _VERSIONS: Any = {"nodes": {"__all__": {"version"}}, "workloads": {"__all__": {"version"}}}

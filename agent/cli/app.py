@@ -14,6 +14,7 @@ import evals.bench.metrics
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent import __version__
 from agent.cli import (
+    answers,
     audit,
     bench,
     configure,
@@ -46,6 +47,7 @@ app.add_typer(configure.app, name="config")
 status.register(app)
 placement.register(app)
 loop.register(app)
+answers.register(app)
 gpus.register(app)
 pause.register(app)
 twin.register(app)

@@ -96,7 +96,12 @@ def verify(data: DataDirOpt = None, json_out: JsonOpt = False) -> None:
 def show(
     *,
     since: Annotated[
-        str | None, typer.Option("--since", help="ISO time, or an age: 90s, 15m, 2h, 3d.")
+        str | None,
+        typer.Option(
+            "--since",
+            help="ISO time, or an age (90s, 15m, 2h, 3d) counted back from the log's last "
+            "record, in the log's own clock (simulated or wall).",
+        ),
     ] = None,
     kind: Annotated[
         str | None, typer.Option("--kind", help=f"Only this kind: {', '.join(KINDS)}.")
@@ -109,8 +114,8 @@ def show(
     """List records, oldest first: seq, time, kind, decision and what each says."""
     if kind is not None and kind not in get_args(Kind):
         fail(f"--kind {kind!r} is not a record kind; use one of {', '.join(KINDS)}")
-    start = parse_since(since, datetime.now(UTC)) if since else None
     with _open(data) as log:
+        start = parse_since(since, log.last_time() or datetime.now(UTC)) if since else None
         found = log.records(
             since=start, kind=cast(Kind | None, kind), decision_id=decision, limit=limit
         )

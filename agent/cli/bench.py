@@ -13,7 +13,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -183,3 +183,36 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
             highlight=False,
             soft_wrap=True,
         )
+
+
+def figure_lines(figures: Mapping[str, object], indent: str = "") -> list[str]:
+    """Figures as text for people: `key: value` a line, a nested group under its name, timing
+    groups (a `median_ms`) on one line; --json prints the same figures for machines."""
+    lines: list[str] = []
+    for key, value in figures.items():
+        if isinstance(value, Mapping) and "median_ms" in value:
+            parts = [f"{k.removesuffix('_ms')} {_number(v)} ms" for k, v in value.items()
+                     if k.endswith("_ms")]  # fmt: skip
+            rest = [f"{k} {_number(v)}" for k, v in value.items()
+                    if not k.endswith("_ms") and k != "name"]  # fmt: skip
+            lines.append(f"{indent}{key}: " + ", ".join(parts + rest))
+        elif isinstance(value, Mapping):
+            lines.append(f"{indent}{key}:")
+            lines += figure_lines(value, indent + "  ")
+        else:
+            lines.append(f"{indent}{key}: {_number(value)}")
+    return lines
+
+
+def print_figures(figures: Mapping[str, object]) -> None:
+    for line in figure_lines(figures):
+        print(line)
+    sys.stdout.flush()
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)

@@ -38,6 +38,12 @@ ResetOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+PolicyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy", help="Policy file (default: the last run's, else the default).", dir_okay=False
+    ),
+]
 DataDirOpt = Annotated[
     Path | None,
     typer.Option(

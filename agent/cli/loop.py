@@ -11,17 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agent.approvals.answers import history_for, submit
-from agent.approvals.channel import CliChannel
-from agent.approvals.inbox import Inbox, PendingDecision
-from agent.approvals.rebuild import why_unresumable
-from agent.audit import AuditError, AuditLog
+from agent.approvals.inbox import PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.cli import bench
 from agent.cli.bench import ChurnOpt
@@ -30,11 +25,11 @@ from agent.cli.common import (
     BackendOpt,
     DataDirOpt,
     JsonOpt,
+    PolicyOpt,
     ResetOpt,
     config,
     console,
     data_dir,
-    decision_id_arg,
     emit_json,
     err_console,
     fail,
@@ -46,7 +41,6 @@ from agent.daemon.compose import (
     open_backend,
     open_policy,
     planner_for,
-    run_policy_path,
 )
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
@@ -60,10 +54,6 @@ if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that
     from agent.daemon.runtime import RunSummary, Runtime, TickReport
     from agent.daemon.telemetry import Telemetry
 
-PolicyOpt = Annotated[
-    Path | None,
-    typer.Option("--policy", help="Policy file (default: policies/default.yaml).", dir_okay=False),
-]
 PlannerOpt = Annotated[
     str | None,
     typer.Option("--planner", help="rules (deterministic) or llm (falls back to rules)."),
@@ -83,12 +73,9 @@ def _finite(value: float | None) -> float | None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add run, plan, pending, approve and deny to the root app."""
+    """Add run and plan to the root app."""
     app.command("run")(run)
     app.command("plan")(plan)
-    app.command("pending")(pending)
-    app.command("approve")(approve)
-    app.command("deny")(deny)
 
 
 def run(  # noqa: PLR0917 - typer maps each option to a parameter
@@ -170,6 +157,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             the_policy,
             planner=chosen,
             telemetry=telemetry,
+            leadership=opened.leadership,
             notifier=_notifier(settings),
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
@@ -390,121 +378,9 @@ def plan(
         console.print(f"recorded as dry-run plan, log seq {result['recorded']}")
 
 
-def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
-    """Decisions that wait for a human, with the actions and the rules that hold them."""
-    inbox = Inbox.open(data_dir(data_dir_opt))
-    try:
-        waiting = inbox.listed("waiting")
-    finally:
-        inbox.close()
-    if json_out:
-        emit_json([p.model_dump(mode="json") for p in waiting])
-        return
-    if not waiting:
-        console.print("nothing waits for approval")
-    for p in waiting:
-        console.print(f"[bold]{p.decision_id}[/bold] since {p.created_at.isoformat()}")
-        for action, message in zip(p.actions, p.messages, strict=True):
-            console.print(f"  {action.describe()} — {message}", markup=False, highlight=False)
-
-
-def approve(
-    decision_id: Annotated[
-        str,
-        typer.Argument(help="The decision id `steward pending` shows.", callback=decision_id_arg),
-    ],
-    as_name: Annotated[
-        str | None,
-        typer.Option(
-            "--as", help="Answer as this approver of the policy (default: your OS user name)."
-        ),
-    ] = None,
-    data_dir_opt: DataDirOpt = None,
-    policy: PolicyOpt = None,
-) -> None:
-    """Approve a waiting decision; the running agent carries it out on its next tick."""
-    _answer(decision_id, approved=True, by=as_name, reason="", where=data_dir_opt, policy=policy)
-
-
-def deny(
-    decision_id: Annotated[
-        str,
-        typer.Argument(help="The decision id `steward pending` shows.", callback=decision_id_arg),
-    ],
-    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
-    as_name: Annotated[
-        str | None,
-        typer.Option(
-            "--as", help="Answer as this approver of the policy (default: your OS user name)."
-        ),
-    ] = None,
-    data_dir_opt: DataDirOpt = None,
-    policy: PolicyOpt = None,
-) -> None:
-    """Deny a waiting decision; its actions are dropped and the log says who and why."""
-    _answer(
-        decision_id, approved=False, by=as_name, reason=reason, where=data_dir_opt, policy=policy
-    )
-
-
-def _answer(
-    decision_id: str,
-    *,
-    approved: bool,
-    by: str | None,
-    reason: str,
-    where: Path | None,
-    policy: Path | None,
-) -> None:
-    """Answer through the CLI's channel: the OS user, or `--as` a member of the allow-list."""
-    root = data_dir(where)
-    try:
-        the_policy, _ = open_policy(policy or run_policy_path(root))
-        identity = CliChannel().identify(by, the_policy)
-    except (PolicyError, InvalidInput) as exc:
-        fail(str(exc))
-    inbox = Inbox.open(root)
-    try:
-        state = open_backend(config(), root).parts.cluster().observe()
-        found = inbox.get(decision_id)
-        if found is not None and found.status == "waiting":
-            lost = _unresumable(root, decision_id)
-            if lost is not None:
-                inbox.refuse(decision_id, "lost", lost)
-        submitted = submit(
-            inbox,
-            the_policy,
-            state,
-            history_for(root, state),
-            decision_id,
-            approved=approved,
-            identity=identity,
-            reason=reason,
-        )
-    except InvalidInput as exc:
-        fail(str(exc))
-    finally:
-        inbox.close()
-    if not submitted.ok:
-        fail(submitted.message, EXIT_CHECK_FAILED)
-    console.print(submitted.message, markup=False, highlight=False)
-
-
 def _notifier(settings: StewardConfig) -> Notifier:
     """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
     return notifier_for(settings.notifiers)
-
-
-def _unresumable(root: Path, decision_id: str) -> str | None:
-    """Why the agent could never resume this decision (its checkpoint gone …), if so."""
-    try:
-        audit = AuditLog.open(root, readonly=True)
-    except AuditError:
-        return None  # no log yet: nothing to say either way; the agent squares it at start
-    try:
-        return why_unresumable(root, audit, decision_id)
-    finally:
-        audit.close()
 
 
 @bench.app.command("loop")
@@ -535,6 +411,4 @@ def bench_loop(
     if json_out:
         emit_json(figures)
         return
-    for name, value in figures.items():
-        console.print(f"{name}: {value}")
-    sys.stdout.flush()
+    bench.print_figures(figures)

@@ -20,6 +20,7 @@ from agent.cli.common import (
     EXIT_CHECK_FAILED,
     DataDirOpt,
     JsonOpt,
+    PolicyOpt,
     config,
     console,
     data_dir,
@@ -54,12 +55,6 @@ app = typer.Typer(
 ScenarioOpt = Annotated[
     Path | None,
     typer.Option("--scenario", help="Scenario file for the simulated cluster.", dir_okay=False),
-]
-PolicyOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--policy", help="Policy file (default: the last run's, else the default).", dir_okay=False
-    ),
 ]
 
 
@@ -346,7 +341,6 @@ def bench_rotate(
     if json_out:
         emit_json(figures)
     else:
-        for key, value in figures.model_dump().items():
-            console.print(f"{key}: {value}")
+        bench.print_figures(figures.model_dump())
     if figures.ended_without_working_mode:
         raise typer.Exit(EXIT_CHECK_FAILED)

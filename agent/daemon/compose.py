@@ -6,6 +6,9 @@ opens the cluster, the policy and the planner the same way:
 - the backend (`backend:` in steward.yaml, `--backend`): `sim`, the embedded simulated cluster
   saved in the data dir (a fresh data dir gets the built-in day, agent/daemon/day.py, unless a
   scenario names another), or `kubernetes`; plus the configured metric sources;
+- who may act (`Opened.leadership`): on the simulated cluster the data dir's lock alone (`Sole`);
+  on Kubernetes the replica that holds the Lease `kubernetes.leader_election` names
+  (`LeaseLeadership`), so two replicas, or a replica and someone's laptop, never both act;
 - the policy: `--policy`, else the one the last `steward run` used there, else the default;
 - the planner: `rules`, or `llm` — agent.planners.llm.make_planner(policy).
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, propo
 from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
+from agent.daemon.leader import Leadership, LeaseLeadership, Sole
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rules import RulesPlanner, RulesSettings
@@ -59,6 +63,8 @@ class Opened:
     """The scenario's pace (simulated seconds per real second); None: real time."""
     elapsed_s: float = 0.0
     """How much of the simulated scenario has already run in this data dir."""
+    leadership: Leadership = field(default_factory=Sole)
+    """Who may act (see the module docstring); nothing is asked of a Lease before `start()`."""
 
     @property
     def simulated(self) -> bool:
@@ -81,16 +87,39 @@ def open_backend(config: StewardConfig, data_dir: Path, scenario: Path | None = 
         raise InvalidInput("--scenario is for the simulated cluster (backend sim) only")
     module = _optional("tools.backends.kubernetes", "the Kubernetes backend")
     cluster = module.open_cluster(config.kubernetes, data_dir)
-    return Opened(parts=Parts.of(cluster, sources), description=str(cluster))
+    holder = module.open_lease(cluster)
+    lease = holder.settings
+    return Opened(
+        parts=Parts.of(cluster, sources),
+        description=f"{cluster}, as {lease.identity!r} (Lease {lease.namespace}/{lease.name})",
+        leadership=LeaseLeadership(holder, lease.identity, lease.retry_s),
+    )
 
 
 def metric_sources(config: StewardConfig) -> tuple[MetricSource, ...]:
     """The metric sources steward.yaml names (`metrics.sources`), in that order."""
     found: list[MetricSource] = []
     for name in config.metrics.sources:
+        if name == "twin":
+            found.append(_twin_readings(config))
+            continue
         module = _optional(f"tools.metrics.{name}", f"the {name} metric source")
         found.append(module.source_from_config(config.metrics))
     return tuple(found)
+
+
+def _twin_readings(config: StewardConfig) -> MetricSource:
+    """`metrics.sources: [twin]`: the measurements of `steward twin`'s simulated cluster, which
+    the Kubernetes API does not carry (what Prometheus gives on a real cluster)."""
+    url = config.metrics.twin_url or config.kubernetes.server
+    if url is None:
+        raise InvalidInput(
+            "metrics.sources names twin: set metrics.twin_url (or kubernetes.server) to the "
+            "URL `steward twin` printed"
+        )
+    module = _optional("evals.twin.readings", "the twin's readings")
+    source: MetricSource = module.TwinReadings(url, wall_clock=True)
+    return source
 
 
 def _optional(module: str, what: str) -> Any:

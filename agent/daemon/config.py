@@ -70,8 +70,11 @@ class KubernetesSection(KubernetesSettings, Section):
 
 
 class MetricsSection(Section):
-    sources: tuple[Literal["prometheus", "nvml"], ...] = ()
-    """Metric sources merged into each observation, besides what the backend itself reports."""
+    sources: tuple[Literal["prometheus", "nvml", "twin"], ...] = ()
+    """Metric sources merged into each observation, besides what the backend itself reports
+    (`twin`: the simulated measurements of `steward twin`, for trying Steward on it)."""
+    twin_url: str | None = None
+    """Where `steward twin` serves (None: kubernetes.server)."""
     prometheus: PrometheusSettings = PrometheusSettings()
     """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 

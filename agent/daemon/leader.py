@@ -60,11 +60,17 @@ class Holder(Protocol):
 
     def leading(self) -> bool: ...
 
+    def due_s(self) -> float | None: ...
+
     def release(self) -> None: ...
 
 
 class LeaseLeadership:
-    """Leadership by a Lease, renewed every `retry_s` seconds on a daemon thread."""
+    """Leadership by a Lease, renewed every `retry_s` seconds on a daemon thread.
+
+    A standby tries every `retry_s` too, and also at the moment the Lease it watches will have
+    stood unrenewed for a whole duration: it takes over within a lease duration and one retry
+    period of the leader's last renewal it saw, not a retry period later still."""
 
     def __init__(self, holder: Holder, identity: str, retry_s: float) -> None:
         self.holder = holder
@@ -98,9 +104,15 @@ class LeaseLeadership:
         }
 
     def _run(self) -> None:
-        while not self._stop.wait(self.retry_s):
+        while not self._stop.wait(self._pause()):
             self.holder.attempt()
             self._note()
+
+    def _pause(self) -> float:
+        due = self.holder.due_s()
+        if due is None:
+            return self.retry_s
+        return min(self.retry_s, due + 0.01)  # just past due: the record stood still long enough
 
     def _note(self) -> None:
         now = self.leading()

@@ -93,6 +93,9 @@ class TickReport:
     """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
     standby: bool = False
     """This replica did not lead: it observed and decided nothing."""
+    ran: tuple[str, ...] = ()
+    """Actions carried out during this tick, by any decision — this tick's, an approved one
+    resumed, a long one that ended — each once, as `<time> <action>`."""
 
 
 @dataclass
@@ -115,14 +118,13 @@ class RunSummary:
     def add(self, report: TickReport) -> None:
         self.ticks += 1
         self.decisions += int(report.decided)
-        self.executed += report.executed
+        self.executed += len(report.ran)
         self.resumed += len(report.resumed)
         self.standby_ticks += int(report.standby)
         if report.waiting:
             self.waiting.append(report.decision_id)
-        if report.executed:
-            ran = [a for a, v in zip(report.actions, report.verdicts, strict=True) if v == "allow"]
-            self.ran = (self.ran + [f"{report.at} {a}" for a in ran])[-RAN_KEPT:]
+        if report.ran:
+            self.ran = (self.ran + list(report.ran))[-RAN_KEPT:]
         self.first_at = self.first_at or report.at
         self.last_at = report.at or self.last_at
 
@@ -156,6 +158,10 @@ class Runtime:
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
         self._running: dict[str, Suspendable[dict[str, Any]]] = {}
+        self._ran: list[str] = []
+        """Actions carried out since the last tick's report (see TickReport.ran)."""
+        self._reported: dict[str, set[int]] = {}
+        """Per decision still going on, the outcomes already reported as ran."""
         self.leadership: Leadership = Sole()
         self.chores: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         """Work other threads hand to the tick thread (a rotation asked for in Slack): run
@@ -223,7 +229,7 @@ class Runtime:
             raise
         runtime = cls(data_dir, parts, ctx, graph, lock_fd)
         runtime.leadership = leadership
-        ctx.telemetry.leader_info = leadership.describe
+        ctx.telemetry.follow(leadership)
         return runtime
 
     # -- start and stop ---------------------------------------------------------------------------
@@ -357,9 +363,7 @@ class Runtime:
         A replica that does not lead only observes (it stays ready to take over)."""
         started = time.perf_counter()
         self.ctx.telemetry.tick_started()
-        leading = self.leadership.leading()
-        self.ctx.telemetry.leader.set(1 if leading else 0)
-        if not leading:
+        if not self.leadership.leading():
             return self._stand_by(started)
         while not self.chores.empty():
             self.chores.get_nowait()()
@@ -391,8 +395,12 @@ class Runtime:
         final = _decision(result)
         if not waiting and not failed and decision_id not in self._running:
             self._delete(decision_id)
+        if not failed:
+            at = final.observed_at.isoformat() if final.observed_at else None
+            self._note_ran(decision_id, final, done=decision_id not in self._running, at=at)
         report = _report(self.tick_no, final, waiting, resumed, 0.0)
-        report = dataclasses.replace(report, in_progress=tuple(self._running))
+        report = dataclasses.replace(report, in_progress=tuple(self._running), ran=tuple(self._ran))
+        self._ran.clear()
         self.ctx.telemetry.long_actions.set(len(self._running))
         self.ctx.telemetry.pending_approvals.set(len(self.ctx.inbox.listed("waiting")))
         if report.decided or resumed:
@@ -516,7 +524,26 @@ class Runtime:
 
     def _finish(self, thread: str, result: dict[str, Any]) -> None:
         if "__interrupt__" not in result:
+            self._note_ran(thread, _decision(result), done=True)
             self._delete(thread)
+
+    def _note_ran(self, thread: str, d: Decision, *, done: bool, at: str | None = None) -> None:
+        """Add the decision's actions carried out ok, not yet reported, to this tick's `ran`
+        (stamped `at`, else now: when a resumed or long decision ended)."""
+        seen = (
+            self._reported.pop(thread, set()) if done else self._reported.setdefault(thread, set())
+        )
+        at = at or self.clock.now().isoformat()
+        for o in d.outcomes:
+            if (
+                o.executed
+                and o.ok
+                and not o.dry_run
+                and o.index not in seen
+                and o.index < len(d.verdicts)
+            ):
+                seen.add(o.index)
+                self._ran.append(f"{at} {d.verdicts[o.index].action.describe()}")
 
     def _delete(self, thread: str) -> None:
         saver = self.graph.checkpointer

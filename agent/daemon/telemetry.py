@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from agent.daemon.leader import Leadership
 from agent.planners.base import PlannerReport
 
 PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
@@ -135,12 +136,13 @@ class Telemetry:
         )
         self.leader = Gauge(
             "steward_leader",
-            "1 while this replica leads (acts), 0 while it stands by and only observes.",
+            "1 while this replica leads (acts), 0 while it stands by and only observes; "
+            "labelled with the replica's identity (its name in the Lease).",
+            ["identity"],
             registry=self.registry,
         )
-        self.leader.set(1)
         self.leader_info: Callable[[], dict[str, object]] = lambda: {"leading": True}
-        """Who leads, for /healthz (the runtime sets it from its Leadership)."""
+        """Who leads, for /healthz (`follow` sets it from the runtime's Leadership)."""
         self.long_actions = Gauge(
             "steward_long_actions",
             "Decisions whose long action (a drain, a rotation) is still going on.",
@@ -153,6 +155,13 @@ class Telemetry:
         """When the tick now running began; None between ticks."""
         self.audit_head: Head | None = None
         self.registry.register(_AuditHead(self))
+
+    def follow(self, leadership: Leadership) -> None:
+        """Say who leads as `leadership` knows it now, at every scrape of /metrics and /healthz
+        (not as of the last tick: a standby that took over between ticks shows at once)."""
+        self.leader_info = leadership.describe
+        child = self.leader.labels(identity=leadership.identity)
+        child.set_function(lambda: 1.0 if leadership.leading() else 0.0)
 
     @property
     def tick_bound_s(self) -> float:

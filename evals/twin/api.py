@@ -18,6 +18,7 @@ from aiohttp import web
 
 from evals.twin import mirror as m
 from evals.twin import patches, tables
+from evals.twin.partitions import Dropped
 from evals.twin.resources import Resource, find
 from evals.twin.selectors import SelectorError, field_matcher, label_matcher
 from evals.twin.store import ApiError, Obj, Watcher, deep, not_found
@@ -328,6 +329,8 @@ async def watch(
             try:
                 item = await asyncio.wait_for(watcher.queue.get(), min(left, BOOKMARK_S))
             except TimeoutError:
+                if await _held(twin, request):
+                    break
                 if bookmarks:
                     await _send(
                         resp,
@@ -341,7 +344,7 @@ async def watch(
                         },
                     )
                 continue
-            if item is None:
+            if item is None or await _held(twin, request):
                 break
             await _send(resp, {"type": item[0], "object": item[1]})
     except (ConnectionResetError, asyncio.CancelledError):
@@ -353,3 +356,12 @@ async def watch(
 
 async def _send(resp: web.StreamResponse, event: Obj) -> None:
     await resp.write(json.dumps(event).encode() + b"\n")
+
+
+async def _held(twin: Twin, request: web.Request) -> bool:
+    """Whether a watch's client was cut off (then its connection is gone: the watch ends)."""
+    try:
+        await twin.partitions.hold(request)
+    except Dropped:
+        return True
+    return False

@@ -9,6 +9,8 @@ on the Kubernetes backend sees what a loop on the embedded simulator sees.
 
 from __future__ import annotations
 
+import functools
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -28,8 +30,9 @@ WORKLOAD_FIELDS = _measured(Workload)
 
 
 def readings(state: ClusterState) -> dict[str, Any]:
-    """The measured values of an observation, keyed by what they measure."""
+    """The measured values of an observation, keyed by what they measure, and its time."""
     return {
+        "now": state.observed_at.isoformat(),
         "nodes": {
             n.name: {
                 "memory_used_bytes": n.memory_used_bytes.model_dump(mode="json"),
@@ -62,15 +65,22 @@ class TwinReadings:
 
     name = "twin"
 
-    def __init__(self, url: str, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 5.0, *, wall_clock: bool = False) -> None:
         self.url = url.rstrip("/") + "/twin/readings"
         self.timeout_s = timeout_s
+        self.wall_clock = wall_clock
+        """The loop runs on the wall clock (`steward run` against `steward twin`), not the
+        twin's: each reading is dated as old, by the wall clock, as it is in simulated time."""
 
     def read(self, state: ClusterState) -> ClusterState:
         try:
             got: dict[str, Any] = httpx.get(self.url, timeout=self.timeout_s).json()
         except (httpx.HTTPError, ValueError):
             return state  # a source that is down leaves the readings missing: never invented
+        shift = timedelta(0)
+        if self.wall_clock:
+            shift = datetime.now(UTC) - datetime.fromisoformat(got["now"])
+        m = functools.partial(_metric, shift)
         nodes = []
         for n in state.nodes:
             r = got["nodes"].get(n.name)
@@ -78,21 +88,13 @@ class TwinReadings:
                 nodes.append(n)
                 continue
             gpus = tuple(
-                g.model_copy(
-                    update={
-                        f: Metric.model_validate(v) for f, v in r["gpus"].get(g.uuid, {}).items()
-                    }
-                )
+                g.model_copy(update={f: m(v) for f, v in r["gpus"].get(g.uuid, {}).items()})
                 for g in n.gpus
             )
-            used = Metric.model_validate(r["memory_used_bytes"])
+            used = m(r["memory_used_bytes"])
             nodes.append(n.model_copy(update={"gpus": gpus, "memory_used_bytes": used}))
         workloads = tuple(
-            w.model_copy(
-                update={
-                    f: Metric.model_validate(v) for f, v in got["workloads"].get(w.name, {}).items()
-                }
-            )
+            w.model_copy(update={f: m(v) for f, v in got["workloads"].get(w.name, {}).items()})
             for w in state.workloads
         )
         links = []
@@ -102,12 +104,7 @@ class TwinReadings:
                 lk.model_copy(
                     update={
                         "paths": tuple(
-                            p.model_copy(
-                                update={
-                                    k: Metric.model_validate(v)
-                                    for k, v in paths.get(p.name, {}).items()
-                                }
-                            )
+                            p.model_copy(update={k: m(v) for k, v in paths.get(p.name, {}).items()})
                             for p in lk.paths
                         )
                     }
@@ -116,3 +113,10 @@ class TwinReadings:
         return state.model_copy(
             update={"nodes": tuple(nodes), "workloads": workloads, "links": tuple(links)}
         )
+
+
+def _metric(shift: timedelta, raw: Any) -> Metric:
+    metric = Metric.model_validate(raw)
+    if not shift or metric.observed_at is None:
+        return metric
+    return metric.model_copy(update={"observed_at": metric.observed_at + shift})

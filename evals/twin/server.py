@@ -6,9 +6,11 @@ advances with the wall clock times `speed`, or only when asked (`advance`, or
 `POST /twin/advance?seconds=S`) when `speed` is 0, which keeps tests fast and deterministic.
 
 Besides the API (evals/twin/api.py) it serves discovery (/api, /apis, /api/v1, /apis/G/V,
-/version), health, each workload's OpenAI-compatible endpoint, its cards and engines as DCGM and
-vLLM exporters for Prometheus (evals/twin/exporters.py), and the twin's own hooks under /twin/:
-advance, faults, and the log of the requests it saw (method, path, dryRun, status).
+/version), health, each workload's OpenAI-compatible endpoint, its cards, engines and job queues
+as DCGM, vLLM and Kueue exporters for Prometheus (evals/twin/exporters.py), and the twin's own
+hooks under /twin/: advance, faults, and the log of the requests it saw (method, path, dryRun,
+status, and the attributes the authorizer judged). `partitions` cuts chosen clients off
+(partitions.py).
 """
 
 from __future__ import annotations
@@ -24,10 +26,18 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from evals.twin import api, serving
-from evals.twin.auth import AllowAll, Attributes, Authorizer, forbidden, verb_of
+from evals.twin.auth import (
+    AllowAll,
+    Attributes,
+    Authorizer,
+    forbidden,
+    named_in_selector,
+    verb_of,
+)
 from evals.twin.exporters import Exporters
 from evals.twin.faults import Faults, FaultSettings
 from evals.twin.mirror import Mirror
+from evals.twin.partitions import Dropped, Partitions, token_of
 from evals.twin.readings import readings
 from evals.twin.resources import group_versions, resource_list
 from evals.twin.store import ApiError, Store
@@ -47,6 +57,8 @@ class RequestRecord:
     dry_run: bool
     status: int
     user: str
+    attrs: Attributes | None = None
+    """What the authorizer was asked (None: not a resource request the twin knows)."""
 
 
 class Twin:
@@ -76,7 +88,10 @@ class Twin:
         self.faults = Faults(faults)
         self.authorizer: Authorizer = authorizer or AllowAll()
         self.tokens = tokens or {}
+        self.partitions = Partitions()
         self.requests: list[RequestRecord] = []
+        self.asked: list[Attributes] = []
+        """What the authorizer was asked, as it was asked (a watch from its start, not its end)."""
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -236,22 +251,27 @@ class Twin:
         user = self._user(request)
         dry = "dryRun" in request.query
         status = 200
+        attrs: Attributes | None = None
         try:
+            await self.partitions.hold(request)
             if target is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            watching = request.query.get("watch") in ("true", "1")
+            name = target.name or ""
+            if not name and request.method == "GET":
+                name = named_in_selector(request.query.get("fieldSelector"))
             attrs = Attributes(
                 user=user,
-                verb=verb_of(
-                    request.method,
-                    target.name is not None,
-                    request.query.get("watch") in ("true", "1"),
-                ),
+                verb=verb_of(request.method, target.name is not None, watching),
                 group=target.res.group,
                 resource=target.res.plural,
                 subresource=target.sub or "",
                 namespace=target.namespace or "",
-                name=target.name or "",
+                name=name,
             )
+            if len(self.asked) > 200_000:
+                del self.asked[:100_000]
+            self.asked.append(attrs)
             if not self.authorizer.allowed(attrs):
                 raise forbidden(attrs)
             drawn = self.faults.draw(request.method)
@@ -263,6 +283,9 @@ class Twin:
             response = await api.handle(self, request, target)
             status = response.status
             return response
+        except Dropped:
+            status = 0  # nothing answered: the connection was closed
+            return web.Response(status=504)
         except ApiError as exc:
             status = exc.code
             headers = {"Retry-After": "1"} if exc.code == 429 else {}
@@ -273,14 +296,20 @@ class Twin:
             if len(self.requests) > 200_000:
                 del self.requests[:100_000]
             self.requests.append(
-                RequestRecord(request.method, request.path, request.query_string, dry, status, user)
+                RequestRecord(
+                    request.method, request.path, request.query_string, dry, status, user, attrs
+                )
             )
 
+    def cut(self, token: str) -> None:
+        """Partition the client that sends `token` from the API server (see partitions.py)."""
+        self.call(lambda: self.partitions.cut.add(token))
+
+    def heal(self, token: str) -> None:
+        self.call(lambda: self.partitions.cut.discard(token))
+
     def _user(self, request: web.Request) -> str:
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            return self.tokens.get(auth[7:], "system:anonymous")
-        return "system:anonymous"
+        return self.tokens.get(token_of(request), "system:anonymous")
 
     async def _ok(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")

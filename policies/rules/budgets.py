@@ -28,7 +28,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
         if used + 1 > limit:
             slot = ctx.history.next_slot(ctx.now, HOUR, limit - ledger.actions)
             when = (
-                f"the next slot opens at {ctx.policy.local(slot):%H:%M}"
+                f"the next slot opens at {ctx.policy.local(slot):%H:%M %Z}"
                 if slot is not None and slot > ctx.now
                 else "no slot opens before this plan's own actions age"
             )

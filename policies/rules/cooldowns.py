@@ -67,8 +67,8 @@ def _cooling(
     again = ctx.policy.local(done + cooldown)
     return Denial(
         rule_id,
-        f"{what} is cooling down: last at {ctx.policy.local(last.at):%H:%M}, cooldown "
-        f"{format_duration(cooldown)}; allowed again from {again:%H:%M}",
+        f"{what} is cooling down: last at {ctx.policy.local(last.at):%H:%M %Z}, cooldown "
+        f"{format_duration(cooldown)}; allowed again from {again:%H:%M %Z}",
         retry_at=done + cooldown,
     )
 

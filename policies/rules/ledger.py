@@ -29,7 +29,18 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, Derived, Node, Workload
+
+_schedulable: Derived[Node, bool] = Derived(lambda n: n.schedulable)
+"""Whether a node takes work as observed, once per version of it."""
+_serviceable: Derived[Node, bool] = Derived(
+    lambda n: n.schedulable or (n.cordoned and n.model_copy(update={"cordoned": False}).schedulable)
+)
+"""Whether a node takes work, or would once uncordoned, once per version of it."""
+_placed_on: Derived[Workload, frozenset[str]] = Derived(
+    lambda w: frozenset(n for r in w.placement for n in r.nodes)
+)
+"""The nodes a workload's replicas run on, once per version of it."""
 
 
 class Denial(NamedTuple):
@@ -86,38 +97,24 @@ class Context:
     @cached_property
     def serviceable(self) -> frozenset[str]:
         """Nodes that can take work as observed, or could once uncordoned (a cordon the plan
-        may lift): ready, no NoSchedule taint. Worked out once per judgement, for the node
-        rules' "is another node left?" (read only for cordons and drains)."""
-        out = set()
-        for node in self.state.nodes:
-            if node.schedulable or (
-                node.cordoned and node.model_copy(update={"cordoned": False}).schedulable
-            ):
-                out.add(node.name)
-        return frozenset(out)
+        may lift): ready, no NoSchedule taint. Worked out once per judgement, from what each
+        node's version says (_serviceable), for the node rules' "is another node left?"."""
+        return frozenset(n.name for n in self.state.nodes if _serviceable(n))
 
     @cached_property
     def pool_nodes(self) -> dict[str, frozenset[str]]:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
         out: dict[str, set[str]] = {}
-        by_model: dict[str, set[str]] | None = None
         for name, limits in self.policy.pools.items():
             if limits.min_cards or limits.min_ready_replicas:
                 out[name] = set()
-                if limits.gpu_models:
-                    if by_model is None:  # one pass over the cards for every pool
-                        by_model = {}
-                        for n in self.state.nodes:
-                            for model in {g.model for g in n.gpus}:
-                                by_model.setdefault(model, set()).add(n.name)
-                    for model in limits.gpu_models:
-                        out[name] |= by_model.get(model, set())
+                for model in limits.gpu_models:
+                    out[name] |= self.state.nodes_with_model(model)
         for workload in self.state.workloads:
             nodes = out.get(workload.pool)
             if nodes is not None:
-                for replica in workload.placement:
-                    nodes.update(replica.nodes)
+                nodes |= _placed_on(workload)
         return {pool: frozenset(nodes) for pool, nodes in out.items()}
 
     @cached_property
@@ -230,7 +227,7 @@ class Ledger:
             return False
         if node in self.uncordoned:
             return observed.ready
-        return observed.schedulable
+        return _schedulable(observed)
 
     def diverges_for(self, action: Action, effect: Effect, committed: Ledger) -> bool:
         """Whether this (pending) ledger may judge `action` differently from `committed`.

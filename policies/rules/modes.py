@@ -38,8 +38,8 @@ def check(action: Action, ctx: Context) -> list[Denial]:
             Denial(
                 MIN_DWELL,
                 f"mode {active.name} has been active since "
-                f"{ctx.policy.local(since):%H:%M}; it must stay "
-                f"{format_duration(rules.min_dwell)}, so rotation is allowed from {again:%H:%M}",
+                f"{ctx.policy.local(since):%H:%M %Z}; it must stay "
+                f"{format_duration(rules.min_dwell)}, so rotation is allowed from {again:%H:%M %Z}",
             )
         )
     if spans_nodes(mode, state):

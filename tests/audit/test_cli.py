@@ -85,6 +85,13 @@ def test_show_lists_records_and_filters_them(data: Path) -> None:
     assert [r["seq"] for r in json.loads(out)] == [4, 5]
 
 
+def test_an_age_counts_back_in_the_logs_own_clock(data: Path) -> None:
+    """The fixture's log was written on a clock of 2026-11-30 09:00: an age is counted back from
+    its last record, not from the wall clock (a simulated day in the past still answers)."""
+    code, out, _ = steward("audit", "show", "--data-dir", str(data), "--since", "2s", "--json")
+    assert code == 0 and [r["seq"] for r in json.loads(out)] == [3, 4, 5]
+
+
 def test_show_refuses_an_unknown_kind_and_a_bad_time(data: Path) -> None:
     code, _, err = steward("audit", "show", "--data-dir", str(data), "--kind", "intnet")
     assert code == 2 and "--kind 'intnet' is not a record kind" in err

@@ -46,6 +46,8 @@ def test_kustomize_renders_every_object() -> None:
             "Namespace",
             "PodDisruptionBudget",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "Service",
             "Service",
@@ -53,6 +55,16 @@ def test_kustomize_renders_every_object() -> None:
             "StatefulSet",
         ]
     )
+
+
+def test_steward_lives_in_its_namespace_and_its_workloads_role_in_theirs() -> None:
+    """The namespace transformer keeps the workloads' Role where steward.yaml says they are."""
+    where = {(d["kind"], d["metadata"]["name"]): d["metadata"].get("namespace") for d in rendered()}
+    assert where[("Role", "steward-workloads")] == where[("RoleBinding", "steward-workloads")]
+    assert where[("Role", "steward-workloads")] == "default"  # config/steward.yaml's namespace
+    assert where[("StatefulSet", "steward")] == where[("Role", "steward-leader")] == "steward"
+    subjects = [s for d in rendered() for s in d.get("subjects") or ()]
+    assert subjects and all(s["namespace"] == "steward" for s in subjects)
 
 
 def test_every_object_validates_against_the_openapi_schema(tmp_path: Path) -> None:

@@ -99,3 +99,27 @@ def test_a_managed_workload_without_a_pool_is_named(twin: Twin) -> None:
 def test_settings_reject_unknown_keys() -> None:
     with pytest.raises(ValueError, match="namespce"):
         KubernetesSettings.model_validate({"namespce": "gpu"})
+
+
+@pytest.mark.parametrize(
+    ("election", "said"),
+    [
+        (
+            "lease_duration_s: 3\n    renew_deadline_s: 5",
+            "renew_deadline_s: must be below lease_duration_s (3)",
+        ),
+        ("retry_period_s: 12", "retry_period_s: must be below renew_deadline_s (10)"),
+        ("lease_duration_s: 1", "lease_duration_s: Input should be greater than or equal to 2"),
+    ],
+)
+def test_a_broken_lease_setting_is_one_line_naming_its_place(
+    tmp_path: Path, election: str, said: str
+) -> None:
+    from agent.daemon.config import ConfigError, load_config
+
+    path = tmp_path / "steward.yaml"
+    path.write_text(f"backend: kubernetes\nkubernetes:\n  leader_election:\n    {election}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}:") and said in message

@@ -39,7 +39,7 @@ def test_the_next_slot_is_named() -> None:
     history = busy_hour(12, spread=timedelta(minutes=50))
     verdict = run(CordonNode(node="render-1"), history=history).verdicts[0]
     # the oldest of the 12 was at 01:10 UTC (02:10 Madrid): a slot opens an hour later
-    assert "the next slot opens at 03:10" in verdict.message
+    assert "the next slot opens at 03:10 CET" in verdict.message  # local times carry their zone
 
 
 def test_actions_older_than_an_hour_do_not_count() -> None:

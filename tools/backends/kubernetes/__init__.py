@@ -13,6 +13,7 @@ from tools.backends.kubernetes.settings import KubernetesSettings
 
 if TYPE_CHECKING:
     from tools.backends.kubernetes.backend import KubernetesCluster
+    from tools.backends.kubernetes.lease import LeaseHolder
 
 
 def open_cluster(settings: KubernetesSettings, data_dir: Path) -> KubernetesCluster:
@@ -23,3 +24,14 @@ def open_cluster(settings: KubernetesSettings, data_dir: Path) -> KubernetesClus
     cluster = KubernetesCluster(settings)
     cluster.start()
     return cluster
+
+
+def open_lease(cluster: KubernetesCluster) -> LeaseHolder:
+    """This replica's hold on the leader Lease the cluster's settings name
+    (`kubernetes.leader_election`), over the cluster's own API client; nothing is asked of the
+    API server until its first `attempt()`."""
+    from kubernetes import client
+
+    from tools.backends.kubernetes.lease import LeaseHolder, LeaseSettings
+
+    return LeaseHolder(client.CoordinationV1Api(cluster.api), LeaseSettings.of(cluster.settings))

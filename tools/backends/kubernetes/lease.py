@@ -16,6 +16,8 @@ as this process's monotonic clock counts — never by comparing wall clocks acro
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+
+from tools.backends.kubernetes.settings import KubernetesSettings
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ class LeaseSettings:
     """A leader that has not renewed for this long stops acting (must be < duration_s)."""
     retry_s: float = 2.0
     """How often to try to renew, or to take over."""
+    timeout_s: float = 2.0
+    """How long one request to the API server may take (at most the renew deadline, by which
+    the renewal is late anyway): a renewal that hangs is given up, and tried again."""
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_s < self.renew_deadline_s < self.duration_s:
@@ -45,6 +52,22 @@ class LeaseSettings:
                 "lease timings need 0 < retry_s < renew_deadline_s < duration_s, got "
                 f"{self.retry_s}, {self.renew_deadline_s}, {self.duration_s}"
             )
+
+    @classmethod
+    def of(cls, settings: KubernetesSettings, env: dict[str, str] | None = None) -> LeaseSettings:
+        """steward.yaml's `kubernetes.leader_election`, with what it leaves to the pod: the
+        namespace ($STEWARD_NAMESPACE) and the identity ($STEWARD_IDENTITY, else the host)."""
+        env = dict(os.environ) if env is None else env
+        e = settings.leader_election
+        return cls(
+            name=e.lease,
+            namespace=e.namespace or env.get("STEWARD_NAMESPACE") or settings.namespace,
+            identity=e.identity or env.get("STEWARD_IDENTITY") or socket.gethostname(),
+            duration_s=float(e.lease_duration_s),
+            renew_deadline_s=e.renew_deadline_s,
+            retry_s=e.retry_period_s,
+            timeout_s=min(settings.request_timeout_s, e.renew_deadline_s),
+        )
 
 
 class LeaseHolder:
@@ -69,6 +92,7 @@ class LeaseHolder:
         self._seen_at = 0.0
         """The Lease's record as last read, and (monotonic) when it last changed: another
         holder's Lease has expired once its record stood still for a whole duration here."""
+        self._seen_duration = settings.duration_s
         self.transitions = 0
         self.last_error = ""
 
@@ -78,13 +102,23 @@ class LeaseHolder:
             return False
         return self._monotonic() - self._renewed_at < self.settings.renew_deadline_s
 
+    def due_s(self) -> float | None:
+        """Seconds until another holder's Lease, as last read, will have stood unrenewed for a
+        whole duration (when a standby should try to take over); None while this replica
+        leads or no other holder was seen."""
+        if self.leading() or self._seen is None or self._seen[0] in (None, ""):
+            return None
+        return max(0.0, self._seen_at + self._seen_duration - self._monotonic())
+
     def attempt(self) -> bool:
         """One round: create, renew or take over the Lease if this replica may; True when it
         holds the Lease afterwards. API errors are not raised: they leave leadership to lapse."""
         s = self.settings
         started = self._monotonic()
         try:
-            lease = self.api.read_namespaced_lease(s.name, s.namespace)
+            lease = self.api.read_namespaced_lease(
+                s.name, s.namespace, _request_timeout=s.timeout_s
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return self._create(started)
@@ -107,7 +141,9 @@ class LeaseHolder:
             spec.lease_transitions = self.transitions + 1
         lease.spec = spec
         try:
-            self.api.replace_namespaced_lease(s.name, s.namespace, lease)
+            self.api.replace_namespaced_lease(
+                s.name, s.namespace, lease, _request_timeout=s.timeout_s
+            )
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica wrote first
         except (HTTPError, OSError) as exc:
@@ -121,11 +157,15 @@ class LeaseHolder:
             return
         s = self.settings
         try:
-            lease = self.api.read_namespaced_lease(s.name, s.namespace)
+            lease = self.api.read_namespaced_lease(
+                s.name, s.namespace, _request_timeout=s.timeout_s
+            )
             if lease.spec is not None and lease.spec.holder_identity == s.identity:
                 lease.spec.holder_identity = None
                 lease.spec.renew_time = None
-                self.api.replace_namespaced_lease(s.name, s.namespace, lease)
+                self.api.replace_namespaced_lease(
+                    s.name, s.namespace, lease, _request_timeout=s.timeout_s
+                )
         except (ApiException, HTTPError, OSError) as exc:
             self.last_error = str(exc)
         self._renewed_at = None
@@ -144,7 +184,7 @@ class LeaseHolder:
             metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace), spec=spec
         )
         try:
-            self.api.create_namespaced_lease(s.namespace, body)
+            self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica created it first
         except (HTTPError, OSError) as exc:
@@ -166,8 +206,8 @@ class LeaseHolder:
         if spec.holder_identity in (None, ""):
             return True
         record = (spec.holder_identity, spec.renew_time, spec.lease_transitions)
+        self._seen_duration = float(spec.lease_duration_seconds or self.settings.duration_s)
         if record != self._seen:
             self._seen, self._seen_at = record, self._monotonic()
             return False
-        duration = float(spec.lease_duration_seconds or self.settings.duration_s)
-        return self._monotonic() - self._seen_at >= duration
+        return self._monotonic() - self._seen_at >= self._seen_duration
