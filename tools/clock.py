@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tools import suspend
 
 
+ClockKind = Literal["wall", "simulated"]
+
+
 class Clock(Protocol):
-    """Now (timezone-aware) and a way to let time pass."""
+    """Now (timezone-aware) and a way to let time pass; `kind` says whose time it is."""
+
+    @property
+    def kind(self) -> ClockKind: ...
 
     def now(self) -> datetime: ...
 
@@ -30,6 +36,8 @@ class Clock(Protocol):
 
 class WallClock:
     """Real time: for a real cluster."""
+
+    kind: ClockKind = "wall"
 
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -51,6 +59,8 @@ class VirtualClock:
     """The simulator's clock: waiting advances simulated time (for one-shot commands and tests
     that drive a rotation themselves; the daemon uses a `LoopClock` over it)."""
 
+    kind: ClockKind = "simulated"
+
     def __init__(self, world: Advancing) -> None:
         self._world = world
 
@@ -67,6 +77,10 @@ class LoopClock:
 
     def __init__(self, base: Clock) -> None:
         self.base = base
+
+    @property
+    def kind(self) -> ClockKind:
+        return self.base.kind
 
     def now(self) -> datetime:
         return self.base.now()

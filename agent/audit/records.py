@@ -330,6 +330,9 @@ class Startup(_Payload):
     host: str
     version: str
     note: str = ""
+    clock: Literal["wall", "simulated"] | None = None
+    """Whose time the records from here on carry: the wall clock (a real cluster) or the
+    simulated cluster's (None in logs written before this was recorded)."""
 
 
 Payload = Annotated[

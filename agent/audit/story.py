@@ -312,7 +312,9 @@ def summary(record: Record) -> str:
         mode = f" to {p.target_mode}" if p.target_mode else ""
         return f"rotation {p.rotation_id}{mode}: {p.step} {p.status}"
     assert isinstance(p, Startup)
-    return f"steward {p.version} started (pid {p.pid} on {p.host}){': ' + p.note if p.note else ''}"
+    clock = f"; times on the {p.clock} clock" if p.clock else ""
+    note = f": {p.note}" if p.note else ""
+    return f"steward {p.version} started (pid {p.pid} on {p.host}{clock}){note}"
 
 
 def export_row(

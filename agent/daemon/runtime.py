@@ -264,7 +264,14 @@ class Runtime:
         closed = self.ctx.audit.reconcile(keep=waiting)
         for decision in closed:
             log.warning("interrupted", decision=decision)
-        self.ctx.audit.append(Startup(pid=os.getpid(), host=socket.gethostname(), version=VERSION))
+        self.ctx.audit.append(
+            Startup(
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                version=VERSION,
+                clock=self.clock.kind,
+            )
+        )
         settle_heap()
         return finished + closed
 

@@ -56,3 +56,19 @@ def test_verify_names_a_time_that_goes_backwards() -> None:
     assert "time_backwards" in kinds
     (backwards,) = [p for p in report.problems if p.problem == "time_backwards"]
     assert backwards.seq == 3
+
+
+def test_the_startup_record_says_whose_time_the_records_carry(tmp_path: Path) -> None:
+    from agent.audit.story import summary
+    from tests.loop.conftest import open_runtime
+    from tools.sim.scenario import Scenario
+
+    runtime = open_runtime(tmp_path, Scenario(name="homelab"))
+    runtime.close()
+    log = AuditLog.open(tmp_path, readonly=True)
+    try:
+        (started,) = [r for r in log.records(kind="startup")]
+    finally:
+        log.close()
+    assert isinstance(started.payload, Startup) and started.payload.clock == "simulated"
+    assert "times on the simulated clock" in summary(started)
