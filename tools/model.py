@@ -36,7 +36,13 @@ class Frozen(BaseModel):
 
 FrozenT = TypeVar("FrozenT", bound=Frozen)
 _new = object.__new__
-_set = object.__setattr__
+_SLOTS = BaseModel.__dict__
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+"""BaseModel's slots set through their own descriptors: what object.__setattr__ ends up
+calling, without looking each one up again (a quarter of `trusted`'s time)."""
 _EVERY_FIELD: dict[type[Frozen], set[str]] = {}
 """Per model, the set of all its fields: the `model_fields_set` of every trusted instance, one
 object shared by all of them (pydantic copies it before changing it, in `model_copy`, and a
@@ -57,10 +63,10 @@ def trusted(cls: type[FrozenT], fields: dict[str, Any]) -> FrozenT:
     if every is None:
         every = _EVERY_FIELD[cls] = set(cls.model_fields)
     obj = _new(cls)
-    _set(obj, "__dict__", fields)
-    _set(obj, "__pydantic_fields_set__", every)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_dict(obj, fields)
+    _set_fields_set(obj, every)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 

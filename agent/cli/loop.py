@@ -118,6 +118,13 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
     ] = None,
     backend: BackendOpt = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            help="Metric sources, comma-separated (prometheus, nvml); default: steward.yaml.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     reset: ResetOpt = False,
 ) -> None:
@@ -131,7 +138,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     from agent.daemon.telemetry import Telemetry
 
     configure_logging()
-    settings = _settings(backend)
+    settings = _with_metrics(_settings(backend), metrics)
     where = data_dir(data_dir_opt)
     if reset:
         reset_data_dir(where)
@@ -296,6 +303,20 @@ def _start_slack(
         return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
     except InvalidInput as exc:
         fail(str(exc))
+
+
+def _with_metrics(settings: StewardConfig, metrics: str | None) -> StewardConfig:
+    """`--metrics a,b` over steward.yaml's `metrics.sources` ("" or "none": no source)."""
+    if metrics is None:
+        return settings
+    names = tuple(n.strip() for n in metrics.split(",") if n.strip() and n.strip() != "none")
+    unknown = [n for n in names if n not in ("prometheus", "nvml")]
+    if unknown:
+        fail(
+            f"--metrics {metrics!r}: {', '.join(unknown)} is not a source; choose prometheus, nvml"
+        )
+    section = settings.metrics.model_copy(update={"sources": names})
+    return settings.model_copy(update={"metrics": section})
 
 
 def _settings(backend: str | None) -> StewardConfig:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -79,11 +80,18 @@ def twin(  # noqa: PLR0917 - typer maps each option to a parameter
         server.start()
     except OSError as exc:
         fail(f"--port {port}: cannot listen on 127.0.0.1: {exc.strerror}")
+    if speed == 1:
+        # In real time the exporters' samples are placed now: a Prometheus scraping them keeps
+        # and queries them as any exporter's (docs/metrics.md, "The twin's exporters").
+        server.exporters.sample_offset_s = time.time() - sim.now.timestamp()
     kubeconfig = where / "twin.kubeconfig"
     kubeconfig.write_text(KUBECONFIG.format(url=server.url, namespace=namespace))
     err_console.print(
         f"steward twin: {sim.scenario.name} at {server.url} (speed {speed:g}x)\n"
-        f"  kubectl --server {server.url} get nodes\n  KUBECONFIG={kubeconfig}",
+        f"  kubectl --server {server.url} get nodes\n  KUBECONFIG={kubeconfig}\n"
+        f"  DCGM {server.url}/twin/exporters/dcgm/metrics, "
+        f"vLLM {server.url}/twin/exporters/engines/metrics, "
+        f"Kueue {server.url}/twin/exporters/kueue/metrics",
         highlight=False,
     )
     sys.stdout.write(f"{server.url}\n")

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agent.cli import bench
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fail
+from agent.daemon.heap import settle_heap, tidy_heap
 from evals.bench.policy_fleet import fleet_state
 from evals.bench.prometheus_server import PrometheusMissing, RealPrometheus
 from tools.metrics.exposition import EngineExporter, card_lines, render
@@ -76,9 +77,15 @@ def with_readings(state: ClusterState) -> ClusterState:
             g.model_copy(
                 update={
                     "utilization": Metric.fresh(float((i * 8 + g.index) % 101), at, "truth"),
-                    "memory_used_bytes": Metric.fresh(float((g.index + 1) * 2**33), at, "truth"),
+                    # Memory and power differ card by card, as a fleet's do: no reading
+                    # of the benchmark is shared by chance that a real one would not share.
+                    "memory_used_bytes": Metric.fresh(
+                        float(((i * 8 + g.index) % 1009 + 1) * 2**27), at, "truth"
+                    ),
                     "memory_total_bytes": Metric.fresh(float(141 * 2**30), at, "truth"),
-                    "power_w": Metric.fresh(100.0 + g.index * 50, at, "truth"),
+                    "power_w": Metric.fresh(
+                        round(100.0 + (i * 8 + g.index) * 0.0731, 3), at, "truth"
+                    ),
                     "clients": (clients[g.uuid],) if g.uuid in clients else (),
                 }
             )
@@ -162,7 +169,10 @@ def _measure(
         source.merge(bare, answers)
         cpu.append((time.process_time() - started) * 1000)
 
-    join = bench.measure("metrics-join", join_once, runs)
+    # The daemon's garbage-collection policy (agent/daemon/heap.py), as `steward run` applies
+    # it: settled once after start-up, the young generations collected between two ticks.
+    settle_heap()
+    join = bench.measure("metrics-join", join_once, runs, setup=tidy_heap)
     joined = source.merge(bare, answers)
     cards = [g for n in joined.nodes for g in n.gpus]
     return MetricsBench(

@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 import yaml
@@ -32,25 +33,36 @@ def free_port() -> int:
 
 class RealPrometheus:
     def __init__(
-        self, workdir: Path, targets: list[str], interval: str = "1s", port: int | None = None
+        self,
+        workdir: Path,
+        targets: list[str],
+        interval: str = "1s",
+        port: int | None = None,
+        *,
+        jobs: list[dict[str, Any]] | None = None,
+        storage: dict[str, Any] | None = None,
+        flags: tuple[str, ...] = (),
     ) -> None:
+        """`jobs` replaces the one job over `targets` with these scrape configs; `storage` is
+        the configuration's `storage` section; `flags` go on the command line."""
         self.workdir = workdir
         self.port = port or free_port()
         self.config = workdir / "prometheus.yml"
-        self.config.write_text(
-            yaml.safe_dump(
+        self.flags = flags
+        config: dict[str, Any] = {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "scrape_configs": jobs
+            or [
                 {
-                    "global": {"scrape_interval": interval, "evaluation_interval": interval},
-                    "scrape_configs": [
-                        {
-                            "job_name": "exporters",
-                            "scrape_timeout": interval,
-                            "static_configs": [{"targets": targets}],
-                        }
-                    ],
+                    "job_name": "exporters",
+                    "scrape_timeout": interval,
+                    "static_configs": [{"targets": targets}],
                 }
-            )
-        )
+            ],
+        }
+        if storage:
+            config["storage"] = storage
+        self.config.write_text(yaml.safe_dump(config))
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -69,6 +81,7 @@ class RealPrometheus:
                 f"--config.file={self.config}",
                 f"--storage.tsdb.path={self.workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                *self.flags,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

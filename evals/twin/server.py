@@ -6,9 +6,11 @@ advances with the wall clock times `speed`, or only when asked (`advance`, or
 `POST /twin/advance?seconds=S`) when `speed` is 0, which keeps tests fast and deterministic.
 
 Besides the API (evals/twin/api.py) it serves discovery (/api, /apis, /api/v1, /apis/G/V,
-/version), health, each workload's OpenAI-compatible endpoint, and the twin's own hooks under
-/twin/: advance, faults, and the log of the requests it saw (method, path, dryRun, status, and
-the attributes the authorizer judged). `partitions` cuts chosen clients off (partitions.py).
+/version), health, each workload's OpenAI-compatible endpoint, its cards, engines and job queues
+as DCGM, vLLM and Kueue exporters for Prometheus (evals/twin/exporters.py), and the twin's own
+hooks under /twin/: advance, faults, and the log of the requests it saw (method, path, dryRun,
+status, and the attributes the authorizer judged). `partitions` cuts chosen clients off
+(partitions.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from evals.twin.auth import (
     named_in_selector,
     verb_of,
 )
+from evals.twin.exporters import Exporters
 from evals.twin.faults import Faults, FaultSettings
 from evals.twin.mirror import Mirror
 from evals.twin.partitions import Dropped, Partitions, token_of
@@ -97,6 +100,7 @@ class Twin:
         self._error: BaseException | None = None
         self.mirror = Mirror(sim, self.store, namespace, "")
         self.writes = Writes(self.mirror)
+        self.exporters = Exporters(self)
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -224,6 +228,7 @@ class Twin:
             "/twin/workloads/{workload}/v1/chat/completions",
             functools.partial(serving.chat, self),
         )
+        self.exporters.routes(app)
         r.add_post("/twin/advance", self._advance_hook)
         r.add_post("/twin/faults", self._faults_hook)
         r.add_get("/twin/requests", self._requests_hook)

@@ -73,16 +73,31 @@ def decisions(data_dir: Path) -> list[Any]:
         log.close()
 
 
-def test_the_kubernetes_backend_decides_the_day_as_the_simulator_does(tmp_path: Path) -> None:
-    policy = load_policy(DEFAULT_POLICY)
-    embedded = Runtime.open(tmp_path / "sim", SimCluster(default_day()), policy)
+def embedded_decisions(data_dir: Path, ticks: int) -> list[Any]:
+    """The decisions of the loop on the embedded simulator over the first `ticks` of the day."""
+    embedded = Runtime.open(data_dir, SimCluster(default_day()), load_policy(DEFAULT_POLICY))
     try:
         embedded.start()
-        for _ in range(TICKS):
+        for _ in range(ticks):
             embedded.tick(TICK_S)
     finally:
         embedded.close()
-    expected = decisions(tmp_path / "sim")
+    return decisions(data_dir)
+
+
+def assert_same(got: list[Any], expected: list[Any]) -> None:
+    first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)
+    assert got == expected, (
+        f"first difference at decision {first}: {got[first : first + 2]} != "
+        f"{expected[first : first + 2]}"
+        if first is not None
+        else f"{len(got)} decisions on the backend, {len(expected)} on the simulator"
+    )
+
+
+def test_the_kubernetes_backend_decides_the_day_as_the_simulator_does(tmp_path: Path) -> None:
+    policy = load_policy(DEFAULT_POLICY)
+    expected = embedded_decisions(tmp_path / "sim", TICKS)
     assert len(expected) >= 6  # burst-llm borrows render-1's cards and gives them back ...
 
     with Twin(SimCluster(default_day())) as twin:
@@ -108,11 +123,4 @@ def test_the_kubernetes_backend_decides_the_day_as_the_simulator_does(tmp_path: 
                 runtime.close()
         finally:
             cluster.close()
-    got = decisions(tmp_path / "k8s")
-    first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)
-    assert got == expected, (
-        f"first difference at decision {first}: {got[first : first + 2]} != "
-        f"{expected[first : first + 2]}"
-        if first is not None
-        else f"{len(got)} decisions on the backend, {len(expected)} on the simulator"
-    )
+    assert_same(decisions(tmp_path / "k8s"), expected)

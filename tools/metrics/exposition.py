@@ -7,7 +7,8 @@ and `steward bench metrics`). Cards are written as the DCGM exporter writes them
 memory in MiB, power in W); engines as vLLM does (`vllm:num_requests_waiting{model_name}`), one
 series per ready replica (pod), with the `pod`/`namespace` labels Prometheus would add from the
 pod's target (here written by the exporter itself, one endpoint for many pods). The endpoint
-picker's `inference_pool_average_queue_size{name}` can be added for workloads at zero replicas.
+picker's `inference_pool_average_queue_size{name}` can be added for workloads at zero replicas;
+`queue_lines` writes Kueue's `kueue_local_queue_pending_workloads{name}` for render and batch jobs.
 
 Only fresh readings are written: a real exporter has nothing to say about a value it did not
 read. Counters and histograms (generated tokens, time to first token, queue time) accumulate
@@ -19,8 +20,9 @@ docs/metrics.md on `vllm:` names).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from tools.model import ClusterState, Gpu, Metric, Workload
 
@@ -79,21 +81,32 @@ def _fresh(metric: Metric) -> float | None:
     return metric.value if metric.usable else None
 
 
-def pod_of(client: str, namespace: str) -> tuple[str, str] | None:
+PodNamer = Callable[[str, int], str]
+"""(workload name, replica index) -> the name of the replica's pod where its engine runs."""
+
+
+def indexed(name: str, index: int) -> str:
+    """The default pod name: NAME-INDEX, as a StatefulSet names its pods."""
+    return f"{name}-{index}"
+
+
+def pod_of(client: str, namespace: str, pods: PodNamer = indexed) -> tuple[str, str] | None:
     """(namespace, pod) of a card client written `workload/replica-index`; None for `pid/…`."""
     workload, _, index = client.rpartition("/")
     if not workload or workload == "pid" or not index.isdigit():
         return None
     ns, _, name = workload.rpartition("/")
-    return (ns or namespace), f"{name}-{index}"
+    return (ns or namespace), pods(name, int(index))
 
 
-def card_lines(state: ClusterState, namespace: str = "default") -> list[str]:
+def card_lines(
+    state: ClusterState, namespace: str = "default", pods: PodNamer = indexed
+) -> list[str]:
     """The DCGM exporter's view of every card of `state`."""
     rows: dict[str, list[str]] = {name: [] for name, _ in _CARD_FAMILIES}
     for node in state.nodes:
         for gpu in node.gpus:
-            _card(gpu, node.name, namespace, rows)
+            _card(gpu, node.name, namespace, rows, pods)
     out: list[str] = []
     for name, help_text in _CARD_FAMILIES:
         out.append(f"# HELP {name} {help_text}")
@@ -102,7 +115,7 @@ def card_lines(state: ClusterState, namespace: str = "default") -> list[str]:
     return out
 
 
-def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]]) -> None:
+def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]], pods: PodNamer) -> None:
     model = gpu.model if gpu.model.startswith("NVIDIA") else f"NVIDIA {gpu.model}"
     pairs = [
         ("gpu", str(gpu.index)),
@@ -111,9 +124,12 @@ def _card(gpu: Gpu, host: str, namespace: str, rows: dict[str, list[str]]) -> No
         ("modelName", model),
         ("Hostname", host),
     ]
-    pod = next((p for p in (pod_of(c, namespace) for c in gpu.clients) if p), None)
-    if pod is not None:
-        pairs += [("container", pod[1].rpartition("-")[0]), ("namespace", pod[0]), ("pod", pod[1])]
+    for client in gpu.clients:
+        pod = pod_of(client, namespace, pods)
+        if pod is not None:
+            container = client.rpartition("/")[0].rpartition("/")[2]  # the workload's name
+            pairs += [("container", container), ("namespace", pod[0]), ("pod", pod[1])]
+            break
     labels = _labels(pairs)
     util, power = _fresh(gpu.utilization), _fresh(gpu.power_w)
     if util is not None:
@@ -156,10 +172,17 @@ class EngineExporter:
     """vLLM engines (and optionally the endpoint picker) of an observation, with counters that
     accumulate between updates."""
 
-    def __init__(self, namespace: str = "default", prefix: str = "vllm:", epp: bool = False):
+    def __init__(
+        self,
+        namespace: str = "default",
+        prefix: str = "vllm:",
+        epp: bool = False,
+        pods: PodNamer = indexed,
+    ):
         self.namespace = namespace
         self.prefix = prefix
         self.epp = epp
+        self.pods = pods
         self._pods: dict[tuple[str, str], _Pod] = {}
         self._last_at: float | None = None
         self._lines: list[str] = []
@@ -216,7 +239,7 @@ class EngineExporter:
 
     def _ready_pods(self, w: Workload) -> list[tuple[str, str]]:
         ns, _, name = w.name.rpartition("/")
-        return [(ns or self.namespace, f"{name}-{r.index}") for r in w.placement if r.ready]
+        return [(ns or self.namespace, self.pods(name, r.index)) for r in w.placement if r.ready]
 
     def _pod_pairs(self, ns: str, pod: str) -> list[tuple[str, str]]:
         return [("model_name", self._models.get((ns, pod), "")), ("namespace", ns), ("pod", pod)]
@@ -271,6 +294,19 @@ class EngineExporter:
         )
 
 
+def queue_lines(state: ClusterState, namespace: str = "default") -> list[str]:
+    """Kueue's view of the render and batch workloads: the jobs each one's LocalQueue holds."""
+    lines = ["# TYPE kueue_local_queue_pending_workloads gauge"]
+    for w in state.workloads:
+        depth = _fresh(w.queue_depth)
+        if w.kind not in QUEUELESS or depth is None:
+            continue
+        ns, _, name = w.name.rpartition("/")
+        pairs = [("name", name), ("namespace", ns or namespace), ("status", "active")]
+        lines.append(f"kueue_local_queue_pending_workloads{_labels(pairs)} {_num(depth)}")
+    return lines
+
+
 def _histogram_lines(name: str, pairs: list[tuple[str, str]], h: _Histogram) -> list[str]:
     out = []
     for bound, count in zip((*BUCKETS, None), h.counts, strict=True):
@@ -282,6 +318,10 @@ def _histogram_lines(name: str, pairs: list[tuple[str, str]], h: _Histogram) -> 
     return out
 
 
-def render(lines: Iterable[str]) -> bytes:
-    """One scrape's body."""
+def render(lines: Iterable[str], at: datetime | None = None) -> bytes:
+    """One scrape's body; with `at`, every sample carries that time (the text format's optional
+    timestamp, in milliseconds), as an exporter whose clock is not Prometheus's must say."""
+    if at is not None:
+        stamp = f" {round(at.timestamp() * 1000)}"
+        lines = [line if line.startswith("#") else line + stamp for line in lines]
     return ("\n".join(lines) + "\n").encode()

@@ -49,11 +49,13 @@ class PrometheusClient:
     def close(self) -> None:
         self._http.close()
 
-    def query(self, expr: str) -> Vector:
-        """Evaluate `expr` now; raises PrometheusUnavailable or QueryRefused."""
-        body = self._retrying(
-            "/api/v1/query", {"query": expr, "timeout": f"{int(self.timeout_s * 1000)}ms"}
-        )
+    def query(self, expr: str, at: float | None = None) -> Vector:
+        """Evaluate `expr` now (Prometheus's now), or at POSIX time `at`; raises
+        PrometheusUnavailable or QueryRefused."""
+        params = {"query": expr, "timeout": f"{int(self.timeout_s * 1000)}ms"}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        body = self._retrying("/api/v1/query", params)
         data = body.get("data", {})
         if data.get("resultType") != "vector":
             raise QueryRefused(
@@ -66,7 +68,7 @@ class PrometheusClient:
             evaluated = float(at)
             series.append((item["metric"], float(text)))
         if not series:
-            evaluated = float(body.get("_now", 0.0))
+            evaluated = float(body.get("_now", 0.0)) if at is None else at
         return Vector(evaluated_at=evaluated, series=series)
 
     def check(self, expr: str) -> None:

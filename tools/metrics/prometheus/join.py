@@ -6,7 +6,8 @@ the pod that exported the series — `exported_pod`/`exported_namespace` when Pr
 the exporter's own labels, else `pod`/`namespace` — whose owner is found by dropping the pod
 name's generated suffixes (`name-7d9f8c6b5-x2x9z` of a Deployment, `name-0` of a StatefulSet);
 a series without a pod is matched by `model_name` when exactly one workload serves that model.
-The endpoint picker's series name their InferencePool in `name`. docs/metrics.md shows it all.
+The endpoint picker's series name their InferencePool in `name`, Kueue's its LocalQueue.
+docs/metrics.md shows it all.
 
 Series of one card or workload combine by the family's aggregate (waiting requests of all
 replicas add up; the fullest KV cache and the slowest p90 count). A reading's age is the
@@ -18,7 +19,10 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import cast
 
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.queries import PART, Resolved
@@ -45,15 +49,25 @@ class Readings:
 
 
 class CardIndex:
-    """Card UUIDs of an observation, and (node, card index) -> UUID for series without one."""
+    """Card UUIDs of an observation, and (node, card index) -> UUID for series without one.
+
+    The slots are worked out only when a series lacks a known UUID: a DCGM exporter's series
+    all carry one, and a fleet's 8,000 cards need not be walked twice a tick for nothing."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.uuids: set[str] = set()
-        self.by_slot: dict[tuple[str, str], str] = {}
-        for node in state.nodes:
-            for gpu in node.gpus:
-                self.uuids.add(gpu.uuid)
-                self.by_slot[(node.name, str(gpu.index))] = gpu.uuid
+        self.state = state
+        self.uuids: set[str] = {gpu.uuid for node in state.nodes for gpu in node.gpus}
+        self._by_slot: dict[tuple[str, str], str] | None = None
+
+    @property
+    def by_slot(self) -> dict[tuple[str, str], str]:
+        if self._by_slot is None:
+            self._by_slot = {
+                (node.name, str(gpu.index)): gpu.uuid
+                for node in self.state.nodes
+                for gpu in node.gpus
+            }
+        return self._by_slot
 
     def key(self, labels: dict[str, str]) -> str | None:
         uuid = labels.get("UUID")
@@ -107,6 +121,7 @@ class WorkloadIndex:
         return self._pods[slot]
 
     def pool_key(self, labels: dict[str, str]) -> str | None:
+        """The workload an InferencePool or a Kueue LocalQueue is named for (`name`)."""
         name = labels.get("name")
         if name is None:
             return None
@@ -126,6 +141,16 @@ class WorkloadIndex:
         return None
 
 
+Slot = Callable[[dict[str, str]], object]
+"""The values of a timestamp series' labels in a series: what both must share to be dated."""
+
+
+def _slot(names: tuple[str, ...]) -> Slot:
+    if not names:
+        return lambda _labels: ()
+    return itemgetter(*names)  # KeyError when a series lacks one: it is not dated by these
+
+
 def collect(
     family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
 ) -> Readings:
@@ -133,7 +158,108 @@ def collect(
 
     Timestamp series (`steward_part="t"`) date the value series that carry the same values of
     their labels: one per scrape target for a gauge, one per pod for a rate or a quantile, one
-    per series for a `timestamp(query)` of an override. A key's age is its oldest series'."""
+    per series for a `timestamp(query)` of an override. A key's age is its oldest series'.
+
+    Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
+    read with whole-list operations (`_at_once`); any other is read series by series."""
+    found = _at_once(family, answer, cards, workloads)
+    return found if found is not None else _each(family, answer, cards, workloads)
+
+
+def _keys(
+    family: Resolved, labels: list[dict[str, str]], cards: CardIndex, w: WorkloadIndex
+) -> list[str | None]:
+    target = family.family.target
+    if target == "gpu":
+        keys: list[str | None] = [lb.get("UUID") for lb in labels]
+        if not cards.uuids.issuperset(keys):  # a series without a known UUID: by its slot
+            keys = [
+                k if k in cards.uuids else cards.key(lb) for k, lb in zip(keys, labels, strict=True)
+            ]
+        return keys
+    return list(map(w.key if target == "workload" else w.pool_key, labels))
+
+
+def _at_once(
+    family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
+) -> Readings | None:
+    """The answer as the default queries give it — timestamp series first, all with the same
+    label names, every value series carrying them — read with list operations that run in C.
+    None when it is not so shaped: `_each` then reads it series by series."""
+    if not answer.series:
+        return None
+    # Comprehensions, not map(methodcaller) or zip(*…): measured twice as fast on CPython 3.11.
+    series = answer.series
+    every = [labels for labels, _ in series]
+    raws = [raw for _, raw in series]
+    parts = [labels.get(PART) for labels in every]
+    stamped = parts.count("t")
+    if parts.count("v") + stamped != len(parts) or "v" in parts[:stamped]:
+        return None
+    labels_v, raws_v = every[stamped:], raws[stamped:]
+    if not stamped:
+        stamps: list[float | None] = [None] * len(labels_v)
+    else:
+        first = every[0].keys()
+        if [1 for labels in every[1:stamped] if labels.keys() != first]:
+            return None  # timestamp series of several kinds
+        slot = _slot(tuple(sorted(n for n in first if n != PART)))
+        by: dict[object, float] = {}
+        for at, raw in zip(map(slot, every[:stamped]), raws[:stamped], strict=True):
+            old = by.get(at)
+            by[at] = raw if old is None or raw < old else old
+        try:
+            stamps = list(map(by.get, map(slot, labels_v)))
+        except KeyError:  # a value series without the labels that date it
+            return None
+    out = Readings()
+    values: dict[str, float]
+    oldest: dict[str, float | None]
+    keys = _keys(family, labels_v, cards, workloads)
+    if None in keys:
+        out.unmatched = keys.count(None)
+    if [1 for labels in labels_v if UNIFIED_LABEL in labels]:
+        out.marked = {
+            k for k, lb in zip(keys, labels_v, strict=True) if k is not None and UNIFIED_LABEL in lb
+        }
+    scale, summed = family.family.scale, family.family.aggregate == "sum"
+    if not out.unmatched and len(set(keys)) == len(keys) and not any(map(math.isnan, raws_v)):
+        # One series per card: the common case of DCGM, no combining to do.
+        named = cast("list[str]", keys)  # no None among them: none is unmatched
+        scaled = raws_v if scale == 1 else map(scale.__mul__, raws_v)
+        values = dict(zip(named, scaled, strict=True))
+        oldest = dict(zip(named, stamps, strict=True))
+    else:
+        values, oldest = {}, {}
+        for key, raw, stamp in zip(keys, raws_v, stamps, strict=True):
+            if key is None:
+                continue
+            if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests)
+                out.no_data.add(key)
+                continue
+            _combine(values, key, raw * scale, summed)
+            if stamp is not None:
+                old = oldest.get(key)
+                if old is None or stamp < old:
+                    oldest[key] = stamp
+    out.values = values
+    # An age per sample time, not per key: the series of one scrape target share theirs.
+    evaluated = answer.evaluated_at
+    age_of: dict[float | None, float] = {
+        t: max(0.0, evaluated - t) for t in set(oldest.values()) if t is not None
+    }
+    age_of[None] = 0.0
+    if oldest.keys() == values.keys():
+        out.ages = dict(zip(oldest, map(age_of.__getitem__, oldest.values()), strict=True))
+    else:
+        stamp_of = oldest.get
+        out.ages = {key: age_of[stamp_of(key)] for key in values}
+    out.no_data -= values.keys()
+    return out
+
+
+def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex) -> Readings:
+    """`collect` for an answer of any shape, series by series."""
     target = family.family.target
     if target == "gpu":
         keyer = cards.key
@@ -146,62 +272,65 @@ def collect(
     out = Readings()
     values = out.values
     scale = family.family.scale
-    stamped: dict[tuple[str, ...], dict[tuple[str | None, ...], float]] = {}
-    stamps: dict[str, float] = {}
-    dated: list[tuple[str, dict[str, str]]] = []
-    """Value series read before any timestamp series: dated once all are in."""
+    groups: dict[tuple[str, ...], tuple[Slot, dict[object, float]]] = {}
+    """Timestamp series by the names of their labels: how to slot a series, stamp per slot."""
+    oldest: dict[str, float] = {}
+    read_values = False
     for labels, raw in answer.series:
         if labels.get(PART) == "t":
+            if read_values:
+                # Prometheus answers an `or`'s left side first, so timestamps come first; if not,
+                # the answer is read again in that order (what dates a series must come first).
+                ordered = sorted(answer.series, key=lambda s: s[0].get(PART) != "t")
+                return _each(family, Vector(answer.evaluated_at, ordered), cards, workloads)
             names = tuple(sorted(n for n in labels if n != PART))
-            by = stamped.setdefault(names, {})
-            slot = tuple(labels[n] for n in names)
+            group = groups.get(names)
+            if group is None:
+                group = groups[names] = (_slot(names), {})
+            by = group[1]
+            slot = group[0](labels)
             old = by.get(slot)
             by[slot] = raw if old is None or raw < old else old
             continue
         # The common case first: a DCGM series whose UUID is a card of the observation.
         key = labels.get("UUID")
-        if key not in uuids:
+        if key is None or key not in uuids:
             key = keyer(labels)
-        if key is None:
-            out.unmatched += 1
-            continue
-        if math.isnan(raw):
+            if key is None:
+                out.unmatched += 1
+                continue
+        if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests), cheaper than isnan
             out.no_data.add(key)
             continue
         if UNIFIED_LABEL in labels:
             out.marked.add(key)
-        if stamped:
-            _date(stamps, stamped, key, labels)
-        else:
-            dated.append((key, labels))
-        value = raw * scale
-        old_value = values.get(key)
-        if old_value is None:
-            values[key] = value
-        elif summed:
-            values[key] = old_value + value
-        elif value > old_value:
-            values[key] = value
-    for key, labels in dated:
-        _date(stamps, stamped, key, labels)
+        read_values = True
+        # The oldest sample among the timestamp series that carry this series' labels.
+        for slot, by in groups.values():
+            try:
+                stamp = by.get(slot(labels))
+            except KeyError:
+                continue  # it lacks one of these labels: not dated by them
+            if stamp is not None:
+                old = oldest.get(key)
+                if old is None or stamp < old:
+                    oldest[key] = stamp
+        _combine(values, key, raw * scale, summed)
     evaluated = answer.evaluated_at
-    ages = out.ages
-    for key in values:
-        stamp = stamps.get(key)
-        ages[key] = 0.0 if stamp is None else max(0.0, evaluated - stamp)
+    out.ages = {
+        key: 0.0 if (stamp := oldest.get(key)) is None else max(0.0, evaluated - stamp)
+        for key in values
+    }
     out.no_data -= values.keys()
     return out
 
 
-def _date(
-    stamps: dict[str, float],
-    stamped: dict[tuple[str, ...], dict[tuple[str | None, ...], float]],
-    key: str,
-    labels: dict[str, str],
-) -> None:
-    """Date `key` by the timestamp series that carry this value series' labels (the oldest)."""
-    for names, by in stamped.items():
-        stamp = by.get(tuple(map(labels.get, names)))
-        if stamp is not None:
-            old = stamps.get(key)
-            stamps[key] = stamp if old is None or stamp < old else old
+def _combine(values: dict[str, float], key: str, value: float, summed: bool) -> None:
+    """Another series of `key`: added (the replicas' waiting requests), or the larger kept."""
+    old = values.get(key)
+    if old is None:
+        values[key] = value
+    elif summed:
+        values[key] = old + value
+    elif value > old:
+        values[key] = value

@@ -11,7 +11,9 @@ Names come from the exporters themselves: the DCGM exporter (`DCGM_FI_DEV_*`, la
 device, modelName, Hostname and the workload's pod/namespace/container), vLLM (`vllm:*`, which a
 Prometheus that negotiated OpenMetrics with prometheus-client may store as `vllm_*`: both are
 matched), SGLang (`sglang:*`) and the Gateway API inference extension's endpoint picker that
-llm-d runs (`inference_pool_*`, labelled with the InferencePool's `name`).
+llm-d runs (`inference_pool_*`, labelled with the InferencePool's `name`), and Kueue's job queues
+(`kueue_local_queue_pending_workloads`, labelled with the LocalQueue's `name`: a render or batch
+workload's jobs waiting, which no serving engine reports).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from tools.metrics.prometheus.settings import PrometheusSettings
 
-Target = Literal["gpu", "workload", "inference_pool"]
+Target = Literal["gpu", "workload", "inference_pool", "job_queue"]
 Aggregate = Literal["sum", "max"]
 PART = "steward_part"
 """The label that tells a family's value series from its timestamp series in one answer."""
@@ -41,7 +43,8 @@ class Family(BaseModel):
     target: Target
     field: str
     """The `Gpu` or `Workload` field it fills (memory_free_bytes: with used, the card's total;
-    epp_queue: the queue of a workload no engine series covers)."""
+    epp_queue: the queue of a workload no engine series covers; jobs_waiting: the jobs waiting
+    for a batch workload, from its job queue)."""
     query: str
     timestamp: str
     aggregate: Aggregate = "sum"
@@ -123,6 +126,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TOKENS}"}}))',
     ),
     _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
+    _gauge("jobs_waiting", "job_queue", "jobs_waiting", "kueue_local_queue_pending_workloads"),
 )
 FAMILIES: dict[str, Family] = {f.name: f for f in FAMILY_LIST}
 

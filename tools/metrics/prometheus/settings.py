@@ -8,6 +8,8 @@ refused when the settings are loaded, so a typo never silently keeps the default
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.metrics.prometheus.queries import FAMILIES
@@ -32,6 +34,11 @@ class PrometheusSettings(BaseModel):
     """Per family: a PromQL expression replacing the default (`{window}` is substituted)."""
     timestamps: dict[str, str] = {}
     """Per family: a PromQL expression whose values are the sample times of its series."""
+    evaluate_at: Literal["prometheus", "observation"] = "prometheus"
+    """When the queries are evaluated: `prometheus`, Prometheus's own now (a real cluster: a
+    clock skew between the hosts then changes nothing); `observation`, the observation's time
+    (`time=`), for a cluster whose clock is not the wall clock — the twin advanced tick by tick,
+    whose exporters stamp their samples with its simulated time."""
     parallel: int = Field(default=4, ge=1, le=32)
     """Queries in flight at once."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,7 +22,8 @@ from tools.metrics.prometheus.client import (
     QueryRefused,
     Vector,
 )
-from tools.metrics.prometheus.join import CardIndex, Readings, WorkloadIndex, collect
+from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
+from tools.metrics.prometheus.join import CardIndex, WorkloadIndex, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.model import ClusterState, Gpu, Metric, Node, Workload, new_version, trusted
@@ -46,99 +46,6 @@ class TickReport(BaseModel):
     failed: dict[str, str] = {}
 
 
-def _metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
-    return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
-
-
-_METRIC_FIELDS = set(Metric.model_fields)
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _fresh(value: float, at: datetime, source: str) -> Metric:
-    """`_metric(value, "fresh", at, source)` inlined: the join makes one per card and family."""
-    obj = _new(Metric)
-    _set(obj, "__dict__", {"value": value, "status": "fresh", "observed_at": at, "source": source})
-    _set(obj, "__pydantic_fields_set__", _METRIC_FIELDS)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
-
-class _Field:
-    """One model field's readings this tick, made into `Metric`s only when asked for.
-
-    `get(key)` answers the override of a key (a stale carry, no data in the window), else its
-    reading of this tick, fresh or stale by its age, else `default` (why there is none). A
-    field that failed this tick answers from `previous` — the last one that did not — stale."""
-
-    def __init__(
-        self,
-        default: Metric,
-        *,
-        readings: Readings | None = None,
-        now: datetime | None = None,
-        source: str = "",
-        bound: float = 0.0,
-        previous: _Field | None = None,
-    ) -> None:
-        self.by_key: dict[str, Metric] = {}
-        self.default = default
-        self.readings = readings
-        self.now = now
-        self.source = source
-        self.marked_source = f"{source} (unified memory: host memory)"
-        self.bound = bound
-        self.previous = previous
-        self.carried: dict[str, tuple[float, datetime]] = {}
-        """Keys whose series went away: their last value and its time (kept stale)."""
-        self._times: dict[float, datetime] = {}
-        """Series scraped together share their age: one datetime per age, not per series."""
-
-    def at(self, age: float) -> datetime:
-        found = self._times.get(age)
-        if found is None:
-            assert self.now is not None
-            found = self._times[age] = self.now - timedelta(seconds=age)
-        return found
-
-    def value(self, key: str) -> float | None:
-        readings = self.readings
-        return None if readings is None else readings.values.get(key)
-
-    def last(self, key: str) -> tuple[float, datetime] | None:
-        """This field's reading of `key` (value, time), if it has one."""
-        value = self.value(key)
-        if value is not None:
-            assert self.readings is not None
-            return value, self.at(self.readings.ages[key])
-        return self.carried.get(key)
-
-    def get(self, key: str) -> Metric:
-        found = self.by_key.get(key)
-        if found is not None:
-            return found
-        readings = self.readings
-        if readings is not None:
-            value = readings.values.get(key)
-            if value is not None:
-                age = readings.ages[key]
-                if age > self.bound:
-                    return _metric(
-                        value,
-                        "stale",
-                        self.at(age),
-                        f"{self.source}: sample {age:.0f} s old (bound {self.bound:g} s)",
-                    )
-                marked = key in readings.marked
-                return _fresh(value, self.at(age), self.marked_source if marked else self.source)
-        if self.previous is not None:
-            last = self.previous.last(key)
-            if last is not None:
-                return _metric(last[0], "stale", last[1], self.default.source)
-        return self.default
-
-
 class PrometheusSource:
     """The Prometheus HTTP API as a `MetricSource` (name "prometheus")."""
 
@@ -154,7 +61,7 @@ class PrometheusSource:
         self.families: list[Resolved] = resolve(settings)
         self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
         self._workloads = WorkloadIndex()
-        self._last: dict[str, _Field] = {}
+        self._last: dict[str, FieldReadings] = {}
         """Per family: the readings of the last tick that answered."""
         self.last_tick: TickReport | None = None
         self._unmatched = 0
@@ -169,12 +76,12 @@ class PrometheusSource:
 
         return check_queries(self.settings, self.client)
 
-    def ask(self) -> dict[str, Answer]:
-        """Every family's answer for this tick."""
+    def ask(self, at: float | None = None) -> dict[str, Answer]:
+        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now)."""
 
         def one(family: Resolved) -> Answer:
             try:
-                return self.client.query(family.combined)
+                return self.client.query(family.combined, at)
             except PrometheusUnavailable as exc:
                 return f"unreachable: {exc}"
             except QueryRefused as exc:
@@ -193,7 +100,8 @@ class PrometheusSource:
     def read(self, state: ClusterState) -> ClusterState:
         """The observation with this source's readings merged in."""
         start = time.perf_counter()
-        answers = self.ask()
+        at = state.observed_at.timestamp() if self.settings.evaluate_at == "observation" else None
+        answers = self.ask(at)
         asked = time.perf_counter()
         merged = self.merge(state, answers)
         done = time.perf_counter()
@@ -217,35 +125,43 @@ class PrometheusSource:
         cards = CardIndex(state)
         self._workloads.refresh(state)
         self._unmatched = 0
-        fields: dict[str, _Field] = {}
+        shared = Shared()
+        fields: dict[str, FieldReadings] = {}
         for family in self.families:
             answer = answers.get(family.name, "not asked")
-            fields[family.family.field] = self._field(family, answer, state, cards)
-        nodes = self._nodes(state, fields)
+            fields[family.family.field] = self._field(family, answer, state, cards, shared)
+        nodes = self._nodes(state, fields, shared, cards)
         workloads = self._workloads_with(state, fields)
         return state.model_copy(update={"nodes": nodes, "workloads": workloads})
 
     def _field(
-        self, family: Resolved, answer: Answer, state: ClusterState, cards: CardIndex
-    ) -> _Field:
+        self,
+        family: Resolved,
+        answer: Answer,
+        state: ClusterState,
+        cards: CardIndex,
+        shared: Shared,
+    ) -> FieldReadings:
         name = family.name
         source = f"prometheus:{name}"
         before = self._last.get(name)
         if isinstance(answer, str):
             # The last good readings, stale, with this tick's reason; missing where none.
-            return _Field(_metric(None, "missing", None, f"{source}: {answer}"), previous=before)
+            why = f"{source}: {answer}"
+            return FieldReadings(metric(None, "missing", None, why), previous=before)
         readings = collect(family, answer, cards, self._workloads)
         self._unmatched += readings.unmatched
-        out = _Field(
-            _metric(None, "missing", None, f"{source}: no series"),
+        out = FieldReadings(
+            metric(None, "missing", None, f"{source}: no series"),
             readings=readings,
             now=state.observed_at,
             source=source,
             bound=self.settings.staleness_s,
+            shared=shared,
         )
-        no_data = _metric(None, "missing", None, f"{source}: no data in the window")
+        no_data = metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
-            out.by_key[key] = no_data
+            out.override(key, no_data)
         if before is not None:
             # A series that was there and is gone (its target stopped answering, a staleness
             # marker) leaves the last reading stale, while its card or workload is observed.
@@ -256,39 +172,48 @@ class PrometheusSource:
                 last = before.last(key)
                 if key in present and last is not None:
                     out.carried[key] = last
-                    out.by_key[key] = _metric(last[0], "stale", last[1], gone)
+                    out.override(key, metric(last[0], "stale", last[1], gone))
         self._last[name] = out
         return out
 
-    def _nodes(self, state: ClusterState, fields: dict[str, _Field]) -> tuple[Node, ...]:
+    def _nodes(
+        self,
+        state: ClusterState,
+        fields: dict[str, FieldReadings],
+        shared: Shared,
+        cards: CardIndex,
+    ) -> tuple[Node, ...]:
+        """Every card with its readings: one lookup per card and field, the rest shared."""
+        uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
         plain = [
-            (f, fields[f]) for f in ("utilization", "memory_used_bytes", "power_w") if f in fields
+            (f, found.every(uuids, cards.uuids))
+            for f in ("utilization", "memory_used_bytes", "power_w")
+            if (found := fields.get(f)) is not None
         ]
         used, free = fields.get("memory_used_bytes"), fields.get("memory_free_bytes")
         if not plain and free is None:
             return state.nodes
+        total = _Totals(free, shared) if used is not None and free is not None else None
         nodes: list[Node] = []
         for node in state.nodes:
             gpus: list[Gpu] = []
             for gpu in node.gpus:
                 uuid = gpu.uuid
-                values: dict[str, object] = {
-                    **gpu.__dict__,
-                    **{name: found.get(uuid) for name, found in plain},
-                }
-                if used is not None and free is not None:
-                    used_now = values["memory_used_bytes"]
-                    assert isinstance(used_now, Metric)
-                    values["memory_total_bytes"] = _total(used_now, free, uuid)
+                values = gpu.__dict__.copy()
+                for name, readings in plain:
+                    values[name] = readings[uuid]
+                if total is not None:
+                    values["memory_total_bytes"] = total.of(values["memory_used_bytes"], uuid)
                 gpus.append(trusted(Gpu, values))
             # New readings, a new version: what is derived from the node is worked out again.
-            nodes.append(
-                trusted(Node, {**node.__dict__, "gpus": tuple(gpus), "version": new_version()})
-            )
+            values = node.__dict__.copy()
+            values["gpus"] = tuple(gpus)
+            values["version"] = new_version()
+            nodes.append(trusted(Node, values))
         return tuple(nodes)
 
     def _workloads_with(
-        self, state: ClusterState, fields: dict[str, _Field]
+        self, state: ClusterState, fields: dict[str, FieldReadings]
     ) -> tuple[Workload, ...]:
         names = (
             "queue_depth",
@@ -299,8 +224,8 @@ class PrometheusSource:
             "tokens_per_s",
         )
         present = [(n, fields[n]) for n in names if n in fields]
-        epp = fields.get("epp_queue")
-        if not present and epp is None:
+        epp, jobs = fields.get("epp_queue"), fields.get("jobs_waiting")
+        if not present and epp is None and jobs is None:
             return state.workloads
         out: list[Workload] = []
         for workload in state.workloads:
@@ -311,34 +236,59 @@ class PrometheusSource:
                 average = epp.get(workload.name)
                 if average.value is not None:
                     values["queue_depth"] = _from_pool(average, workload)
+            if jobs is not None and not values["queue_depth"].usable:
+                waiting = jobs.get(workload.name)
+                if waiting.value is not None:
+                    values["queue_depth"] = waiting  # a job queue's, not an engine's
             values["version"] = new_version()
             out.append(trusted(Workload, values))
         return tuple(out)
 
 
-def _total(used: Metric, free: _Field, uuid: str) -> Metric:
-    """The card's memory as used + free, as trusted as the less trusted of the two."""
-    free_value = free.value(uuid)
-    stale = False
-    if free_value is None:
-        last = free.last(uuid)
-        if last is None and free.previous is not None:
-            last = free.previous.last(uuid)
-        if last is None:
-            return free.get(uuid) if used.value is not None else used  # it says why
-        free_value, stale = last[0], True
-    if used.value is None or used.observed_at is None:
-        return used
-    if stale or used.status != "fresh":
-        return _metric(used.value + free_value, "stale", used.observed_at, used.source)
-    return _fresh(used.value + free_value, used.observed_at, used.source)
+class _Totals:
+    """A card's memory as used + free, as trusted as the less trusted of the two (shared like
+    any reading: the cards of one model have the same total)."""
+
+    def __init__(self, free: FieldReadings, shared: Shared) -> None:
+        self.free = free
+        self.values = free.readings.values if free.readings is not None else {}
+        self.shared = shared
+        self.made: dict[tuple[int, float], Metric] = {}
+        """By the used reading's identity (alive all tick, so never reused) and the free value."""
+
+    def of(self, used: Metric, uuid: str) -> Metric:
+        free_value = self.values.get(uuid)
+        if free_value is not None and used.status == "fresh" and used.value is not None:
+            # The common case, shared by the used reading (itself shared) and the free value.
+            key = (id(used), free_value)
+            found = self.made.get(key)
+            if found is None:
+                assert used.observed_at is not None
+                found = self.made[key] = self.shared.fresh(
+                    used.value + free_value, used.observed_at, used.source
+                )
+            return found
+        stale = False
+        if free_value is None:
+            free = self.free
+            last = free.last(uuid)
+            if last is None and free.previous is not None:
+                last = free.previous.last(uuid)
+            if last is None:
+                return free.get(uuid) if used.value is not None else used  # it says why
+            free_value, stale = last[0], True
+        if used.value is None or used.observed_at is None:
+            return used
+        if stale or used.status != "fresh":
+            return metric(used.value + free_value, "stale", used.observed_at, used.source)
+        return self.shared.fresh(used.value + free_value, used.observed_at, used.source)
 
 
 def _from_pool(average: Metric, workload: Workload) -> Metric:
     """The endpoint picker's average queue of the pool, times the workload's ready replicas."""
     assert average.value is not None
     total = average.value * max(workload.ready_replicas, 1)
-    return _metric(
+    return metric(
         total,
         average.status,
         average.observed_at,

@@ -1,0 +1,81 @@
+"""The twin's exporters: its simulated cards as a DCGM exporter and its serving engines as vLLM,
+in the Prometheus text format, for a real Prometheus to scrape.
+
+`GET /twin/exporters/dcgm/metrics` answers every card as the DCGM exporter does
+(`DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname}`, and the `pod`/`namespace`/
+`container` of the workload it serves); `GET /twin/exporters/engines/metrics` answers one vLLM
+engine per ready replica, labelled with the replica's real pod name and namespace (the labels a
+scrape through Kubernetes service discovery adds; one endpoint serves all pods, so it writes them
+itself: scrape it with `honor_labels: true`), and the endpoint picker's
+`inference_pool_average_queue_size`; `GET /twin/exporters/kueue/metrics` answers the jobs
+waiting for each render or batch workload as Kueue's LocalQueue metric
+(`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition writes them all.
+
+Every sample carries the twin's simulated time (plus `sample_offset_s`), not the time Prometheus
+scrapes it: a twin advanced tick by tick runs faster than the wall clock, and only its own clock
+says when a reading was taken. Counters and histograms advance once per simulated instant, so
+`rate()` over them is per simulated second. docs/metrics.md says how to point Prometheus at it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from evals.twin.mirror import pod_names
+from tools.metrics.exposition import CONTENT_TYPE, EngineExporter, card_lines, queue_lines, render
+from tools.model import ClusterState
+
+if TYPE_CHECKING:
+    from evals.twin.server import Twin
+
+
+class Exporters:
+    """The twin's DCGM and vLLM endpoints (see the module docstring)."""
+
+    def __init__(self, twin: Twin, sample_offset_s: float = 0.0) -> None:
+        self.twin = twin
+        self.sample_offset_s = sample_offset_s
+        """Added to each sample's simulated time: 0 for a Prometheus that queries at the
+        simulated time; the wall clock minus the simulated one to place the samples now."""
+        self.engines = EngineExporter(namespace=twin.namespace, epp=True, pods=self._pod)
+        self._at: datetime | None = None
+        self._state: ClusterState | None = None
+
+    def _pod(self, workload: str, index: int) -> str:
+        spec = self.twin.sim.engine.specs.get(workload)
+        return f"{workload}-{index}" if spec is None else pod_names(spec, index)[0]
+
+    def observe(self) -> ClusterState:
+        """The simulator's observation of now; the engines' counters advance once per instant."""
+        now = self.twin.sim.now
+        if self._state is None or now != self._at:
+            state = self.twin.sim.observe()
+            self.engines.update(state)
+            self._at, self._state = now, state
+        return self._state
+
+    def _stamp(self, state: ClusterState) -> datetime:
+        return state.observed_at + timedelta(seconds=self.sample_offset_s)
+
+    async def dcgm(self, _request: web.Request) -> web.Response:
+        state = self.observe()
+        body = render(card_lines(state, self.twin.namespace, self._pod), self._stamp(state))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    async def vllm(self, _request: web.Request) -> web.Response:
+        state = self.observe()
+        body = render(self.engines.lines(), self._stamp(state))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    async def kueue(self, _request: web.Request) -> web.Response:
+        state = self.observe()
+        body = render(queue_lines(state, self.twin.namespace), self._stamp(state))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_get("/twin/exporters/dcgm/metrics", self.dcgm)
+        app.router.add_get("/twin/exporters/engines/metrics", self.vllm)
+        app.router.add_get("/twin/exporters/kueue/metrics", self.kueue)

@@ -1,0 +1,53 @@
+"""The twin's exporters speak as DCGM and vLLM do: a card's series carry its UUID, host and
+index, an engine's the name of a pod the API lists, a job queue its workload's name, and every
+sample the simulated time."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from agent.daemon.day import default_day
+from evals.twin.server import Twin
+from tools.backends.sim import SimCluster
+
+SAMPLE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+) (?P<ms>\d+)$")
+
+
+def _samples(body: str) -> list[tuple[str, dict[str, str], int]]:
+    out = []
+    for line in body.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        found = SAMPLE.match(line)
+        assert found is not None, line
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', found["labels"]))
+        out.append((found["name"], labels, int(found["ms"])))
+    return out
+
+
+def test_cards_and_engines_are_exported_under_real_names_at_the_simulated_time() -> None:
+    with Twin(SimCluster(default_day())) as twin:
+        twin.advance(15 * 45)  # burst-llm has borrowed render-1's cards by now
+        now_ms = round(twin.call(lambda: twin.sim.now).timestamp() * 1000)
+        cards = _samples(httpx.get(f"{twin.url}/twin/exporters/dcgm/metrics").text)
+        engines = _samples(httpx.get(f"{twin.url}/twin/exporters/engines/metrics").text)
+        queues = _samples(httpx.get(f"{twin.url}/twin/exporters/kueue/metrics").text)
+        observed = twin.call(twin.sim.observe)
+        render = observed.workload("render")
+        pods = {
+            p["metadata"]["name"]
+            for p in httpx.get(f"{twin.url}/api/v1/namespaces/default/pods").json()["items"]
+        }
+        uuids = {g.uuid: (n.name, g.index) for n in observed.nodes for g in n.gpus}
+    util = [labels for name, labels, _ in cards if name == "DCGM_FI_DEV_GPU_UTIL"]
+    assert {(lb["UUID"], lb["Hostname"], int(lb["gpu"])) for lb in util} == {
+        (u, host, i) for u, (host, i) in uuids.items()
+    }
+    waiting = [labels for name, labels, _ in engines if name == "vllm:num_requests_waiting"]
+    assert waiting and all(lb["pod"] in pods and lb["namespace"] == "default" for lb in waiting)
+    assert any(name == "inference_pool_average_queue_size" for name, _, _ in engines)
+    assert render is not None and render.queue_depth.usable
+    assert [(lb["name"], lb["namespace"]) for _, lb, _ in queues] == [("render", "default")]
+    assert {ms for _, _, ms in cards + engines + queues} == {now_ms}

@@ -1,0 +1,154 @@
+"""`FieldReadings`: one model field's readings of one tick, as the `Metric`s the join hands out.
+
+A family's answer (tools.metrics.prometheus.join.Readings: a value and an age per card UUID or
+workload name) becomes one `Metric` per key — fresh, or stale by its age — made in one pass
+over the keys, so that building the observation is a dictionary lookup per card and field.
+Readings that say the same thing share one `Metric` (they are immutable): a scrape target's
+series share their sample time, so every card of a node at 100 % utilization, or every card of
+one model with the same total memory, is the same object — a fleet's tick makes thousands of
+readings, not tens of thousands. A field whose family failed this tick answers from the last one
+that did not, stale; a key with nothing at all answers the field's default (why there is none).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from tools.metrics.prometheus.join import Readings
+from tools.model import Metric, trusted
+
+
+def metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
+    return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
+
+
+def fresh(value: float, at: datetime, source: str) -> Metric:
+    """`metric(value, "fresh", at, source)`: the hot path of a tick's join."""
+    return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
+
+
+class Shared:
+    """Fresh readings of one tick, one object per (value, time, source)."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[tuple[datetime, str], dict[float, Metric]] = {}
+        """Per (time, source): the readings made, by value."""
+
+    def bucket(self, at: datetime, source: str) -> dict[float, Metric]:
+        found = self.buckets.get((at, source))
+        if found is None:
+            found = self.buckets[(at, source)] = {}
+        return found
+
+    def fresh(self, value: float, at: datetime, source: str) -> Metric:
+        bucket = self.bucket(at, source)
+        found = bucket.get(value)
+        if found is None:
+            found = bucket[value] = fresh(value, at, source)
+        return found
+
+
+class FieldReadings:
+    """One model field's readings this tick (see the module docstring).
+
+    `metrics` holds a `Metric` for every key this tick has something to say about: a reading,
+    fresh or stale by its age; no data in the window; a series gone since the last tick (its
+    last value, stale). `get(key)` answers those, else the last tick's reading stale (when this
+    tick's family failed), else `default`."""
+
+    def __init__(
+        self,
+        default: Metric,
+        *,
+        readings: Readings | None = None,
+        now: datetime | None = None,
+        source: str = "",
+        bound: float = 0.0,
+        previous: FieldReadings | None = None,
+        shared: Shared | None = None,
+    ) -> None:
+        self.default = default
+        self.readings = readings
+        self.source = source
+        self.previous = previous
+        self.carried: dict[str, tuple[float, datetime]] = {}
+        """Keys whose series went away: their last value and its time (kept stale)."""
+        self.times: dict[float, datetime] = {}
+        """Series scraped together share their age: one datetime per age, not per series."""
+        self.metrics: dict[str, Metric] = {}
+        if readings is not None:
+            assert now is not None
+            self._make(readings, now, bound, shared or Shared())
+
+    def _make(self, readings: Readings, now: datetime, bound: float, shared: Shared) -> None:
+        source, marked, ages = self.source, readings.marked, readings.ages
+        times = self.times
+        for age in set(ages.values()):  # one per scrape target, not per card
+            times[age] = now - timedelta(seconds=age)
+        out = self.metrics
+        if marked or (ages and max(ages.values()) > bound):
+            self._make_each(readings, bound, shared)
+            return
+        last: datetime | None = None
+        bucket: dict[float, Metric] = {}
+        for key, value in readings.values.items():
+            # Shared.fresh inlined: once per card and family, every one fresh. A target's
+            # series come together, so the bucket of their time rarely changes.
+            at = times[ages[key]]
+            if at is not last:
+                bucket, last = shared.bucket(at, source), at
+            found = bucket.get(value)
+            if found is None:
+                found = bucket[value] = fresh(value, at, source)
+            out[key] = found
+
+    def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
+        """`_make` where some readings are stale or marked as taken from host memory."""
+        source, marked = self.source, readings.marked
+        marked_source = f"{source} (unified memory: host memory)"
+        for key, value in readings.values.items():
+            age = readings.ages[key]
+            at = self.times[age]
+            if age > bound:
+                why = f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
+                self.metrics[key] = metric(value, "stale", at, why)
+            else:
+                said = marked_source if key in marked else source
+                self.metrics[key] = shared.fresh(value, at, said)
+
+    def value(self, key: str) -> float | None:
+        readings = self.readings
+        return None if readings is None else readings.values.get(key)
+
+    def last(self, key: str) -> tuple[float, datetime] | None:
+        """This field's reading of `key` (value, time), if it has one."""
+        readings = self.readings
+        if readings is not None:
+            value = readings.values.get(key)
+            if value is not None:
+                return value, self.times[readings.ages[key]]
+        return self.carried.get(key)
+
+    def every(self, keys: list[str], known: set[str]) -> dict[str, Metric]:
+        """`get` of each of `keys` (the set of them: `known`), as one dictionary — the readings
+        themselves when none is missing."""
+        found = self.metrics
+        if len(found) == len(known) and found.keys() == known:
+            return found
+        return {**{key: self.missing(key) for key in keys if key not in found}, **found}
+
+    def get(self, key: str) -> Metric:
+        found = self.metrics.get(key)
+        return found if found is not None else self.missing(key)
+
+    def missing(self, key: str) -> Metric:
+        """What a key without a reading this tick gets: its last one stale, else the default."""
+        if self.previous is not None:
+            last = self.previous.last(key)
+            if last is not None:
+                return metric(last[0], "stale", last[1], self.default.source)
+        return self.default
+
+    def override(self, key: str, found: Metric) -> None:
+        """No data in the window, or a series gone: this says so instead of a reading."""
+        self.metrics[key] = found
