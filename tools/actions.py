@@ -201,13 +201,30 @@ def action_descriptions() -> dict[str, str]:
     return {type_tag(m): (m.__doc__ or "").strip().splitlines()[0] for m in ACTION_TYPES}
 
 
+RATIONALE_MAX = 8000
+"""Characters of a plan's rationale at most (it is logged with every decision)."""
+
+
+def joined_notes(notes: list[str], limit: int = RATIONALE_MAX) -> str:
+    """Notes joined into a rationale that fits `limit`: as many as fit, in order, then how many
+    more were left out (a 1,000-node fleet can hold hundreds of workloads with a note each)."""
+    text = ""
+    for i, note in enumerate(notes):
+        more = f"; … and {len(notes) - i} more note(s)"
+        candidate = f"{text}; {note}" if text else note
+        if len(candidate) + len(more) > limit:
+            return (text + more) if text else more.removeprefix("; ")
+        text = candidate
+    return text
+
+
 class Plan(BaseModel):
     """An ordered list of actions a planner proposes, with the reasoning behind it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     actions: tuple[Action, ...] = ()
-    rationale: str = Field(default="", max_length=8000)
+    rationale: str = Field(default="", max_length=RATIONALE_MAX)
     planner: str = "rules"
     model: str | None = None
     """The LLM that wrote the plan, if one did."""

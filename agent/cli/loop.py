@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import ValidationError
 
 from agent.approvals.inbox import PendingDecision
 from agent.chatops.access import with_slack_approvers
@@ -406,6 +407,8 @@ def bench_loop(
 
     try:
         figures = bench_figures(nodes, runs, churn)
+    except ValidationError:
+        raise  # a defect of the loop, not of the option: shown as it is
     except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
         fail(f"--churn: {exc}")
     if json_out:

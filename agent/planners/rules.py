@@ -38,7 +38,7 @@ from agent.loop.assess import AssessSettings, is_hot
 from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from policies.model import Policy
-from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload
+from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload, joined_notes
 from tools.model import ClusterState, ReplicaPlacement, Workload
 from tools.modes import AdviceSettings, demand_from_state, rotation_gain
 from tools.placement import node_capacity, pick_node, pick_nodes
@@ -159,7 +159,7 @@ class RulesPlanner:
                 )
             else:
                 notes.append(f"rotation to {signals.favoured_mode} held: {advice.reason}")
-        rationale = "; ".join(notes) if notes else ""
+        rationale = joined_notes(notes) if notes else ""
         if not actions and not rationale:
             rationale = "nothing to change"
         return Plan(actions=tuple(actions), rationale=rationale, planner=self.name)
