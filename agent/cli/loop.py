@@ -52,7 +52,8 @@ from tools.errors import InvalidInput, PermanentError
 
 if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
     from agent.chatops.service import SlackService
-    from agent.daemon.runtime import RunSummary, Runtime, TickReport
+    from agent.daemon.report import RunSummary, TickReport
+    from agent.daemon.runtime import Runtime
     from agent.daemon.telemetry import Telemetry
 
 PlannerOpt = Annotated[
@@ -269,7 +270,7 @@ class Progress:
     """One line on a terminal's stderr while the agent ticks: time, decisions, actions, waiting."""
 
     def __init__(self, limit: int | None) -> None:
-        from agent.daemon.runtime import RunSummary
+        from agent.daemon.report import RunSummary
 
         self.limit = limit
         self.summary = RunSummary()

@@ -27,7 +27,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol, runtime_checkable
@@ -46,6 +45,7 @@ from agent.daemon.catchup import catch_up
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
+from agent.daemon.report import RunSummary, TickReport
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
@@ -72,64 +72,6 @@ SAVE_EVERY_S = 1.0
 (and always at the end): what `steward status` shows of a running agent lags by up to this."""
 
 log = structlog.get_logger("steward.loop")
-
-
-@dataclass(frozen=True)
-class TickReport:
-    """What one tick did (for logs, tests and the CLI)."""
-
-    tick: int
-    decision_id: str
-    at: str
-    decided: bool
-    waiting: bool
-    actions: tuple[str, ...]
-    verdicts: tuple[str, ...]
-    executed: int
-    resumed: tuple[str, ...]
-    findings: tuple[str, ...]
-    seconds: float
-    in_progress: tuple[str, ...] = ()
-    """Decisions whose long action (a drain, a rotation) is still going on after this tick."""
-    standby: bool = False
-    """This replica did not lead: it observed and decided nothing."""
-    ran: tuple[str, ...] = ()
-    """Actions carried out during this tick, by any decision — this tick's, an approved one
-    resumed, a long one that ended — each once, as `<time> <action>`."""
-
-
-@dataclass
-class RunSummary:
-    """What a run's ticks did, summed up as they went."""
-
-    ticks: int = 0
-    decisions: int = 0
-    executed: int = 0
-    waiting: list[str] = dataclasses.field(default_factory=list)
-    """Decisions that stopped to wait for a human during this run."""
-    ran: list[str] = dataclasses.field(default_factory=list)
-    """The last actions carried out (at most RAN_KEPT), newest last."""
-    resumed: int = 0
-    standby_ticks: int = 0
-    in_progress: tuple[str, ...] = ()
-    first_at: str = ""
-    last_at: str = ""
-
-    def add(self, report: TickReport) -> None:
-        self.ticks += 1
-        self.decisions += int(report.decided)
-        self.executed += len(report.ran)
-        self.resumed += len(report.resumed)
-        self.standby_ticks += int(report.standby)
-        if report.waiting:
-            self.waiting.append(report.decision_id)
-        if report.ran:
-            self.ran = (self.ran + list(report.ran))[-RAN_KEPT:]
-        self.first_at = self.first_at or report.at
-        self.last_at = report.at or self.last_at
-
-
-RAN_KEPT = 20
 
 
 @runtime_checkable

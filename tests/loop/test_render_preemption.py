@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from agent.audit import Intent
-from agent.daemon.runtime import TickReport
+from agent.daemon.report import TickReport
 from tests.loop.conftest import open_runtime
 from tools.sim.demand import BurstArrivals, BurstDemand, RenderDemand
 from tools.sim.scenario import Scenario
