@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+import agent.cli.bench_loop  # noqa: F401 - registers `steward bench loop`
 import evals.bench.llm_prompt
 import evals.bench.metrics
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`

@@ -1,9 +1,9 @@
-"""`steward run`, `plan`, `pending`, `approve`, `deny` — and `steward bench loop`.
+"""`steward run` and `plan`.
 
 `run` is the unattended agent (agent/daemon/runtime.py). `plan` is the same decision made dry:
 observe, assess, plan, judge, print — nothing executed, nothing saved, one dry-run record in the
-log when the log is free to write. `pending` / `approve` / `deny` answer decisions that wait for
-a human; the running daemon (or the next `run`) resumes them.
+log when the log is free to write. Answers to waiting decisions are agent/cli/answers.py's;
+`steward bench loop` is agent/cli/bench_loop.py's.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
 from agent.approvals.inbox import PendingDecision
 from agent.chatops.access import with_slack_approvers
-from agent.cli import bench
-from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
@@ -383,36 +380,3 @@ def plan(
 def _notifier(settings: StewardConfig) -> Notifier:
     """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
     return notifier_for(settings.notifiers)
-
-
-@bench.app.command("loop")
-def bench_loop(
-    nodes: Annotated[
-        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
-    ] = 1000,
-    runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
-    churn: ChurnOpt = 0.05,
-    json_out: JsonOpt = False,
-    backend: BackendOpt = None,
-) -> None:
-    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
-    on observations parsed afresh from JSON with CHURN of the nodes changed per tick
-    (`--backend kubernetes`: the fleet served by the twin, through the official client, with
-    CHURN of the kubelets posting their status between ticks)."""
-    if backend not in (None, "sim", "kubernetes"):
-        fail(f"--backend {backend!r}: choose sim or kubernetes")
-    if backend == "kubernetes":
-        from evals.bench.kube_loop import bench_figures
-    else:
-        from evals.bench.loop import bench_figures
-
-    try:
-        figures = bench_figures(nodes, runs, churn)
-    except ValidationError:
-        raise  # a defect of the loop, not of the option: shown as it is
-    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
-        fail(f"--churn: {exc}")
-    if json_out:
-        emit_json(figures)
-        return
-    bench.print_figures(figures)

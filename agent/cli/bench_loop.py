@@ -1,0 +1,45 @@
+"""`steward bench loop`: one tick of the loop at fleet scale, and an idle homelab tick."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from agent.cli import bench
+from agent.cli.bench import ChurnOpt
+from agent.cli.common import BackendOpt, JsonOpt, emit_json, fail
+
+
+@bench.app.command("loop")
+def bench_loop(
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=20_000, help="Fleet size for the tick.")
+    ] = 1000,
+    runs: Annotated[int, typer.Option("--runs", min=5, help="Timed ticks per figure.")] = 50,
+    churn: ChurnOpt = 0.05,
+    json_out: JsonOpt = False,
+    backend: BackendOpt = None,
+) -> None:
+    """One tick of the loop with the rules planner on a fleet, and an idle homelab tick, each
+    on observations parsed afresh from JSON with CHURN of the nodes changed per tick
+    (`--backend kubernetes`: the fleet served by the twin, through the official client, with
+    CHURN of the kubelets posting their status between ticks)."""
+    if backend not in (None, "sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    if backend == "kubernetes":
+        from evals.bench.kube_loop import bench_figures
+    else:
+        from evals.bench.loop import bench_figures
+
+    try:
+        figures = bench_figures(nodes, runs, churn)
+    except ValidationError:
+        raise  # a defect of the loop, not of the option: shown as it is
+    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
+        fail(f"--churn: {exc}")
+    if json_out:
+        emit_json(figures)
+        return
+    bench.print_figures(figures)
