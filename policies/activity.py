@@ -13,7 +13,8 @@ have no request queue: a missing one is normal for them; a stale one is not.
 from __future__ import annotations
 
 from policies.model import Policy
-from tools.model import ClusterState, Derived, Metric, Node, Workload
+from tools.derived import Derived
+from tools.model import ClusterState, Metric, Node, Workload
 
 QUEUELESS_KINDS = frozenset({"render", "batch"})
 """Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""

@@ -42,7 +42,7 @@ from policies.rules import (
 )
 from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, ScaleWorkload
-from tools.model import ClusterState
+from tools.model import ClusterState, trusted
 
 __all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
 
@@ -235,11 +235,9 @@ class _Books:
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        verdict = _verdict(index, action, "deny", rule_ids, message + ".", instead)
-        times = [d.retry_at for d in denials]
-        if times and all(t is not None for t in times):
-            verdict = verdict.model_copy(update={"retry_at": max(t for t in times if t)})
-        return verdict
+        times = [d.retry_at for d in denials if d.retry_at is not None]
+        retry_at = max(times) if times and len(times) == len(denials) else None
+        return _verdict(index, action, "deny", rule_ids, message + ".", instead, retry_at=retry_at)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending
@@ -359,10 +357,12 @@ def _verdict(  # noqa: PLR0917 - one call shape, internal
     message: str,
     instead: Action | None = None,
     approvers: tuple[str, ...] = (),
+    retry_at: datetime | None = None,
 ) -> Verdict:
-    # A copy of a template is the cheapest way pydantic offers to build a trusted instance.
-    return _TEMPLATE.model_copy(
-        update={
+    # Every value is made here, of its declared type: nothing for validation to check.
+    return trusted(
+        Verdict,
+        {
             "index": index,
             "action": action,
             "decision": decision,
@@ -370,13 +370,9 @@ def _verdict(  # noqa: PLR0917 - one call shape, internal
             "message": message,
             "allowed_instead": instead,
             "approvers": approvers,
-        }
+            "retry_at": retry_at,
+        },
     )
-
-
-_TEMPLATE = Verdict(
-    index=0, action=NoOp(reason="template"), decision="allow", rule_ids=(NOOP,), message=""
-)
 
 
 def _describe(action: Action) -> str:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Generic, Literal, Protocol, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tools.derived import NodeFacts, NodeIndex
 
 MetricStatus = Literal["fresh", "stale", "missing"]
 SharingMode = Literal["exclusive", "mps", "time-slicing", "mig"]
@@ -34,7 +36,7 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-FrozenT = TypeVar("FrozenT", bound=Frozen)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 _new = object.__new__
 _SLOTS = BaseModel.__dict__
 _set_dict = _SLOTS["__dict__"].__set__
@@ -43,13 +45,13 @@ _set_extra = _SLOTS["__pydantic_extra__"].__set__
 _set_private = _SLOTS["__pydantic_private__"].__set__
 """BaseModel's slots set through their own descriptors: what object.__setattr__ ends up
 calling, without looking each one up again (a quarter of `trusted`'s time)."""
-_EVERY_FIELD: dict[type[Frozen], set[str]] = {}
+_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
 """Per model, the set of all its fields: the `model_fields_set` of every trusted instance, one
 object shared by all of them (pydantic copies it before changing it, in `model_copy`, and a
 frozen model is never assigned to)."""
 
 
-def trusted(cls: type[FrozenT], fields: dict[str, Any]) -> FrozenT:
+def trusted(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
     """An instance of `cls` built from values that are already what validation would give.
 
     For the hot path of a producer that makes every value itself (the simulator's snapshot
@@ -57,7 +59,8 @@ def trusted(cls: type[FrozenT], fields: dict[str, Any]) -> FrozenT:
     models as instances, tuples as tuples, dicts owned by the new object), so the result equals
     `cls(**fields)`. Nothing is checked — anything read from outside goes through validation.
     Three times cheaper than validating a `Gpu` (0.6 against 1.9 us); pydantic's own
-    `model_construct` is slower than validation here, as it fills defaults in Python.
+    `model_construct` is slower than validation here, as it fills defaults in Python. `cls`
+    must be a frozen model (its fields set is shared by all the instances made here).
     """
     every = _EVERY_FIELD.get(cls)
     if every is None:
@@ -107,46 +110,6 @@ class Versioned(Frozen):
 
 def _content(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k != "version" and not k.startswith("_")}
-
-
-class Named(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-
-NamedT = TypeVar("NamedT", bound=Named)
-DerivedT = TypeVar("DerivedT")
-
-
-class Derived(Generic[NamedT, DerivedT]):
-    """A fact derived from a named, versioned world object, worked out once per version of it.
-
-    The entry for a name holds the version it was derived from and is used while an object of
-    that name and version is asked about — the same object or a fresh one parsed from the same
-    content. An object of unknown version ("") is derived every time. One entry per name, so
-    the cache is as large as the cluster; `derive` must read nothing but the object.
-    """
-
-    def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
-        self._derive = derive
-        self._limit = limit
-        self._entries: dict[str, tuple[str, DerivedT]] = {}
-
-    def __call__(self, obj: NamedT) -> DerivedT:
-        version = obj.version
-        if not version:
-            return self._derive(obj)
-        entry = self._entries.get(obj.name)
-        if entry is not None and entry[0] == version:
-            return entry[1]
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        value = self._derive(obj)
-        self._entries[obj.name] = (version, value)
-        return value
 
 
 class Metric(Frozen):
@@ -378,12 +341,23 @@ class ClusterState(Frozen):
     links: tuple[Link, ...] = ()
 
     @cached_property
-    def _nodes_by_name(self) -> dict[str, Node]:
-        return {n.name: n for n in self.nodes}
+    def _nodes(self) -> NodeIndex:
+        """The nodes by name, with their facts: the one pass over them an observation needs
+        (on a freshly parsed one every node is new to the processor's caches, and touching each
+        once costs more than what is then read of it)."""
+        return NodeIndex(self.nodes)
 
     @cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}
+
+    @cached_property
+    def _pools_by_name(self) -> dict[str, Pool]:
+        return {p.name: p for p in self.pools}
+
+    @cached_property
+    def _pool_nodes(self) -> dict[str, frozenset[str]]:
+        return {}
 
     @cached_property
     def _workloads_by_pool(self) -> dict[str, list[Workload]]:
@@ -392,22 +366,10 @@ class ClusterState(Frozen):
             by_pool.setdefault(w.pool, []).append(w)
         return by_pool
 
-    @cached_property
-    def _pool_nodes(self) -> dict[str, frozenset[str]]:
-        return {}
-
-    @cached_property
-    def _nodes_by_model(self) -> dict[str, frozenset[str]]:
-        by_model: dict[str, list[str]] = {}
-        for n in self.nodes:
-            for model in _card_models(n):
-                by_model.setdefault(model, []).append(n.name)
-        return {m: frozenset(names) for m, names in by_model.items()}
-
     def nodes_with_model(self, model: str) -> frozenset[str]:
         """The nodes carrying a card of this model, worked out once per observation (each
         node's models once per version of it)."""
-        return self._nodes_by_model.get(model, frozenset())
+        return self._nodes.with_model(model)
 
     @cached_property
     def derived(self) -> dict[object, Any]:
@@ -421,17 +383,9 @@ class ClusterState(Frozen):
         found = self._pool_nodes.get(pool)
         if found is None:
             spec = self.pool(pool)
-            wanted = tuple(spec.node_selector.items()) if spec else ()
-            if not wanted:
-                found = frozenset(self._nodes_by_name)
-            elif len(wanted) == 1:  # the usual selector: one label, compared without a loop
-                ((key, value),) = wanted
-                found = frozenset(n.name for n in self.nodes if n.labels.get(key) == value)
-            else:
-                found = frozenset(
-                    n.name for n in self.nodes if all(n.labels.get(k) == v for k, v in wanted)
-                )
-            self._pool_nodes[pool] = found
+            found = self._pool_nodes[pool] = self._nodes.matching(
+                spec.node_selector if spec else {}
+            )
         return found
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
@@ -442,7 +396,12 @@ class ClusterState(Frozen):
         return copy
 
     def node(self, name: str) -> Node | None:
-        return self._nodes_by_name.get(name)
+        return self._nodes.by_name.get(name)
+
+    def node_facts(self, name: str) -> NodeFacts | None:
+        """What is read of the node on every judgement (tools.derived.NodeFacts), or None if
+        there is no such node."""
+        return self._nodes.facts.get(name)
 
     def workload(self, name: str) -> Workload | None:
         return self._workloads_by_name.get(name)
@@ -451,7 +410,7 @@ class ClusterState(Frozen):
         return next((m for m in self.modes if m.name == name), None)
 
     def pool(self, name: str) -> Pool | None:
-        return next((p for p in self.pools if p.name == name), None)
+        return self._pools_by_name.get(name)
 
     def pool_workloads(self, pool: str) -> list[Workload]:
         return list(self._workloads_by_pool.get(pool, ()))
@@ -471,11 +430,10 @@ class ClusterState(Frozen):
 
 
 _INDEXES = (
-    "_nodes_by_name",
+    "_nodes",
     "_workloads_by_name",
     "_workloads_by_pool",
+    "_pools_by_name",
     "_pool_nodes",
-    "_nodes_by_model",
 )
-_card_models: Derived[Node, frozenset[str]] = Derived(lambda n: frozenset(g.model for g in n.gpus))
 _VERSIONS: Any = {"nodes": {"__all__": {"version"}}, "workloads": {"__all__": {"version"}}}

@@ -12,7 +12,8 @@ from collections import Counter
 from itertools import chain
 
 from agent.loop.state import LinkSignal
-from tools.model import ClusterState, Derived, Node, Workload
+from tools.derived import Derived
+from tools.model import ClusterState, Node, Workload
 
 
 def sharing_suspects(state: ClusterState) -> ClusterState:

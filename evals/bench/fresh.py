@@ -124,7 +124,10 @@ class ChurnedFleet:
                  for n in state.nodes]  # fmt: skip
         self._nodes = nodes
         self._texts = [n.model_dump_json() for n in nodes]
-        head = state.model_copy(update={"nodes": ()}).model_dump_json()
+        # Workloads keep theirs, as a real backend's do (resourceVersion) while they do not change.
+        workloads = tuple(w if w.version else w.model_copy(update={"version": new_version()})
+                          for w in state.workloads)  # fmt: skip
+        head = state.model_copy(update={"nodes": (), "workloads": workloads}).model_dump_json()
         marker = '"nodes":[]'
         cut = head.index(marker)
         self._before, self._after = head[:cut] + '"nodes":[', "]" + head[cut + len(marker) :]

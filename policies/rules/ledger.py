@@ -29,18 +29,8 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.model import ClusterState, Derived, Node, Workload
-
-_schedulable: Derived[Node, bool] = Derived(lambda n: n.schedulable)
-"""Whether a node takes work as observed, once per version of it."""
-_serviceable: Derived[Node, bool] = Derived(
-    lambda n: n.schedulable or (n.cordoned and n.model_copy(update={"cordoned": False}).schedulable)
-)
-"""Whether a node takes work, or would once uncordoned, once per version of it."""
-_placed_on: Derived[Workload, frozenset[str]] = Derived(
-    lambda w: frozenset(n for r in w.placement for n in r.nodes)
-)
-"""The nodes a workload's replicas run on, once per version of it."""
+from tools.derived import placed_on
+from tools.model import ClusterState, Workload
 
 
 class Denial(NamedTuple):
@@ -81,6 +71,8 @@ class Context:
             return out
         disjoint = wanted.isdisjoint
         for workload in self.state.workloads:
+            if disjoint(placed_on(workload)):
+                continue  # the usual case, answered without reading its replicas
             hits = [r for r in workload.placement if not disjoint(r.nodes)]
             if not hits:
                 continue
@@ -95,27 +87,20 @@ class Context:
         return out
 
     @cached_property
-    def serviceable(self) -> frozenset[str]:
-        """Nodes that can take work as observed, or could once uncordoned (a cordon the plan
-        may lift): ready, no NoSchedule taint. Worked out once per judgement, from what each
-        node's version says (_serviceable), for the node rules' "is another node left?"."""
-        return frozenset(n.name for n in self.state.nodes if _serviceable(n))
-
-    @cached_property
     def pool_nodes(self) -> dict[str, frozenset[str]]:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
-        out: dict[str, set[str]] = {}
+        out: dict[str, frozenset[str]] = {}
+        state = self.state
         for name, limits in self.policy.pools.items():
-            if limits.min_cards or limits.min_ready_replicas:
-                out[name] = set()
-                for model in limits.gpu_models:
-                    out[name] |= self.state.nodes_with_model(model)
-        for workload in self.state.workloads:
-            nodes = out.get(workload.pool)
-            if nodes is not None:
-                nodes |= _placed_on(workload)
-        return {pool: frozenset(nodes) for pool, nodes in out.items()}
+            if not (limits.min_cards or limits.min_ready_replicas):
+                continue
+            models = [state.nodes_with_model(m) for m in limits.gpu_models]
+            found = models[0] if len(models) == 1 else frozenset().union(*models)
+            placed = [placed_on(w) for w in state.pool_workloads(name)]
+            extra = [p for p in placed if not p <= found]
+            out[name] = found.union(*extra) if extra else found  # no copy in the usual case
+        return out
 
     @cached_property
     def active_windows(self) -> list[QuietWindow]:
@@ -222,12 +207,12 @@ class Ledger:
         return self.ready.get(w.name, w.ready_replicas)
 
     def schedulable(self, node: str) -> bool:
-        observed = self.state.node(node)
-        if observed is None or node in self.cordoned:
+        facts = self.state.node_facts(node)
+        if facts is None or node in self.cordoned:
             return False
         if node in self.uncordoned:
-            return observed.ready
-        return _schedulable(observed)
+            return facts.ready
+        return facts.schedulable
 
     def diverges_for(self, action: Action, effect: Effect, committed: Ledger) -> bool:
         """Whether this (pending) ledger may judge `action` differently from `committed`.

@@ -58,5 +58,7 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
 
 
 def _available(name: str, ctx: Context, ledger: Ledger) -> bool:
-    """Schedulable after the plan so far: not cordoned by it, ready, no NoSchedule taint."""
-    return name in ctx.serviceable and ledger.schedulable(name)
+    """Schedulable after the plan so far: not cordoned by it, ready, no NoSchedule taint (as
+    observed, or once uncordoned: a cordon the plan lifts)."""
+    facts = ctx.state.node_facts(name)
+    return facts is not None and facts.serviceable and ledger.schedulable(name)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from policies.model import Policy
 from policies.rules import pools, slo
 from tools.actions import Action, PlaceReplica, Plan, ScaleWorkload
+from tools.derived import placed_on
 from tools.model import ClusterState, Workload
 
 PRIORITY_PREEMPTION = "pool.priority_preemption"
@@ -79,7 +80,7 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
         if freed <= 0:
             continue
         mine = policy.pools[lender.pool].priority
-        lender_nodes = {n for r in lender.placement for n in r.nodes}
+        lender_nodes = placed_on(lender)
         for t in takers:
             j = t.index
             if j <= i or t.workload.pool == lender.pool or t.priority <= mine:

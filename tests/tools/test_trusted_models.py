@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tools.model import Derived, Gpu, Metric, Node, Sharing, trusted
+from tools.derived import Derived
+from tools.model import Gpu, Metric, Node, Sharing, trusted
 
 AT = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)
 

@@ -1,0 +1,163 @@
+"""Facts derived from versioned world objects, worked out once per version and then reused.
+
+A real backend hands over a fresh tree of objects on every observation (it parses what its API
+sends), so nothing derived from a node or a workload can be kept by object identity. What can be
+kept is what its producer's `version` names: `Derived` holds one fact per object name and the
+version it came from, and reuses it while that version lasts — on the same object or on a fresh
+one parsed from the same content.
+
+`NodeFacts` gathers what the policy engine, placement and the planners read of a node on every
+judgement (whether it takes work, which card models it carries, its labels), so that one pass
+over an observation's nodes — the only one it needs, and on a freshly parsed observation the
+expensive one, its objects being new to the processor's caches — answers all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from tools.model import Node, Workload
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
+NamedT = TypeVar("NamedT", bound=Named)
+DerivedT = TypeVar("DerivedT")
+
+
+class Derived(Generic[NamedT, DerivedT]):
+    """A fact derived from a named, versioned world object, worked out once per version of it.
+
+    The entry for a name holds the version it was derived from and is used while an object of
+    that name and version is asked about — the same object or a fresh one parsed from the same
+    content. An object of unknown version ("") is derived every time. One entry per name, so
+    the cache is as large as the cluster; `derive` must read nothing but the object.
+    """
+
+    def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
+        self._derive = derive
+        self._limit = limit
+        self._entries: dict[str, tuple[str, DerivedT]] = {}
+
+    def __call__(self, obj: NamedT) -> DerivedT:
+        version = obj.version
+        if not version:
+            return self._derive(obj)
+        entry = self._entries.get(obj.name)
+        if entry is not None and entry[0] == version:
+            return entry[1]
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        value = self._derive(obj)
+        self._entries[obj.name] = (version, value)
+        return value
+
+
+class NodeFacts(NamedTuple):
+    """What is read of a node on every judgement, derived once per version of it."""
+
+    version: str
+    ready: bool
+    schedulable: bool
+    """Takes work as observed: ready, not cordoned, no NoSchedule/NoExecute taint."""
+    serviceable: bool
+    """Takes work, or would once uncordoned (a cordon a plan may lift)."""
+    models: frozenset[str]
+    """The models of its cards."""
+    labels: Mapping[str, str]
+
+
+def _node_facts(node: Node) -> NodeFacts:
+    tainted = any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints)
+    serviceable = node.ready and not tainted
+    return NodeFacts(
+        version=node.version,
+        ready=node.ready,
+        schedulable=serviceable and not node.cordoned,
+        serviceable=serviceable,
+        models=frozenset(g.model for g in node.gpus),
+        labels=dict(node.labels),
+    )
+
+
+placed_on: Derived[Workload, frozenset[str]] = Derived(
+    lambda w: frozenset(n for r in w.placement for n in r.nodes)
+)
+"""The nodes a workload's replicas run on."""
+
+
+class NodeIndex:
+    """One observation's nodes by name, with their facts and the groupings made of them.
+
+    Built in one pass over the nodes. The facts of a node whose version the last index built
+    had are taken from it, not derived again; and when no node came, went, or changed what the
+    groupings read (card models, labels), the groupings themselves — nodes by card model and
+    by label selector — are the last index's, so that an observation in which a share of the
+    nodes posted new readings costs that one pass and nothing per grouping.
+    """
+
+    __slots__ = ("_groups", "by_name", "facts")
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        global _LAST  # noqa: PLW0603 - the base the next observation's index is diffed against
+        last: NodeIndex | None = _LAST
+        known = last.facts if last is not None else {}
+        by_name: dict[str, Node] = {}
+        facts: dict[str, NodeFacts] = {}
+        same_shape = last is not None and len(nodes) == len(known)
+        for n in nodes:
+            name, version = n.name, n.version
+            by_name[name] = n
+            old = known.get(name)
+            if old is not None and version and old.version == version:
+                facts[name] = old
+                continue
+            new = _node_facts(n)
+            facts[name] = new
+            if old is None or old.models != new.models or old.labels != new.labels:
+                same_shape = False
+        self.by_name: dict[str, Node] = by_name
+        self.facts: dict[str, NodeFacts] = facts
+        self._groups: dict[object, frozenset[str]] = (
+            last._groups if same_shape and last is not None and len(facts) == len(known) else {}
+        )
+        _LAST = self
+
+    def with_model(self, model: str) -> frozenset[str]:
+        """The nodes carrying a card of this model."""
+        key = ("model", model)
+        found = self._groups.get(key)
+        if found is None:
+            found = frozenset(n for n, f in self.facts.items() if model in f.models)
+            self._groups[key] = found
+        return found
+
+    def matching(self, selector: Mapping[str, str]) -> frozenset[str]:
+        """The nodes whose labels hold every pair of `selector` (all nodes for an empty one)."""
+        wanted = tuple(sorted(selector.items()))
+        key = ("labels", wanted)
+        found = self._groups.get(key)
+        if found is None:
+            items = self.facts.items()
+            if not wanted:
+                found = frozenset(self.facts)
+            elif len(wanted) == 1:  # the usual selector: one label, compared without a loop
+                ((k, v),) = wanted
+                found = frozenset(n for n, f in items if f.labels.get(k) == v)
+            else:
+                found = frozenset(
+                    n for n, f in items if all(f.labels.get(k) == v for k, v in wanted)
+                )
+            self._groups[key] = found
+        return found
+
+
+_LAST: NodeIndex | None = None
