@@ -39,6 +39,9 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
                 )
             )
     allowed = ctx.policy.pools[workload.pool].gpu_models
+    facts = ctx.state.node_facts(node.name)
+    if allowed and not action.gpus and facts is not None and not facts.models.isdisjoint(allowed):
+        return denials  # any card will do and one is of an allowed model: no card to read
     if allowed:
         cards = [g for g in node.gpus if not action.gpus or g.uuid in action.gpus]
         if not any(g.model in allowed for g in cards) or (

@@ -63,23 +63,18 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
     """The plan's preemption offers, by the position of the scale-down (see the docstring)."""
     if len(plan.actions) < 2 or not policy.pools:
         return {}
-    takers = [t for j, a in enumerate(plan.actions) if (t := _taker(j, a, state, policy))]
-    if not takers:  # the common case: nothing in the plan can take cards; no pairing to do
+    lenders = [found for i, a in enumerate(plan.actions) if (found := _lender(i, a, state, policy))]
+    if not lenders:  # the common case: nothing in the plan frees cards; no pairing to do
         return {}
-    found: dict[int, Offer] = {}
+    first, lowest = lenders[0][0], min(lender[3] for lender in lenders)
+    takers = [
+        t
+        for j, a in enumerate(plan.actions)
+        if j > first and (t := _taker(j, a, state, policy)) and t.priority > lowest
+    ]
+    offered: dict[int, Offer] = {}
     given: dict[int, int] = {}
-    for i, action in enumerate(plan.actions):
-        if type(action) is not ScaleWorkload:
-            continue
-        if not _sane(action):
-            continue  # an absurd action is denied by policy.targets, never an offer
-        lender = state.workload(action.workload)
-        if lender is None or lender.pool not in policy.pools:
-            continue
-        freed = (lender.desired_replicas - action.replicas) * lender.cards_per_replica
-        if freed <= 0:
-            continue
-        mine = policy.pools[lender.pool].priority
+    for i, lender, freed, mine in lenders if takers else ():
         lender_nodes = placed_on(lender)
         for t in takers:
             j = t.index
@@ -93,7 +88,7 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
             elif state.pool_nodes(t.workload.pool).isdisjoint(lender_nodes):
                 continue
             given[j] = given.get(j, 0) + freed
-            found[i] = Offer(
+            offered[i] = Offer(
                 index=i,
                 beneficiary=j,
                 cards=freed,
@@ -104,7 +99,23 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
                 ),
             )
             break
-    return found
+    return offered
+
+
+def _lender(
+    i: int, action: Action, state: ClusterState, policy: Policy
+) -> tuple[int, Workload, int, int] | None:
+    """The scale-down at position `i` as a possible lender: (i, its workload, the cards it
+    frees, its pool's priority), or None if it frees nothing."""
+    if type(action) is not ScaleWorkload or not _sane(action):
+        return None  # an absurd action is denied by policy.targets, never an offer
+    lender = state.workload(action.workload)
+    if lender is None or lender.pool not in policy.pools:
+        return None
+    freed = (lender.desired_replicas - action.replicas) * lender.cards_per_replica
+    if freed <= 0:
+        return None
+    return i, lender, freed, policy.pools[lender.pool].priority
 
 
 def _taker(j: int, action: Action, state: ClusterState, policy: Policy) -> _Taker | None:
