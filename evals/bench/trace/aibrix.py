@@ -10,16 +10,15 @@ knob. Minimum one replica: without an activator nothing wakes a workload at zero
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from evals.bench.trace.base import (
     Baseline,
+    Samples,
     World,
     ceil_div,
-    queue_depth,
+    ongoing,
     set_replicas,
-    window_mean,
     workload,
 )
 
@@ -32,7 +31,7 @@ TICK_S = 5.0
 
 @dataclass(slots=True)
 class _Pod:
-    samples: deque[tuple[float, float]] = field(default_factory=deque)
+    samples: Samples = field(default_factory=lambda: Samples(STABLE_S))
     panic_since: float | None = None
 
 
@@ -51,12 +50,9 @@ class Aibrix(Baseline):
         for t in world.targets:
             p = self.pods.setdefault(t.name, _Pod())
             w = workload(state, t.name)
-            concurrency = world.cluster.in_flight(t.name) + (queue_depth(w) or 0.0)
-            p.samples.append((now, concurrency))
-            while p.samples and p.samples[0][0] < now - STABLE_S:
-                p.samples.popleft()
-            stable = ceil_div(window_mean(p.samples, now - STABLE_S) or 0.0, self.target)
-            panic = ceil_div(window_mean(p.samples, now - PANIC_S) or 0.0, self.target)
+            p.samples.add(now, ongoing(world, t, w))
+            stable = ceil_div(p.samples.mean(now - STABLE_S), self.target)
+            panic = ceil_div(p.samples.mean(now - PANIC_S), self.target)
             ready = max(1, w.ready_replicas)
             current = w.desired_replicas
             if panic / ready >= PANIC_THRESHOLD:

@@ -14,8 +14,9 @@ one Ray deployment per workload), is called every `interval_s` of simulated time
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -152,6 +153,26 @@ def ceil_div(a: float, b: float) -> int:
     return math.ceil(a / b - 1e-9) if b > 0 else 0
 
 
-def window_mean(samples: Iterable[tuple[float, float]], since: float) -> float | None:
-    values = [v for t, v in samples if t >= since]
-    return sum(values) / len(values) if values else None
+def ongoing(world: World, target: Target, w: Workload) -> float:
+    """Requests in the workload's hands: the gateway's in flight plus the scraped queue (what
+    Knative's and Ray Serve's routers count as concurrency)."""
+    return world.cluster.in_flight(target.name) + (queue_depth(w) or 0.0)
+
+
+@dataclass(slots=True)
+class Samples:
+    """Timed readings kept over a sliding window of `span_s` (what KPA and Serve average)."""
+
+    span_s: float
+    points: deque[tuple[float, float]] = field(default_factory=deque)
+
+    def add(self, now: float, value: float) -> None:
+        """Take a reading at `now` and forget those older than the window."""
+        self.points.append((now, value))
+        while self.points and self.points[0][0] < now - self.span_s:
+            self.points.popleft()
+
+    def mean(self, since: float) -> float:
+        """The mean of the readings taken at `since` or later (0 with none)."""
+        values = [v for t, v in self.points if t >= since]
+        return sum(values) / len(values) if values else 0.0

@@ -10,16 +10,15 @@ own router: here the gateway's `in_flight` plus the queue.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from evals.bench.trace.base import (
     Baseline,
+    Samples,
     World,
     ceil_div,
-    queue_depth,
+    ongoing,
     set_replicas,
-    window_mean,
     workload,
 )
 
@@ -31,7 +30,7 @@ CONTROL_S = 5.0
 
 @dataclass(slots=True)
 class _Deployment:
-    samples: deque[tuple[float, float]] = field(default_factory=deque)
+    samples: Samples = field(default_factory=lambda: Samples(LOOK_BACK_S))
     up_since: float | None = None
     down_since: float | None = None
 
@@ -51,11 +50,8 @@ class RayServe(Baseline):
         for t in world.targets:
             d = self.deployments.setdefault(t.name, _Deployment())
             w = workload(state, t.name)
-            ongoing = world.cluster.in_flight(t.name) + (queue_depth(w) or 0.0)
-            d.samples.append((now, ongoing))
-            while d.samples and d.samples[0][0] < now - LOOK_BACK_S:
-                d.samples.popleft()
-            mean = window_mean(d.samples, now - LOOK_BACK_S) or 0.0
+            d.samples.add(now, ongoing(world, t, w))
+            mean = d.samples.mean(now - LOOK_BACK_S)
             current = w.desired_replicas
             want = max(1, t.min_replicas, min(t.max_replicas, ceil_div(mean, self.target)))
             if want > current:
