@@ -108,7 +108,7 @@ class NodeIndex:
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         global _LAST  # noqa: PLW0603 - the base the next observation's index is diffed against
-        last: NodeIndex | None = _LAST
+        last: _Base | None = _LAST
         known = last.facts if last is not None else {}
         by_name: dict[str, Node] = {}
         facts: dict[str, NodeFacts] = {}
@@ -127,9 +127,11 @@ class NodeIndex:
         self.by_name: dict[str, Node] = by_name
         self.facts: dict[str, NodeFacts] = facts
         self._groups: dict[object, frozenset[str]] = (
-            last._groups if same_shape and last is not None and len(facts) == len(known) else {}
+            last.groups if same_shape and last is not None and len(facts) == len(known) else {}
         )
-        _LAST = self
+        # Facts and groupings only: holding the nodes would keep the whole last observation
+        # alive until this one's index is built, and free it inside the next judgement.
+        _LAST = _Base(facts, self._groups)
 
     def with_model(self, model: str) -> frozenset[str]:
         """The nodes carrying a card of this model."""
@@ -160,4 +162,11 @@ class NodeIndex:
         return found
 
 
-_LAST: NodeIndex | None = None
+class _Base(NamedTuple):
+    """What the next index is diffed against: the last one's facts and groupings."""
+
+    facts: dict[str, NodeFacts]
+    groups: dict[object, frozenset[str]]
+
+
+_LAST: _Base | None = None
