@@ -180,8 +180,9 @@ def hold_until(now: datetime, retry_at: datetime | None) -> datetime:
     return longest if retry_at is None else max(now, min(longest, retry_at))
 
 
-def action_key(action: Action) -> str:
-    """An action's identity without its reason: two proposals of one change share it."""
+def proposal_key(action: Action) -> str:
+    """A proposal's identity without its reason: two proposals of one change share it (the
+    thing an action changes is policies.effects.action_key)."""
     return action.model_dump_json(exclude={"reason"})
 
 
@@ -191,7 +192,7 @@ def hold_key(action: Action, state: ClusterState) -> str:
     proposals differ tick to tick as the queue grows; the log is still not a ticker)."""
     thing = effects.action_key(action)
     if not thing:
-        return action_key(action)
+        return proposal_key(action)
     return f"{thing}|{effects.direction(action, state)}"
 
 
