@@ -7,8 +7,8 @@
     log.write_outcome(Outcome(...))          # what ran, results, verification
     log.verify()                             # VerifyReport naming edits, gaps, reorders, cuts
 
-records.py holds the schema, store.py the SQLite log, verify.py the checks, story.py the
-readable forms (explain, show, export).
+records.py holds the schema, chain.py the hashed spelling of a record, store.py the SQLite
+log, verify.py the checks, story.py the readable forms (explain, show, export).
 """
 
 from agent.audit.errors import AuditError

@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.audit.chain import parse_body, time_text
 from agent.audit.db import connect
-from agent.audit.records import Kind, Record, parse_body, time_text
+from agent.audit.records import Kind, Record
 from agent.audit.story import export_row
 from tools.actions import Action
 

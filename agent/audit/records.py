@@ -12,12 +12,9 @@ Bump SCHEMA_VERSION when a payload changes incompatibly; readers refuse versions
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
@@ -367,65 +364,5 @@ class Record(BaseModel):
     payload: Payload
 
 
-def canonical_json(obj: object) -> str:
-    """The one JSON spelling hashed: sorted keys, no whitespace, UTF-8, no NaN."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-def time_text(at: datetime) -> str:
-    """A timestamp as stored: UTC, microseconds, so that text order is time order."""
-    if at.tzinfo is None:
-        raise ValueError(f"timestamp {at.isoformat()} has no time zone; pass an aware datetime")
-    return at.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def decision_of(payload: Payload) -> str | None:
     return getattr(payload, "decision_id", None)
-
-
-def body_for(seq: int, at: datetime, payload: Payload, prev_hash: str) -> str:
-    """The canonical JSON body of a record: exactly the text its hash covers."""
-    return canonical_json(
-        {
-            "v": SCHEMA_VERSION,
-            "seq": seq,
-            "time": time_text(at),
-            "kind": payload.kind,
-            "decision_id": decision_of(payload),
-            "prev_hash": prev_hash,
-            "payload": payload.model_dump(mode="json"),
-        }
-    )
-
-
-def hash_body(body: str) -> str:
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def mac_of(key: bytes, digest: str) -> str:
-    """HMAC-SHA256 of a record's hash (the hash already binds its content and chain)."""
-    return hmac.digest(key, digest.encode(), "sha256").hex()
-
-
-def parse_body(body: str, digest: str, mac: str | None) -> Record:
-    """A stored body back as a typed record; raises ValueError for a foreign or broken body."""
-    data = json.loads(body)
-    version = data.get("v")
-    if version != SCHEMA_VERSION:
-        raise ValueError(
-            f"record seq {data.get('seq')} has schema version {version}; this steward reads "
-            f"version {SCHEMA_VERSION} — upgrade steward to read it"
-        )
-    return Record(
-        schema_version=version,
-        seq=data["seq"],
-        time=datetime.fromisoformat(data["time"]),
-        kind=data["kind"],
-        decision_id=data["decision_id"],
-        prev_hash=data["prev_hash"],
-        hash=digest,
-        mac=mac,
-        payload=PAYLOAD_ADAPTER.validate_python(data["payload"]),
-    )

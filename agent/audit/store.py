@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from agent.audit import witness
+from agent.audit.chain import body_for, hash_body, mac_of, time_text
 from agent.audit.db import (
     SCHEMA,
     check_layout,
@@ -47,11 +48,7 @@ from agent.audit.records import (
     Outcome,
     Payload,
     Record,
-    body_for,
     decision_of,
-    hash_body,
-    mac_of,
-    time_text,
 )
 from agent.audit.verify import (
     Anchor,

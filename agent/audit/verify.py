@@ -33,8 +33,9 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit import witness
+from agent.audit.chain import hash_body, mac_of
 from agent.audit.errors import AuditError
-from agent.audit.records import GENESIS_HASH, SCHEMA_VERSION, hash_body, mac_of
+from agent.audit.records import GENESIS_HASH, SCHEMA_VERSION
 
 ProblemKind = Literal[
     "edited",

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.audit.chain import mac_of, time_text
 from agent.audit.errors import AuditError
-from agent.audit.records import mac_of, time_text
 
 HEAD_FILE = "audit.head"
 HISTORY_FILES = ("checkpoints.db", "inbox.db", "modes/journal.jsonl", "loop.json")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.audit import witness
-from agent.audit.records import canonical_json, hash_body, mac_of
+from agent.audit.chain import canonical_json, hash_body, mac_of
 from agent.audit.verify import anchor_mac
 
 Body = dict[str, Any]

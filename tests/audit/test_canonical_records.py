@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.audit import AuditLog, Fallback, Intent, Record
-from agent.audit.records import body_for, canonical_json, hash_body, parse_body
+from agent.audit.chain import body_for, canonical_json, hash_body, parse_body
 from tests.audit.builders import T0, FakeClock, intent
 
 json_values = st.recursive(

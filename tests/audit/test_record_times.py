@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from agent.audit import AuditLog, Startup
-from agent.audit.records import GENESIS_HASH, body_for, hash_body
+from agent.audit.chain import body_for, hash_body
+from agent.audit.records import GENESIS_HASH
 from agent.audit.verify import check
 from tests.audit.builders import T0
 
