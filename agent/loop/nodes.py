@@ -39,14 +39,13 @@ from agent.loop.context import LoopContext
 from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
+from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
 from agent.loop.state import ActionVerdict, Decision, Memory
 from agent.loop.state import Approval as Answer
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from policies import effects
 from policies.engine import judge
-from tools.actions import Action, Plan, RotateMode
-from tools.model import ClusterState
+from tools.actions import RotateMode
 
 Update = dict[str, Any]
 PLANNER_REST = timedelta(minutes=5)
@@ -103,7 +102,7 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     if isinstance(report, PlannerReport):
         ctx.telemetry.planner_report(report)
         log.info("planner", decision=d.decision_id, **report.model_dump(mode="json"))
-    proposed = _hold_back(proposed, d, ctx, state.observed_at)
+    proposed = hold_back(proposed, d, ctx, state.observed_at)
     return {
         "plan": proposed,
         "fallback_reason": reason,
@@ -111,30 +110,6 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         "planner_ms": round(elapsed * 1000, 3),
         "stage": "guard",
     }
-
-
-def _hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> Plan:
-    """Drop what already waits for a human, what a long action in progress holds (a drain, a
-    rotation), and (in the daemon) what was denied lately."""
-    waiting = ctx.inbox.open_keys()
-    held = denied_recently(ctx.memory, now) if ctx.hold_denied else {}
-    state = ctx.snapshot(d.decision_id)
-    kept: list[Action] = []
-    notes: list[str] = []
-    for action in proposed.actions:
-        if (action.type, action.target) in waiting:
-            notes.append(f"{action.describe()}: already waits for approval")
-        elif ctx.held and (action.target in ctx.held or isinstance(action, RotateMode)):
-            notes.append(f"{action.describe()}: a long action in progress holds it")
-        elif hold_key(action, state) in held:
-            until = held[hold_key(action, state)]
-            notes.append(f"{action.describe()}: denied, held until {until:%H:%M:%S}")
-        else:
-            kept.append(action)
-    if not notes:
-        return proposed
-    rationale = "; ".join(filter(None, (proposed.rationale, "held back: " + "; ".join(notes))))
-    return proposed.model_copy(update={"actions": tuple(kept), "rationale": rationale[:8000]})
 
 
 def guard(d: Decision, ctx: LoopContext) -> Update:
@@ -166,39 +141,6 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
         kept = denied_recently(ctx.memory, state.observed_at)
         ctx.memory = ctx.memory.model_copy(update={"denied": {**kept, **denied}})
     return {"verdicts": verdicts, "plan_findings": findings, "stage": "act"}
-
-
-DENIED_HOLD_S = 600.0
-"""An action the guard denied is not proposed again for this long (the log is not a ticker),
-or until the rule that denied it allows it again, if that is sooner (a cooldown's end, the
-hourly budget's next slot)."""
-
-
-def hold_until(now: datetime, retry_at: datetime | None) -> datetime:
-    """Until when a denied action is held back."""
-    longest = now + timedelta(seconds=DENIED_HOLD_S)
-    return longest if retry_at is None else max(now, min(longest, retry_at))
-
-
-def proposal_key(action: Action) -> str:
-    """A proposal's identity without its reason: two proposals of one change share it (the
-    thing an action changes is policies.effects.action_key)."""
-    return action.model_dump_json(exclude={"reason"})
-
-
-def hold_key(action: Action, state: ClusterState) -> str:
-    """What a denial holds back: the thing changed and the direction of the change, so that a
-    denied scale-up of a workload holds back its placements and larger scale-ups too (sized
-    proposals differ tick to tick as the queue grows; the log is still not a ticker)."""
-    thing = effects.action_key(action)
-    if not thing:
-        return proposal_key(action)
-    return f"{thing}|{effects.direction(action, state)}"
-
-
-def denied_recently(memory: Memory, now: datetime) -> dict[str, datetime]:
-    """Denied actions still held back at `now`, with the time their hold ends."""
-    return {k: until for k, until in memory.denied.items() if until > now}
 
 
 def approve(d: Decision, ctx: LoopContext) -> Update:

@@ -152,7 +152,7 @@ class Memory(_Model):
     mode_because: str = ""
     denied: dict[str, datetime] = {}
     """Actions the guard denied lately (keyed by their JSON without the reason), and until when
-    each is held back (agent.loop.nodes.hold_until)."""
+    each is held back (agent.loop.holds.hold_until)."""
 
 
 class ActionVerdict(_Model):

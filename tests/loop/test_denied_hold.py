@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.loop.nodes import DENIED_HOLD_S
+from agent.loop.holds import DENIED_HOLD_S
 from tests.loop.conftest import DATA, open_runtime
 from tests.loop.test_scale_up import SPIKE
 
