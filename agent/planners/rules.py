@@ -457,14 +457,16 @@ def _stuck(workload: Workload, state: ClusterState, release_after_s: float) -> l
     the workload may run on is lost or not ready: its replicas wait for that node to come back,
     which is not a want of room."""
     now = state.observed_at
-    for name in state.pool_nodes(workload.pool):
-        node = state.node(name)
-        if node is not None and not node.ready:
-            return []
     waits = [
         (now - r.waiting_since).total_seconds()
         for r in workload.placement
         if not r.nodes and r.waiting_since is not None
     ]
     stuck = [w for w in waits if w >= release_after_s]
-    return stuck if workload.desired_replicas >= len(stuck) else []
+    if not stuck or workload.desired_replicas < len(stuck):
+        return []  # the usual case, told without looking at the pool's nodes
+    for name in state.pool_nodes(workload.pool):
+        facts = state.node_facts(name)
+        if facts is not None and not facts.ready:
+            return []
+    return stuck
