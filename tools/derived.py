@@ -97,41 +97,54 @@ placed_on: Derived[Workload, frozenset[str]] = Derived(
 class NodeIndex:
     """One observation's nodes by name, with their facts and the groupings made of them.
 
-    Built in one pass over the nodes. The facts of a node whose version the last index built
-    had are taken from it, not derived again; and when no node came, went, or changed what the
-    groupings read (card models, labels), the groupings themselves — nodes by card model and
-    by label selector — are the last index's, so that an observation in which a share of the
-    nodes posted new readings costs that one pass and nothing per grouping.
+    Built in one pass over the nodes. A node's facts are derived once per version of it and
+    kept by name (as `Derived` keeps its facts); a node of unknown version is read every time.
+    When no node came, went, or changed what the groupings read (card models, labels) since
+    the last observation whose every node had a version, the groupings themselves — nodes by
+    card model and by label selector — are that observation's: a tick in which a share of the
+    nodes posted new readings costs the one pass and nothing per grouping, and a copy made to
+    project a plan (unversioned nodes) neither pays for them again nor becomes the base.
     """
 
     __slots__ = ("_groups", "by_name", "facts")
 
     def __init__(self, nodes: Sequence[Node]) -> None:
-        global _LAST  # noqa: PLW0603 - the base the next observation's index is diffed against
-        last: _Base | None = _LAST
-        known = last.facts if last is not None else {}
+        global _BASE  # noqa: PLW0603 - the observation the next index is compared with
+        base: _Base | None = _BASE
+        shaped = base.facts if base is not None else {}
+        known = _KNOWN
+        if len(known) > _KNOWN_LIMIT:
+            known.clear()
         by_name: dict[str, Node] = {}
         facts: dict[str, NodeFacts] = {}
-        same_shape = last is not None and len(nodes) == len(known)
+        same_shape = base is not None and len(nodes) == len(shaped)
+        versioned = True
         for n in nodes:
             name, version = n.name, n.version
             by_name[name] = n
-            old = known.get(name)
-            if old is not None and version and old.version == version:
-                facts[name] = old
-                continue
-            new = _node_facts(n)
-            facts[name] = new
-            if old is None or old.models != new.models or old.labels != new.labels:
-                same_shape = False
+            if version:
+                found = known.get(name)
+                if found is None or found.version != version:
+                    found = known[name] = _node_facts(n)
+            else:
+                versioned = False
+                found = _node_facts(n)
+            facts[name] = found
+            if same_shape:
+                was = shaped.get(name)
+                if was is None or (
+                    was is not found and (was.models != found.models or was.labels != found.labels)
+                ):
+                    same_shape = False
         self.by_name: dict[str, Node] = by_name
         self.facts: dict[str, NodeFacts] = facts
         self._groups: dict[object, frozenset[str]] = (
-            last.groups if same_shape and last is not None and len(facts) == len(known) else {}
+            base.groups if base is not None and same_shape and len(facts) == len(shaped) else {}
         )
-        # Facts and groupings only: holding the nodes would keep the whole last observation
-        # alive until this one's index is built, and free it inside the next judgement.
-        _LAST = _Base(facts, self._groups)
+        if versioned:
+            # Facts and groupings only: holding the nodes would keep this whole observation
+            # alive until the next one's index is built, and free it inside that judgement.
+            _BASE = _Base(facts, self._groups)
 
     def with_model(self, model: str) -> frozenset[str]:
         """The nodes carrying a card of this model."""
@@ -163,10 +176,14 @@ class NodeIndex:
 
 
 class _Base(NamedTuple):
-    """What the next index is diffed against: the last one's facts and groupings."""
+    """What the next index is compared with: the facts and groupings of the last observation
+    whose every node had a version."""
 
     facts: dict[str, NodeFacts]
     groups: dict[object, frozenset[str]]
 
 
-_LAST: _Base | None = None
+_BASE: _Base | None = None
+_KNOWN: dict[str, NodeFacts] = {}
+"""Node name -> its facts at the version last seen; cleared past `_KNOWN_LIMIT` names."""
+_KNOWN_LIMIT = 100_000

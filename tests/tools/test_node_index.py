@@ -1,10 +1,10 @@
 """The one pass over an observation's nodes answers as a fresh look at them would.
 
-`NodeIndex` reuses the last observation's node facts for unchanged versions, and its groupings
-(by card model, by label selector) when no node came, went or changed its models or labels. A
-property test plays random sequences of observations, each parsed afresh from JSON, with nodes
-relabelled, cordoned, tainted, added and dropped, and compares every answer with one worked out
-from the nodes directly.
+`NodeIndex` reuses a node's facts for an unchanged version, and the groupings (by card model, by
+label selector) when no node came, went or changed its models or labels. A property test plays
+random sequences of observations, each parsed afresh from JSON, with nodes relabelled,
+cordoned, tainted, added and dropped, and unversioned copies observed in between (as a plan's
+projection is), and compares every answer with one worked out from the nodes directly.
 """
 
 from __future__ import annotations
@@ -85,6 +85,10 @@ def test_every_answer_matches_the_nodes_themselves(
         if nodes and data.draw(st.booleans(), label="drop one"):
             nodes.pop(data.draw(st.sampled_from(sorted(nodes)), label="dropped"))
         _assert_true_to(_observe(nodes))
+        if nodes and data.draw(st.booleans(), label="project a copy"):
+            name = data.draw(st.sampled_from(sorted(nodes)), label="relabelled")
+            moved = nodes[name].model_copy(update={"labels": {"role": "serve", "zone": "a"}})
+            _assert_true_to(_observe({**nodes, name: moved}))  # a copy: version ""
 
 
 def test_a_relabelled_node_moves_between_pools_when_nothing_else_changed() -> None:
