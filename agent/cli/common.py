@@ -127,7 +127,7 @@ def reset_data_dir(where: Path) -> None:
     """`--reset`: archive everything in the data dir (the daemon's lock is taken while it does,
     so a running agent's data dir is never pulled from under it)."""
     from agent.daemon.compose import archive
-    from agent.daemon.runtime import locked
+    from agent.daemon.datadir import locked
 
     try:
         with locked(where):

@@ -238,7 +238,7 @@ def dry_run(
 ) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
-    from agent.daemon.runtime import read_memory
+    from agent.daemon.datadir import read_memory
     from agent.loop.context import LoopContext
     from agent.loop.nodes import assess, guard, observe
     from agent.loop.nodes import plan as plan_node

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from agent.loop.state import Decision
+
 
 @dataclass(frozen=True)
 class TickReport:
@@ -66,3 +68,38 @@ class RunSummary:
 
 
 RAN_KEPT = 20
+
+
+def report_of(
+    tick: int, d: Decision, waiting: bool, resumed: tuple[str, ...], seconds: float
+) -> TickReport:
+    """The tick's report of decision `d` (`seconds`: filled in by the caller once timed)."""
+    return TickReport(
+        tick=tick,
+        decision_id=d.decision_id,
+        at=d.observed_at.isoformat() if d.observed_at else "",
+        decided=d.plan is not None and bool(d.plan.actions),
+        waiting=waiting,
+        actions=tuple(v.action.describe() for v in d.verdicts),
+        verdicts=tuple(v.decision for v in d.verdicts),
+        executed=sum(1 for o in d.outcomes if o.executed and o.ok),
+        resumed=resumed,
+        findings=d.signals.findings if d.signals else (),
+        seconds=round(seconds, 4),
+    )
+
+
+def log_fields(report: TickReport, d: Decision) -> dict[str, object]:
+    """The fields of the `decision` log line (each action with its verdict and rules)."""
+    return {
+        "tick": report.tick,
+        "decision": report.decision_id,
+        "at": report.at,
+        "actions": [
+            f"{v.action.describe()} [{v.decision}: {', '.join(v.rule_ids)}]" for v in d.verdicts
+        ],
+        "executed": report.executed,
+        "waiting": report.waiting,
+        "fallback": d.fallback_reason,
+        "resumed": list(report.resumed),
+    }

@@ -17,16 +17,14 @@ step finish; then the log is closed and the cluster's state saved.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import os
 import queue
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol, runtime_checkable
@@ -42,10 +40,11 @@ from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon import lockfile, pause
 from agent.daemon.announce import Announcer
 from agent.daemon.catchup import catch_up
+from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
-from agent.daemon.report import RunSummary, TickReport
+from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
 from agent.daemon.telemetry import Telemetry
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
@@ -60,12 +59,10 @@ from tools.actions import DrainNode, RotateMode
 from tools.backends.base import Cluster
 from tools.backends.parts import Parts
 from tools.clock import LoopClock
-from tools.errors import InvalidInput, TemporaryError
+from tools.errors import TemporaryError
 from tools.model import ClusterState
 from tools.suspend import Suspendable
 
-LOCK_NAME = "steward.lock"
-MEMORY_NAME = "loop.json"
 VERSION = __version__
 SAVE_EVERY_S = 1.0
 """Between decisions the simulated cluster and the loop's memory are saved at most this often
@@ -95,7 +92,7 @@ class Runtime:
         self.ctx = ctx
         self.graph = graph
         self._lock_fd = lock_fd
-        self.tick_no, ctx.memory = _read_memory(data_dir)
+        self.tick_no, ctx.memory = read_tick_and_memory(data_dir)
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._failed: list[str] = []
@@ -243,7 +240,7 @@ class Runtime:
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.parts.save(self.data_dir)
-            _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
+            write_memory(self.data_dir, self.tick_no, self.ctx.memory)
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
@@ -251,7 +248,7 @@ class Runtime:
         lock."""
         self.leadership.stop()
         self.parts.save(self.data_dir)
-        _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
+        write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()
         self.ctx.inbox.close()
         lockfile.release(self._lock_fd)
@@ -347,18 +344,18 @@ class Runtime:
         if not failed:
             at = final.observed_at.isoformat() if final.observed_at else None
             self._note_ran(decision_id, final, done=decision_id not in self._running, at=at)
-        report = _report(self.tick_no, final, waiting, resumed, 0.0)
+        report = report_of(self.tick_no, final, waiting, resumed, 0.0)
         report = dataclasses.replace(report, in_progress=tuple(self._running), ran=tuple(self._ran))
         self._ran.clear()
         self.ctx.telemetry.long_actions.set(len(self._running))
         self.ctx.telemetry.pending_approvals.set(len(self.ctx.inbox.listed("waiting")))
         if report.decided or resumed:
-            _write_memory(self.data_dir, self.tick_no, self.ctx.memory)
+            write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         seconds = time.perf_counter() - started
         self.ctx.telemetry.tick_done(seconds, failed=failed)
         report = dataclasses.replace(report, seconds=round(seconds, 4))
         if report.decided or resumed:
-            log.info("decision", **_fields(report, final))
+            log.info("decision", **log_fields(report, final))
         if not failed:
             self.announcer.tick(paused=paused, at=self.clock.now())
         return report
@@ -515,81 +512,3 @@ def _config(thread: str) -> Any:
 def _decision(result: dict[str, Any]) -> Decision:
     values = {k: v for k, v in result.items() if not k.startswith("__")}
     return Decision.model_validate(values)
-
-
-def _report(
-    tick: int, d: Decision, waiting: bool, resumed: tuple[str, ...], seconds: float
-) -> TickReport:
-    return TickReport(
-        tick=tick,
-        decision_id=d.decision_id,
-        at=d.observed_at.isoformat() if d.observed_at else "",
-        decided=d.plan is not None and bool(d.plan.actions),
-        waiting=waiting,
-        actions=tuple(v.action.describe() for v in d.verdicts),
-        verdicts=tuple(v.decision for v in d.verdicts),
-        executed=sum(1 for o in d.outcomes if o.executed and o.ok),
-        resumed=resumed,
-        findings=d.signals.findings if d.signals else (),
-        seconds=round(seconds, 4),
-    )
-
-
-def _fields(report: TickReport, d: Decision) -> dict[str, object]:
-    return {
-        "tick": report.tick,
-        "decision": report.decision_id,
-        "at": report.at,
-        "actions": [
-            f"{v.action.describe()} [{v.decision}: {', '.join(v.rule_ids)}]" for v in d.verdicts
-        ],
-        "executed": report.executed,
-        "waiting": report.waiting,
-        "fallback": d.fallback_reason,
-        "resumed": list(report.resumed),
-    }
-
-
-# -- the lock and the memory file -------------------------------------------------------------
-
-
-def take_lock(data_dir: Path) -> int:
-    """The data dir's daemon lock; InvalidInput naming the holder if another process has it."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / LOCK_NAME
-    return lockfile.take(
-        path,
-        lambda holder: InvalidInput(
-            f"another steward (pid {holder}) runs on {data_dir} (lock {path}); stop it first, "
-            "or give this one its own --data-dir"
-        ),
-    )
-
-
-@contextlib.contextmanager
-def locked(data_dir: Path) -> Iterator[None]:
-    fd = take_lock(data_dir)
-    try:
-        yield
-    finally:
-        lockfile.release(fd)
-
-
-def _read_memory(data_dir: Path) -> tuple[int, Memory]:
-    path = data_dir / MEMORY_NAME
-    if not path.is_file():
-        return 0, Memory()
-    data = json.loads(path.read_text())
-    return int(data["tick"]), Memory.model_validate(data["memory"])
-
-
-def read_memory(data_dir: Path) -> Memory:
-    """The loop's memory as the last tick left it (for `steward plan`)."""
-    return _read_memory(data_dir)[1]
-
-
-def _write_memory(data_dir: Path, tick: int, memory: Memory) -> None:
-    path = data_dir / MEMORY_NAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tick": tick, "memory": memory.model_dump(mode="json")}))
-    os.replace(tmp, path)

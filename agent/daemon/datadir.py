@@ -1,0 +1,66 @@
+"""The data directory's own files: the lock one daemon holds, and the loop's memory.
+
+One steward runs per data directory: `take_lock` holds `steward.lock` (or names the process
+that does), and read-only commands that must not overlap with a daemon use `locked`. The
+loop's memory between ticks (holds, dwell, what was favoured) is `loop.json`, replaced whole at
+each save so that a crash leaves the old one or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from agent.daemon import lockfile
+from agent.loop.state import Memory
+from tools.errors import InvalidInput
+
+LOCK_NAME = "steward.lock"
+MEMORY_NAME = "loop.json"
+
+
+def take_lock(data_dir: Path) -> int:
+    """The data dir's daemon lock; InvalidInput naming the holder if another process has it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_NAME
+    return lockfile.take(
+        path,
+        lambda holder: InvalidInput(
+            f"another steward (pid {holder}) runs on {data_dir} (lock {path}); stop it first, "
+            "or give this one its own --data-dir"
+        ),
+    )
+
+
+@contextlib.contextmanager
+def locked(data_dir: Path) -> Iterator[None]:
+    fd = take_lock(data_dir)
+    try:
+        yield
+    finally:
+        lockfile.release(fd)
+
+
+def read_tick_and_memory(data_dir: Path) -> tuple[int, Memory]:
+    """The last tick's number and the loop's memory as it left them (0 and empty at first)."""
+    path = data_dir / MEMORY_NAME
+    if not path.is_file():
+        return 0, Memory()
+    data = json.loads(path.read_text())
+    return int(data["tick"]), Memory.model_validate(data["memory"])
+
+
+def read_memory(data_dir: Path) -> Memory:
+    """The loop's memory as the last tick left it (for `steward plan`)."""
+    return read_tick_and_memory(data_dir)[1]
+
+
+def write_memory(data_dir: Path, tick: int, memory: Memory) -> None:
+    """Replace the memory file at once (written aside, then renamed over the old one)."""
+    path = data_dir / MEMORY_NAME
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"tick": tick, "memory": memory.model_dump(mode="json")}))
+    os.replace(tmp, path)
