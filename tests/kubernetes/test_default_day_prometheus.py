@@ -24,22 +24,13 @@ import yaml
 from agent.daemon.compose import metric_sources
 from agent.daemon.config import load_config
 from agent.daemon.day import default_day
-from agent.daemon.runtime import Runtime
 from evals.bench.prometheus_server import RealPrometheus
 from evals.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import settings_for
-from tests.kubernetes.test_default_day import (
-    TICK_S,
-    TwinWorld,
-    assert_same,
-    decisions,
-    embedded_decisions,
-)
+from tests.kubernetes.day import TwinWorld, assert_same, decisions, embedded_decisions, loop_on_twin
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
-from tools.clock import VirtualClock
 from tools.metrics.prometheus import PrometheusSource
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -141,24 +132,10 @@ def test_the_day_read_through_prometheus_is_decided_as_the_simulator_decides(
             try:
                 cluster.start()
                 world.wait_scraped()
-                parts = Parts(
-                    orchestrator=cluster,
-                    gateway=cluster,
-                    fabric=cluster,
-                    sources=sources,
-                    clock=VirtualClock(world),
-                    advance=world.advance,
-                )
-                runtime = Runtime.open(tmp_path / "k8s", parts, policy)
-                try:
-                    runtime.start()
-                    for _ in range(TICKS):
-                        runtime.tick(TICK_S)
-                    report = source.last_tick
-                    assert report is not None and not report.failed, report
-                    assert report.series > 0 and report.unmatched == 0, report
-                finally:
-                    runtime.close()
+                loop_on_twin(tmp_path / "k8s", cluster, world, policy, sources, TICKS)
+                report = source.last_tick
+                assert report is not None and not report.failed, report
+                assert report.series > 0 and report.unmatched == 0, report
             finally:
                 cluster.close()
                 source.close()

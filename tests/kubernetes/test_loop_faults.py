@@ -13,17 +13,14 @@ from pathlib import Path
 import pytest
 
 from agent.daemon.day import default_day
-from agent.daemon.runtime import Runtime
 from evals.twin.faults import FaultSettings
 from evals.twin.readings import TwinReadings
 from evals.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import settings_for
-from tests.kubernetes.test_default_day import TICK_S, TwinWorld, decisions
+from tests.kubernetes.day import TwinWorld, decisions, embedded_decisions, loop_on_twin
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
-from tools.clock import VirtualClock
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 TICKS = 60  # render idles to zero, burst-llm borrows its cards twice
@@ -31,13 +28,7 @@ TICKS = 60  # render idles to zero, burst-llm borrows its cards twice
 
 def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> None:
     policy = load_policy(DEFAULT_POLICY)
-    embedded = Runtime.open(tmp_path / "sim", SimCluster(default_day()), policy)
-    try:
-        embedded.start()
-        for _ in range(TICKS):
-            embedded.tick(TICK_S)
-    finally:
-        embedded.close()
+    expected = embedded_decisions(tmp_path / "sim", TICKS)
 
     with Twin(SimCluster(default_day())) as twin:
         holder: dict[str, TwinWorld] = {}
@@ -50,21 +41,8 @@ def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> No
             twin.configure_faults(
                 FaultSettings(rate=0.5, timeout_s=1.5, seed=7, methods=("PUT", "PATCH", "POST"))
             )
-            parts = Parts(
-                orchestrator=cluster,
-                gateway=cluster,
-                fabric=cluster,
-                sources=(TwinReadings(twin.url),),
-                clock=VirtualClock(world),
-                advance=world.advance,
-            )
-            runtime = Runtime.open(tmp_path / "k8s", parts, policy)
-            try:
-                runtime.start()
-                for _ in range(TICKS):
-                    runtime.tick(TICK_S)
-            finally:
-                runtime.close()
+            sources = (TwinReadings(twin.url),)
+            loop_on_twin(tmp_path / "k8s", cluster, world, policy, sources, TICKS)
             # The loop reads from its watch caches: only its writes (and watch reconnects) meet
             # the faults; tests/kubernetes/test_faults.py puts 80 writes through them.
             writes = [(r.method, r.path, r.status) for r in twin.requests if r.method != "GET"]
@@ -78,4 +56,4 @@ def test_faults_change_no_decision_and_duplicate_no_action(tmp_path: Path) -> No
         finally:
             twin.configure_faults(FaultSettings())
             cluster.close()
-    assert decisions(tmp_path / "k8s") == decisions(tmp_path / "sim")  # both logs verify
+    assert decisions(tmp_path / "k8s") == expected  # both logs verify
