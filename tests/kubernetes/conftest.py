@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from agent.daemon.day import default_day
 from evals.twin.server import Twin
@@ -95,3 +96,23 @@ def kubeconfig_for(twin: Twin, token: str, path: Path, namespace: str = "default
         f"current-context: twin\nusers:\n- name: u\n  user:\n    token: {token}\n"
     )
     return path
+
+
+def create_stray_deployment(b: KubernetesCluster, name: str = "stray") -> None:
+    """A Deployment marked as Steward's but with no pool label: a contract violation."""
+    client.AppsV1Api(b.api).create_namespaced_deployment(
+        "default",
+        {  # type: ignore[arg-type]
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": {"steward.dev/managed": "true"}},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        },
+    )

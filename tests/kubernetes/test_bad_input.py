@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
 from evals.twin.server import Twin
-from tests.kubernetes.conftest import open_backend, versions
+from tests.kubernetes.conftest import create_stray_deployment, open_backend, versions
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.connect import configuration
 from tools.backends.kubernetes.settings import KubernetesSettings
@@ -70,23 +69,7 @@ def test_no_kubeconfig_at_all_says_where_it_looked(
 def test_a_managed_workload_without_a_pool_is_named(twin: Twin) -> None:
     b = open_backend(twin)
     try:
-        apps = client.AppsV1Api(b.api)
-        apps.create_namespaced_deployment(
-            "default",
-            {  # type: ignore[arg-type]
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "stray", "labels": {"steward.dev/managed": "true"}},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "stray"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "stray"}},
-                        "spec": {"containers": [{"name": "c", "image": "x"}]},
-                    },
-                },
-            },
-        )
+        create_stray_deployment(b)
         b.caches["deployments"].wait_rv(int(twin.store.rv), 2.0)
         before = versions(twin)
         with pytest.raises(InvalidInput, match=r"Deployment default/stray: .* no steward.dev/pool"):

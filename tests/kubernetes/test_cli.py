@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
 from evals.twin.server import Twin
-from tests.kubernetes.conftest import open_backend, versions
+from tests.kubernetes.conftest import create_stray_deployment, open_backend, versions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,22 +74,7 @@ def test_a_workload_missing_its_pool_label_exits_2_and_nothing_changes(
 ) -> None:
     b = open_backend(twin)
     try:
-        client.AppsV1Api(b.api).create_namespaced_deployment(
-            "default",
-            {  # type: ignore[arg-type]
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "stray", "labels": {"steward.dev/managed": "true"}},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "stray"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "stray"}},
-                        "spec": {"containers": [{"name": "c", "image": "x"}]},
-                    },
-                },
-            },
-        )
+        create_stray_deployment(b)
     finally:
         b.close()
     before = versions(twin)
