@@ -7,7 +7,7 @@ from tests.metrics.cluster import bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import Readings, _at_once, _each
+from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, Resolved, resolve
 
 NOW = 1_000_000.0
@@ -123,3 +123,18 @@ def test_answers_of_every_shape_read_alike_whole_and_series_by_series() -> None:
     assert (got.unmatched, got.marked) == (1, {"GPU-gpu-a-1"})
     got = _alike(families["waiting"], waiting, cards, workloads)
     assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 2.0, "code": 7.0}
+
+
+def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() -> None:
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
+    other = {"instance": "10.0.0.2:9400", "job": "dcgm"}
+    later = ({"UUID": "GPU-gpu-b-0", **other, PART: "v"}, 50.0)
+    series = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), ({**other, PART: "t"}, NOW - 9), later]
+    answer = Vector(NOW, series)
+    assert _at_once(family, answer, cards, workloads) is None
+    got = collect(family, answer, cards, workloads)
+    assert got == _each(family, answer, cards, workloads)
+    assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}

@@ -135,20 +135,19 @@ def _at_once(
     stamped = 0
     first = series[0][0]
     if first.get(PART) == "t":
+        stamped = _stamped(series)
         size = len(first)
         slot = _slot(tuple(sorted(n for n in first if n != PART)))
         try:
-            for labels, raw in series:
-                if labels.get(PART) != "t":
-                    break
-                if len(labels) != size:  # with all of the first one's names: the same names
-                    return None  # timestamp series of several kinds
-                at = slot(labels)
-                old = by.get(at)
-                by[at] = raw if old is None or raw < old else old
-                stamped += 1
+            dating = [(lb.get(PART), len(lb), slot(lb), raw) for lb, raw in series[:stamped]]
         except KeyError:
             return None  # timestamp series of several kinds
+        # Each with all of the first one's names and as many: the same names.
+        if [1 for part, count, _, _ in dating if part != "t" or count != size]:
+            return None  # timestamp series of several kinds, or out of order
+        for _, _, at, raw in dating:
+            old = by.get(at)
+            by[at] = raw if old is None or raw < old else old
     else:
         slot = _slot((PART,))  # dated by nothing: no slot is in `by`
     try:
@@ -207,6 +206,20 @@ def _at_once(
     out.ages = {key: age_of[get(key)] for key in values}
     out.no_data = no_data - values.keys()
     return out
+
+
+def _stamped(series: list[tuple[dict[str, str], float]]) -> int:
+    """How many timestamp series lead the answer, if they all come first (as Prometheus answers
+    an `or`): found by bisection, in a few reads of thousands of label sets. `_at_once` checks
+    every series' part, so an answer in another order is found out and read by `_each`."""
+    low, high = 0, len(series)
+    while low < high:
+        middle = (low + high) // 2
+        if series[middle][0].get(PART) == "t":
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 def _keys(
