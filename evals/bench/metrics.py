@@ -26,7 +26,8 @@ from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console
 from agent.daemon.heap import settle_heap, tidy_heap
 from evals.bench.policy_fleet import fleet_state
 from evals.bench.prometheus_server import PrometheusMissing, RealPrometheus
-from tools.metrics.exposition import EngineExporter, card_lines, render
+from tools.metrics.engines import EngineExporter
+from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.serve import MetricsServer
 from tools.model import MISSING, ClusterState, Gpu, Metric

@@ -1,15 +1,16 @@
-"""The twin's exporters: its simulated cards as a DCGM exporter and its serving engines as vLLM,
-in the Prometheus text format, for a real Prometheus to scrape.
+"""The twin's exporters: its simulated cards as a DCGM exporter and its serving engines as vLLM
+(or SGLang, for a workload labelled `steward.dev/engine: sglang`), in the Prometheus text format,
+for a real Prometheus to scrape.
 
 `GET /twin/exporters/dcgm/metrics` answers every card as the DCGM exporter does
 (`DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname}`, and the `pod`/`namespace`/
-`container` of the workload it serves); `GET /twin/exporters/engines/metrics` answers one vLLM
-engine per ready replica, labelled with the replica's real pod name and namespace (the labels a
-scrape through Kubernetes service discovery adds; one endpoint serves all pods, so it writes them
-itself: scrape it with `honor_labels: true`), and the endpoint picker's
+`container` of the workload it serves); `GET /twin/exporters/engines/metrics` answers one engine
+per ready replica (tools.metrics.engines), labelled with the replica's real pod name and
+namespace (the labels a scrape through Kubernetes service discovery adds; one endpoint serves all
+pods, so it writes them itself: scrape it with `honor_labels: true`), and the endpoint picker's
 `inference_pool_average_queue_size`; `GET /twin/exporters/kueue/metrics` answers the jobs
 waiting for each render or batch workload as Kueue's LocalQueue metric
-(`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition writes them all.
+(`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition and .engines write them.
 
 Every sample carries the twin's simulated time (plus `sample_offset_s`), not the time Prometheus
 scrapes it: a twin advanced tick by tick runs faster than the wall clock, and only its own clock
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from evals.twin.mirror import pod_names
-from tools.metrics.exposition import CONTENT_TYPE, EngineExporter, card_lines, queue_lines, render
+from tools.metrics.engines import EngineExporter
+from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 
 class Exporters:
-    """The twin's DCGM and vLLM endpoints (see the module docstring)."""
+    """The twin's DCGM, engine and Kueue endpoints (see the module docstring)."""
 
     def __init__(self, twin: Twin, sample_offset_s: float = 0.0) -> None:
         self.twin = twin
@@ -65,7 +67,7 @@ class Exporters:
         body = render(card_lines(state, self.twin.namespace, self._pod), self._stamp(state))
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
-    async def vllm(self, _request: web.Request) -> web.Response:
+    async def engines_text(self, _request: web.Request) -> web.Response:
         state = self.observe()
         body = render(self.engines.lines(), self._stamp(state))
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
@@ -77,5 +79,5 @@ class Exporters:
 
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/twin/exporters/dcgm/metrics", self.dcgm)
-        app.router.add_get("/twin/exporters/engines/metrics", self.vllm)
+        app.router.add_get("/twin/exporters/engines/metrics", self.engines_text)
         app.router.add_get("/twin/exporters/kueue/metrics", self.kueue)

@@ -38,7 +38,7 @@ TICKS = 480  # the whole built-in day
 SCRAPE = "250ms"
 
 
-def _jobs(twin: Twin) -> list[dict[str, Any]]:
+def twin_jobs(twin: Twin) -> list[dict[str, Any]]:
     target = [{"targets": [f"{twin.host}:{twin.port}"]}]
     return [
         {
@@ -118,7 +118,7 @@ def test_the_day_read_through_prometheus_is_decided_as_the_simulator_decides(
             workdir,
             [],
             interval=SCRAPE,
-            jobs=_jobs(twin),
+            jobs=twin_jobs(twin),
             storage={"tsdb": {"out_of_order_time_window": "3650d"}},
             flags=("--query.lookback-delta=10s",),
         ) as prometheus:

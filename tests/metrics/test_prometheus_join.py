@@ -6,8 +6,9 @@ from __future__ import annotations
 from tests.metrics.cluster import bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
-from tools.metrics.prometheus.join import CardIndex, WorkloadIndex, _at_once, _each
-from tools.metrics.prometheus.queries import PART, resolve
+from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
+from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
+from tools.metrics.prometheus.queries import PART, Resolved, resolve
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
@@ -19,6 +20,19 @@ def _card(uuid: str, value: float) -> tuple[dict[str, str], float]:
 
 def _stamp(at: float) -> tuple[dict[str, str], float]:
     return {**TARGET, PART: "t"}, at
+
+
+def _alike(
+    family: Resolved,
+    series: list[tuple[dict[str, str], float]],
+    cards: CardIndex,
+    workloads: WorkloadIndex,
+) -> Readings:
+    """The whole-answer reading of `series`, checked against the series-by-series one."""
+    whole = _at_once(family, Vector(NOW, series), cards, workloads)
+    assert whole is not None
+    assert whole == _each(family, Vector(NOW, series), cards, workloads)
+    return whole
 
 
 def _source() -> PrometheusSource:
@@ -69,11 +83,58 @@ def test_the_whole_answer_reading_agrees_with_the_series_by_series_one() -> None
     quantile = [pod("chat-0", NOW - 3, "t"), pod("chat-0", float("nan"))]
     by_slot = {"Hostname": "gpu-b", "gpu": "1", **TARGET, PART: "v"}
     util = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), (by_slot, 12.0)]
-    for name, series in (("waiting", waiting), ("ttft_p90", quantile), ("gpu_util", util)):
-        family = families[name]
-        fast = _at_once(family, Vector(NOW, series), cards, workloads)
-        assert fast is not None
-        assert fast == _each(family, Vector(NOW, series), cards, workloads)
-    fast = _at_once(families["waiting"], Vector(NOW, waiting), cards, workloads)
-    assert fast is not None
+    for name, series in (("ttft_p90", quantile), ("gpu_util", util)):
+        _alike(families[name], series, cards, workloads)
+    fast = _alike(families["waiting"], waiting, cards, workloads)
     assert (fast.values, fast.ages, fast.unmatched) == ({"chat": 7.0}, {"chat": 9.0}, 1)
+
+
+def test_answers_of_every_shape_read_alike_whole_and_series_by_series() -> None:
+    """Two scrape targets, series renamed by Prometheus (`exported_pod`), one without a pod (by
+    its model), one marked as host memory, several series of one card, a stale sample, series
+    of no card: the whole-answer reading gives what the series-by-series one does."""
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    families = {f.name: f for f in resolve(PrometheusSettings())}
+    other = {"instance": "10.0.0.2:9400", "job": "dcgm"}
+
+    def card(uuid: str, raw: float, **more: str) -> tuple[dict[str, str], float]:
+        return {"UUID": uuid, "gpu": "0", **TARGET, **more, PART: "v"}, raw
+
+    util = [_stamp(NOW - 5), ({**other, PART: "t"}, NOW - 400)]
+    util += [card("GPU-gpu-a-0", 97.0), card("GPU-gpu-a-0", 99.0, pod="chat-0")]
+    util += [card("GPU-gpu-b-0", 50.0, **other), card("GPU-nowhere", 1.0)]
+    util += [card("GPU-gpu-a-1", 2.0**30, memory_source="host")]
+
+    def engine(raw: float, **labels: str) -> tuple[dict[str, str], float]:
+        return {**TARGET, **labels, PART: "v"}, raw
+
+    waiting = [_stamp(NOW - 2), ({**other, PART: "t"}, NOW - 7)]
+    waiting += [
+        engine(4.0, exported_pod="chat-7d9f8c6b5-x2x9z", exported_namespace="default"),
+        engine(2.0, pod="chat-1", namespace="default"),
+        ({**engine(5.0, model_name="qwen-coder")[0], **other}, 5.0),
+        engine(9.0, model_name="no-such-model"),
+        engine(float("nan"), pod="code-0", namespace="default"),
+    ]
+    got = _alike(families["gpu_util"], util, cards, workloads)
+    assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-b-0"] == 400.0
+    assert (got.unmatched, got.marked) == (1, {"GPU-gpu-a-1"})
+    got = _alike(families["waiting"], waiting, cards, workloads)
+    assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 2.0, "code": 7.0}
+
+
+def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() -> None:
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
+    other = {"instance": "10.0.0.2:9400", "job": "dcgm"}
+    later = ({"UUID": "GPU-gpu-b-0", **other, PART: "v"}, 50.0)
+    series = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), ({**other, PART: "t"}, NOW - 9), later]
+    answer = Vector(NOW, series)
+    assert _at_once(family, answer, cards, workloads) is None
+    got = collect(family, answer, cards, workloads)
+    assert got == _each(family, answer, cards, workloads)
+    assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}

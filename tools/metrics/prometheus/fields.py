@@ -12,10 +12,12 @@ that did not, stale; a key with nothing at all answers the field's default (why 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 
 from tools.metrics.prometheus.join import Readings
-from tools.model import Metric, trusted
+from tools.model import Metric, trusted, trusted_all
 
 
 def metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
@@ -27,25 +29,47 @@ def fresh(value: float, at: datetime, source: str) -> Metric:
     return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
 
 
+class Bucket(dict[float, Metric]):
+    """Fresh readings of one time and source, by value: a reading made on first asking.
+
+    A dict, so that `bucket[value]` for a value already made — most of a fleet's, whose cards
+    read alike — is answered by C code, also from `map` over a whole field at once."""
+
+    def __init__(self, at: datetime, source: str) -> None:
+        super().__init__()
+        self.at = at
+        self.source = source
+
+    def add(self, values: Iterable[float]) -> None:
+        """Readings of each of `values` not yet made, made all at once (`trusted_all`)."""
+        new = list(set(values) - self.keys())
+        at, source = self.at, self.source
+        made = trusted_all(
+            Metric,
+            [{"value": v, "status": "fresh", "observed_at": at, "source": source} for v in new],
+        )
+        self.update(zip(new, made, strict=True))
+
+    def __missing__(self, value: float) -> Metric:
+        found = self[value] = fresh(value, self.at, self.source)
+        return found
+
+
 class Shared:
     """Fresh readings of one tick, one object per (value, time, source)."""
 
     def __init__(self) -> None:
-        self.buckets: dict[tuple[datetime, str], dict[float, Metric]] = {}
+        self.buckets: dict[tuple[datetime, str], Bucket] = {}
         """Per (time, source): the readings made, by value."""
 
-    def bucket(self, at: datetime, source: str) -> dict[float, Metric]:
+    def bucket(self, at: datetime, source: str) -> Bucket:
         found = self.buckets.get((at, source))
         if found is None:
-            found = self.buckets[(at, source)] = {}
+            found = self.buckets[(at, source)] = Bucket(at, source)
         return found
 
     def fresh(self, value: float, at: datetime, source: str) -> Metric:
-        bucket = self.bucket(at, source)
-        found = bucket.get(value)
-        if found is None:
-            found = bucket[value] = fresh(value, at, source)
-        return found
+        return self.bucket(at, source)[value]
 
 
 class FieldReadings:
@@ -89,18 +113,21 @@ class FieldReadings:
         if marked or (ages and max(ages.values()) > bound):
             self._make_each(readings, bound, shared)
             return
+        values = readings.values
+        if len(times) == 1:  # one sample time (one scrape target): one bucket, read in C
+            (at,) = times.values()
+            one = shared.bucket(at, source)
+            one.add(values.values())  # the readings not made yet, all at once
+            self.metrics = dict(zip(values, map(one.__getitem__, values.values()), strict=True))
+            return
         last: datetime | None = None
         bucket: dict[float, Metric] = {}
-        for key, value in readings.values.items():
-            # Shared.fresh inlined: once per card and family, every one fresh. A target's
-            # series come together, so the bucket of their time rarely changes.
+        for key, value in values.items():
+            # A target's series come together, so the bucket of their time rarely changes.
             at = times[ages[key]]
             if at is not last:
                 bucket, last = shared.bucket(at, source), at
-            found = bucket.get(value)
-            if found is None:
-                found = bucket[value] = fresh(value, at, source)
-            out[key] = found
+            out[key] = bucket[value]
 
     def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
         """`_make` where some readings are stale or marked as taken from host memory."""
@@ -129,7 +156,7 @@ class FieldReadings:
                 return value, self.times[readings.ages[key]]
         return self.carried.get(key)
 
-    def every(self, keys: list[str], known: set[str]) -> dict[str, Metric]:
+    def every(self, keys: list[str], known: AbstractSet[str]) -> dict[str, Metric]:
         """`get` of each of `keys` (the set of them: `known`), as one dictionary — the readings
         themselves when none is missing."""
         found = self.metrics

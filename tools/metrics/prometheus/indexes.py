@@ -1,0 +1,135 @@
+"""The keys a Prometheus series is joined to: the cards and workloads of an observation.
+
+A card by its DCGM `UUID`, else by its node and index; a workload by the pod that exported the
+series (its owner found by dropping the pod name's generated suffixes), else by its model when
+one workload serves it; an InferencePool or Kueue LocalQueue by its `name`
+(tools.metrics.prometheus.join tells the whole join).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from typing import cast
+
+from tools.model import ClusterState
+
+NODE_LABELS = ("Hostname", "node", "kubernetes_node")
+
+
+class CardIndex:
+    """Card UUIDs of an observation, and (node, card index) -> UUID for series without one.
+
+    The slots are worked out only when a series lacks a known UUID: a DCGM exporter's series
+    all carry one, and a fleet's 8,000 cards need not be walked twice a tick for nothing."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.canonical: dict[str, str] = {
+            gpu.uuid: gpu.uuid for node in state.nodes for gpu in node.gpus
+        }
+        """Each UUID to the observation's own string: keys a series names by an equal string of
+        its own answer are swapped for it, so that later lookups by the card's UUID compare
+        pointers, not characters."""
+        self.uuids: AbstractSet[str] = self.canonical.keys()
+        self._by_slot: dict[tuple[str, str], str] | None = None
+
+    @property
+    def by_slot(self) -> dict[tuple[str, str], str]:
+        if self._by_slot is None:
+            self._by_slot = {
+                (node.name, str(gpu.index)): gpu.uuid
+                for node in self.state.nodes
+                for gpu in node.gpus
+            }
+        return self._by_slot
+
+    def key(self, labels: dict[str, str]) -> str | None:
+        uuid = labels.get("UUID")
+        if uuid is not None and uuid in self.uuids:
+            return uuid
+        index = labels.get("gpu")
+        if index is None:
+            return None
+        for name in NODE_LABELS:
+            host = labels.get(name)
+            if host is not None:
+                found = self.by_slot.get((host, index))
+                if found is not None:
+                    return found
+        return None
+
+
+PODLESS = object()
+"""What `_Pods` answers for a series without a pod: matched by its model instead."""
+
+
+class _Pods(dict[tuple[str, str | None], object]):
+    """(namespace, pod) -> the owning workload's name (None: none), worked out on first sight.
+
+    A dict, so that a known pod — every one after the first tick — is found by C code in
+    the middle of a comprehension; only a new one calls back into Python."""
+
+    def __init__(self, owner: Callable[[str, str], str | None]) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def __missing__(self, slot: tuple[str, str | None]) -> object:
+        namespace, pod = slot
+        if not pod:
+            return PODLESS
+        found = self[slot] = self.owner(namespace, pod)
+        return found
+
+
+class WorkloadIndex:
+    """Pod (and model) -> workload name, remembered across ticks while the workloads stay."""
+
+    def __init__(self) -> None:
+        self._names: frozenset[str] = frozenset()
+        self._models: dict[str, str] = {}
+        self.pods = _Pods(self._owner)
+
+    def refresh(self, state: ClusterState) -> None:
+        names = frozenset(w.name for w in state.workloads)
+        if names == self._names:
+            return
+        self._names = names
+        self.pods = _Pods(self._owner)
+        serving: dict[str, list[str]] = {}
+        for w in state.workloads:
+            if w.model:
+                serving.setdefault(w.model, []).append(w.name)
+        self._models = {m: ws[0] for m, ws in serving.items() if len(ws) == 1}
+
+    @property
+    def names(self) -> frozenset[str]:
+        return self._names
+
+    def key(self, labels: dict[str, str]) -> str | None:
+        pod = labels.get("exported_pod") or labels.get("pod")
+        if not pod:
+            model = labels.get("model_name")
+            return None if model is None else self._models.get(model)
+        namespace = labels.get("exported_namespace") or labels.get("namespace") or ""
+        return cast("str | None", self.pods[(namespace, pod)])
+
+    def pool_key(self, labels: dict[str, str]) -> str | None:
+        """The workload an InferencePool or a Kueue LocalQueue is named for (`name`)."""
+        name = labels.get("name")
+        if name is None:
+            return None
+        namespace = labels.get("namespace", "")
+        for candidate in (f"{namespace}/{name}", name):
+            if candidate in self._names:
+                return candidate
+        return None
+
+    def _owner(self, namespace: str, pod: str) -> str | None:
+        parts = pod.split("-")
+        for cut in range(len(parts), max(0, len(parts) - 3), -1):
+            owner = "-".join(parts[:cut])
+            for candidate in (f"{namespace}/{owner}", owner):
+                if candidate in self._names:
+                    return candidate
+        return None
