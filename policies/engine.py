@@ -42,7 +42,8 @@ from policies.rules import (
 )
 from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, ScaleWorkload
-from tools.model import ClusterState, trusted
+from tools.model import ClusterState
+from tools.trusted import trusted
 
 __all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tools.derived import Derived
-from tools.model import Gpu, Metric, Node, Sharing, trusted
+from tools.model import Gpu, Metric, Node, Sharing
+from tools.trusted import trusted
 
 AT = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)
 

@@ -27,10 +27,11 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload, trusted
+from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
 from tools.placement.statecache import StateCache
+from tools.trusted import trusted
 
 _MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 

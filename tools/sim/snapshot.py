@@ -31,8 +31,8 @@ from tools.model import (
     Taint,
     Workload,
     new_version,
-    trusted,
 )
+from tools.trusted import trusted
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine

@@ -39,8 +39,8 @@ from tools.model import (
     Sharing,
     Taint,
     Workload,
-    trusted,
 )
+from tools.trusted import trusted
 
 Obj = dict[str, Any]
 SOURCE = "kubernetes"

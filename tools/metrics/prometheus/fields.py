@@ -17,7 +17,8 @@ from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 
 from tools.metrics.prometheus.join import Readings
-from tools.model import Metric, trusted, trusted_all
+from tools.model import Metric
+from tools.trusted import trusted, trusted_all
 
 
 def metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:

@@ -29,7 +29,8 @@ from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.settings import PrometheusSettings
-from tools.model import ClusterState, Gpu, Metric, Node, Workload, new_version, trusted, trusted_all
+from tools.model import ClusterState, Gpu, Metric, Node, Workload, new_version
+from tools.trusted import trusted, trusted_all
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
