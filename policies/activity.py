@@ -97,6 +97,12 @@ def unread(
                 for uuid in replica.gpus:
                     value, at = readings.get(uuid, _NO_CARD)
                     if value is None or (oldest is not None and value != _ABSENT and at < oldest):
+                        if len(named) >= limit:
+                            # Counted, not named: finding the card would cost a scan of the
+                            # node's cards, for every one of thousands of unread cards of a
+                            # fleet without a metric source.
+                            count += 1
+                            continue
                         card = next(g for g in node.gpus if g.uuid == uuid)
                         note(f"{node_name} card {card.index} utilization", card.utilization)
     return count, tuple(named)
