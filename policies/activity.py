@@ -8,9 +8,18 @@ running replica without a fresh utilization, makes the answer None (unknown) —
 counts as idle, so no pool is taken to zero on readings nobody can trust (a render job whose
 cards went unread is not idle because nothing waits behind it). Render and batch workloads
 have no request queue: a missing one is normal for them; a stale one is not.
+
+Both passes run every tick over every replica of a fleet (3,300 on 1,000 nodes), so what they
+read of a node is derived once per version of it and tabled once per observation, and they stop
+looking where the answer can no longer change (a pool already unknown is busy only through a
+busy card; a replica whose cards all read fresh has nothing to name).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from policies.model import Policy
 from tools.derived import Derived
@@ -20,15 +29,18 @@ QUEUELESS_KINDS = frozenset({"render", "batch"})
 """Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""
 
 _ABSENT = -1.0
-_NO_CARD: tuple[float | None, float] = (_ABSENT, 0.0)
+T = TypeVar("T")
 
 
 def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when the readings cannot tell (see the module docstring)."""
     limits = policy.activity
-    readings = _readings(limits.busy_utilization_percent)
+    threshold = limits.busy_utilization_percent
+    by_node = _by_node(state, ("cards", threshold), _readings(threshold))
     seen = False
     unknown = False
+    # Once the answer is unknown: the nodes with a busy card, the only ones that can change it.
+    busy_nodes: frozenset[str] | None = None
     for workload in state.pool_workloads(pool):
         depth = workload.queue_depth
         if depth.usable and depth.value is not None:
@@ -40,15 +52,21 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
         running = workload.requests_running
         if running.usable and running.value:
             return True
+        if unknown and busy_nodes is None:
+            busy_nodes = _busy_nodes(state, threshold)
+        if busy_nodes is not None and not busy_nodes:
+            continue  # the answer is None now unless a card is busy, and none is
         for replica in workload.placement:
             cards = replica.gpus
             if not cards:
                 continue
             for node_name in replica.nodes:
-                node = state.node(node_name)
-                if node is None:
+                if busy_nodes is not None and node_name not in busy_nodes:
+                    continue  # the answer is None now unless a card is busy: none is here
+                cards_here = by_node.get(node_name)
+                if cards_here is None:
                     continue
-                fresh, busy, unread_cards = readings(node)
+                fresh, busy, unread_cards = cards_here
                 if busy and not busy.isdisjoint(cards):
                     return True
                 if not seen and not fresh.isdisjoint(cards):
@@ -69,6 +87,7 @@ def unread(
     count = 0
     named: list[str] = []
     oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
+    by_node = _by_node(state, ("readings",), _card_readings_of)
 
     def note(what: str, metric: Metric) -> None:
         nonlocal count
@@ -88,18 +107,29 @@ def unread(
         if (not depth.usable or old(depth)) and _queue_expected(workload, depth):
             note(f"{workload.name} queue", depth)
         for replica in workload.placement:
-            if not replica.gpus:
+            cards = replica.gpus
+            if not cards:
                 continue
             for node_name in replica.nodes:
-                node = state.node(node_name)
-                if node is None:
+                found = by_node.get(node_name)
+                if found is None:
                     continue
-                readings = _utilization(node)
-                for uuid in replica.gpus:
-                    value, at = readings.get(uuid, _NO_CARD)
-                    if value is None or (oldest is not None and value != _ABSENT and at < oldest):
-                        card = next(g for g in node.gpus if g.uuid == uuid)
-                        note(f"{node_name} card {card.index} utilization", card.utilization)
+                node, (unseen, fresh_at, fresh_since) = found
+                if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
+                    continue  # every card of the replica here reads fresh, and young enough
+                if len(named) >= limit and unseen.issuperset(cards):
+                    count += len(cards)  # all unread, past the ones named: counted at once
+                    continue
+                for uuid in cards:
+                    if uuid not in unseen:
+                        at = fresh_at.get(uuid)
+                        if oldest is None or at is None or at >= oldest:
+                            continue
+                    if len(named) >= limit:
+                        count += 1  # counted, not named: no need to find the card
+                        continue
+                    card = next(g for g in node.gpus if g.uuid == uuid)
+                    note(f"{node_name} card {card.index} utilization", card.utilization)
     return count, tuple(named)
 
 
@@ -137,15 +167,50 @@ def _readings(threshold: float) -> Derived[Node, Cards]:
 _by_threshold: dict[float, Derived[Node, Cards]] = {}
 
 
-def _card_utilization(node: Node) -> dict[str, tuple[float | None, float]]:
-    """Each card's utilization when fresh (None when stale or missing) and its POSIX time, for
-    naming the readings that hold a pool (derived once per version of the node)."""
-    return {g.uuid: _reading(g.utilization) for g in node.gpus}
+CardReadings = tuple[frozenset[str], dict[str, float], float]
+"""A node's cards with no fresh utilization reading (stale or missing), the POSIX time of each
+fresh one, and the oldest of those times (infinity when none is fresh)."""
 
 
-def _reading(metric: Metric) -> tuple[float | None, float]:
-    at = metric.observed_at.timestamp() if metric.observed_at is not None else 0.0
-    return ((metric.value or 0.0) if metric.usable else None), at
+def _derive_card_readings(node: Node) -> CardReadings:
+    unseen = frozenset(g.uuid for g in node.gpus if not g.utilization.usable)
+    fresh_at: dict[str, float] = {}
+    for g in node.gpus:
+        reading = g.utilization
+        if reading.usable and reading.value != _ABSENT:  # -1: read as "no such card" before
+            at = reading.observed_at
+            fresh_at[g.uuid] = at.timestamp() if at is not None else 0.0
+    return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
 
 
-_utilization = Derived(_card_utilization)
+_card_readings = Derived(_derive_card_readings)
+"""For naming the readings that hold a pool, derived once per version of the node: a replica's
+cards are then checked a set at a time, and one card at a time only where one is unread."""
+
+
+def _card_readings_of(node: Node) -> tuple[Node, CardReadings]:
+    return node, _card_readings(node)
+
+
+def _by_node(
+    state: ClusterState, key: tuple[object, ...], derive: Callable[[Node], T]
+) -> dict[str, T]:
+    """`derive` of every node by name, once per observation (kept in `ClusterState.derived`):
+    a pool's replicas then look their nodes up in one table, where asking the per-version cache
+    for each of thousands of replicas cost more than all the rest of the pass."""
+    full = ("policies.activity", *key)
+    found = state.derived.get(full)
+    if found is None:
+        found = state.derived[full] = {n.name: derive(n) for n in state.nodes}
+    return cast(dict[str, T], found)
+
+
+def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:
+    """The nodes with a card above `threshold`, once per observation: once a pool's answer is
+    unknown, only those can change it."""
+    key = ("policies.activity", "busy", threshold)
+    found = state.derived.get(key)
+    if found is None:
+        cards = _by_node(state, ("cards", threshold), _readings(threshold))
+        found = state.derived[key] = frozenset(n for n, (_, busy, _) in cards.items() if busy)
+    return cast(frozenset[str], found)

@@ -178,10 +178,11 @@ class Node(Versioned):
     gpus: tuple[Gpu, ...] = ()
     scheduler: SchedulerView | None = None
     version: str = ""
-    """Changes whenever anything above does (see `Versioned`): the simulator's change counter,
-    a Kubernetes backend's metadata.resourceVersion joined to a token of its connection (the
-    same resourceVersion can name other content in another cluster). A metric source that
-    merges readings into the node gives it a version of its own, or leaves it unknown ("")."""
+    """Changes whenever anything above does (see `Versioned`): a fresh `new_version()` each
+    time a producer rebuilds the node — the simulator on a change, the Kubernetes backend when
+    what the node reads (its object but for heartbeats, its ResourceSlice, its pods'
+    resourceVersions) changed. A metric source that merges readings into the node gives it a
+    version of its own, or leaves it unknown ("")."""
 
     @property
     def schedulable(self) -> bool:

@@ -94,14 +94,17 @@ def assess(
     if held:
         # Readings nobody can trust are neither idle nor calm: no scale-down, and the calm
         # spell starts again once they are fresh (the idle time is reset by History.observed).
+        # (A copy only where something is to reset: held pools stay held tick after tick.)
         for i, signal in enumerate(workload_signals):
-            if signal.pool in held:
+            if signal.pool not in held:
+                continue
+            if signal.idle_for_s is not None or signal.calm_for_s is not None:
                 workload_signals[i] = signal.model_copy(
                     update={"idle_for_s": None, "calm_for_s": None}
                 )
-                remembered[signal.workload] = remembered[signal.workload].model_copy(
-                    update={"calm_since": None}
-                )
+            mem = remembered[signal.workload]
+            if mem.calm_since is not None:
+                remembered[signal.workload] = mem.model_copy(update={"calm_since": None})
     favoured, since, why = _favoured_mode(state, workload_signals, memory, settings)
     seen_at = now if favoured else None
     if favoured is None and _within(memory.mode_seen_at, now, settings.mode_grace_s):

@@ -99,7 +99,11 @@ def everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterStat
         f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
     )
     return (
-        ClusterState(**{**dict(state), "nodes": nodes}),
+        # Its fields only: iterating a state also yields what was derived from it and kept
+        # with it (ClusterState.derived), which is no field of a new one.
+        ClusterState(
+            **{**{f: getattr(state, f) for f in ClusterState.model_fields}, "nodes": nodes}
+        ),
         signals.model_copy(update={"findings": findings, "shared_card_anomalies": anomalies}),
     )
 

@@ -8,9 +8,9 @@ advances with the wall clock times `speed`, or only when asked (`advance`, or
 Besides the API (evals/twin/api.py) it serves discovery (/api, /apis, /api/v1, /apis/G/V,
 /version), health, each workload's OpenAI-compatible endpoint, its cards, engines and job queues
 as DCGM, vLLM and Kueue exporters for Prometheus (evals/twin/exporters.py), and the twin's own
-hooks under /twin/: advance, faults, and the log of the requests it saw (method, path, dryRun,
-status, and the attributes the authorizer judged). `partitions` cuts chosen clients off
-(partitions.py).
+hooks under /twin/ (evals/twin/hooks.py: advance, heartbeats, faults, and the log of the
+requests it saw: method, path, dryRun, status, and the attributes the authorizer judged).
+`partitions` cuts chosen clients off (partitions.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from evals.twin import api, serving
+from evals.twin import api, hooks, serving
 from evals.twin.auth import (
     AllowAll,
     Attributes,
@@ -38,7 +38,6 @@ from evals.twin.exporters import Exporters
 from evals.twin.faults import Faults, FaultSettings
 from evals.twin.mirror import Mirror
 from evals.twin.partitions import Dropped, Partitions, token_of
-from evals.twin.readings import readings
 from evals.twin.resources import group_versions, resource_list
 from evals.twin.store import ApiError, Store
 from evals.twin.writes import Writes
@@ -229,10 +228,7 @@ class Twin:
             functools.partial(serving.chat, self),
         )
         self.exporters.routes(app)
-        r.add_post("/twin/advance", self._advance_hook)
-        r.add_post("/twin/faults", self._faults_hook)
-        r.add_get("/twin/requests", self._requests_hook)
-        r.add_get("/twin/readings", self._readings_hook)
+        hooks.routes(self, app)
         r.add_route("*", "/api/v1/{tail:.+}", self._resource)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._resource)
 
@@ -369,35 +365,3 @@ class Twin:
         if found is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return web.json_response(found)
-
-    async def _advance_hook(self, request: web.Request) -> web.Response:
-        try:
-            seconds = float(request.query.get("seconds", "0"))
-        except ValueError:
-            raise ApiError(400, "BadRequest", "seconds must be a number") from None
-        self._advance(seconds)
-        return web.json_response(
-            {"elapsed_s": self.sim.elapsed_s, "resourceVersion": str(self.store.rv)}
-        )
-
-    async def _faults_hook(self, request: web.Request) -> web.Response:
-        self.faults.configure(FaultSettings.model_validate(await request.json()))
-        return web.json_response(self.faults.settings.model_dump())
-
-    async def _readings_hook(self, _request: web.Request) -> web.Response:
-        return web.json_response(readings(self.sim.observe()))
-
-    async def _requests_hook(self, _request: web.Request) -> web.Response:
-        return web.json_response(
-            [
-                {
-                    "method": r.method,
-                    "path": r.path,
-                    "query": r.query,
-                    "dryRun": r.dry_run,
-                    "status": r.status,
-                    "user": r.user,
-                }
-                for r in self.requests
-            ]
-        )

@@ -7,6 +7,7 @@ import copy
 from collections import deque
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -122,3 +123,17 @@ def test_the_request_log_records_dry_run(api: client.ApiClient, twin: Twin) -> N
     assert not twin.call(lambda: twin.sim.engine.state.nodes["ws-1"].cordoned)
     last = twin.requests[-1]
     assert (last.method, last.dry_run, last.status) == ("PATCH", True, 200)
+
+
+def test_the_hooks_drive_the_world_from_another_process(twin: Twin) -> None:
+    """What evals/bench/twin_process.py relies on: advance and heartbeats over loopback, each
+    answering with the resourceVersion it reached."""
+    before = int(twin.store.rv)
+    advanced = httpx.post(f"{twin.url}/twin/advance", params={"seconds": 15}).json()
+    assert int(advanced["resourceVersion"]) >= before
+    beat = httpx.post(f"{twin.url}/twin/heartbeat", json={"nodes": ["ws-1"]}).json()
+    assert int(beat["resourceVersion"]) == int(advanced["resourceVersion"]) + 1
+    node = twin.call(lambda: twin.store.get(NODE, "", "ws-1"))
+    assert node["metadata"]["resourceVersion"] == beat["resourceVersion"]
+    bad = httpx.post(f"{twin.url}/twin/heartbeat", json={"nodes": "ws-1"})
+    assert bad.status_code == 400

@@ -9,7 +9,10 @@ utilisation, queue depth, ...) are not the API's to give: they are left missing,
 "kubernetes", for the metric sources to fill.
 
 Cheap per tick: a node is rebuilt only when its object, its ResourceSlice or a pod on it
-changed, a workload only when its object or one of its pods did.
+changed, a workload only when its object or one of its pods did. A rebuilt one gets a new
+`version` (tools.model.new_version), an unchanged one keeps its own, so what the loop derives
+per version of a node (policies.activity's card readings) is worked out only for what changed:
+without a version, every tick derived it again for all 8,000 cards of a 1,000-node fleet.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from tools.model import (
     Sharing,
     Taint,
     Workload,
+    new_version,
 )
 from tools.trusted import trusted
 
@@ -369,6 +373,7 @@ class Builder:
             unified_memory=unified,
             gpus=gpus,
             scheduler=scheduler,
+            version=new_version(),
         )
         self._node_memo[name] = (key, node)
         return node
@@ -470,6 +475,7 @@ class Builder:
                 for k, v in notes.items()
                 if k not in c.OWN_ANNOTATIONS and k.startswith("steward.dev/")
             },
+            version=new_version(),
         )
         return w
 
