@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agent.daemon.day import default_day
 from evals.bench.prometheus_server import RealPrometheus
@@ -28,6 +29,7 @@ from tools.sim.demand import PoissonDemand
 from tools.sim.extras import ExtraWorkload, Serving
 from tools.sim.scenario import Scenario
 
+pytestmark = pytest.mark.slow  # a real Prometheus scraping the twin through a day
 SGLANG_WORKLOAD = "sgl-chat"
 SGLANG_NAMES = {  # not sglang:token_usage: the simulator has no KV-cache reading to export
     "sglang:num_queue_reqs",
