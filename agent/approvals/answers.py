@@ -26,10 +26,11 @@ from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
 from agent.loop.gate import at_execution
-from agent.loop.state import ActionVerdict, Approval
+from agent.loop.state import ActionVerdict
 from policies.durations import format_duration
 from policies.history import History
 from policies.model import Policy
+from tools.approval import Approval
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 
@@ -141,7 +142,7 @@ def _refused_now(
     verdicts = [ActionVerdict(action=a, decision="needs_approval") for a in found.actions]
     answer = Approval(
         answer="approved",
-        by=identity.principal,
+        principal=identity.principal,
         at=state.observed_at,
         channel=identity.channel,
         sender=identity.sender,
@@ -195,12 +196,12 @@ def expire_due(inbox: Inbox, policy: Policy, now: datetime) -> list[PendingDecis
 def resume_answer(pending: PendingDecision, now: datetime) -> Approval:
     """The answer a decision's graph resumes with, from its inbox entry."""
     if pending.status == "expired":
-        return Approval(answer="expired", by="", reason=pending.reason, at=now)
+        return Approval(answer="expired", principal="", reason=pending.reason, at=now)
     if pending.answered_at is None or pending.answered_by is None:
         raise InvalidInput(f"decision {pending.decision_id} has no answer to resume with")
     return Approval(
         answer="approved" if pending.status == "approved" else "denied",
-        by=pending.answered_by,
+        principal=pending.answered_by,
         reason=pending.reason,
         at=pending.answered_at,
         channel=pending.channel or "cli",

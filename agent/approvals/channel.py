@@ -20,8 +20,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.audit import Channel
 from policies.model import Policy
+from tools.approval import Channel
 from tools.errors import InvalidInput
 
 

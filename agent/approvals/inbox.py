@@ -20,9 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.audit.records import Channel
 from agent.daemon import dbfile
 from tools.actions import Action, dump_action, parse_actions
+from tools.approval import Channel
 from tools.errors import InvalidInput
 
 DB_NAME = "inbox.db"

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from agent.audit.errors import AuditError
 from agent.audit.queries import find
-from agent.audit.records import Approval, Execution, Intent, Outcome, Payload, Record
+from agent.audit.records import ApprovalRecord, Execution, Intent, Outcome, Payload, Record
 from agent.audit.store import AuditLog
 
 
@@ -26,7 +26,7 @@ def write_execution(
     execution: Execution,
     *,
     intent: Intent | None = None,
-    approvals: Sequence[Approval] = (),
+    approvals: Sequence[ApprovalRecord] = (),
 ) -> list[Record]:
     """Append [intent] + approvals + execution in one transaction (one fsync).
 
@@ -84,7 +84,7 @@ def unjudged_executions(log: AuditLog) -> list[str]:
             by_decision.setdefault(record.decision_id, []).append(record)
     for decision, records in by_decision.items():
         executions = [r for r in records if isinstance(r.payload, Execution)]
-        answered = [r.payload.decided_at for r in records if isinstance(r.payload, Approval)]
+        answered = [r.payload.decided_at for r in records if isinstance(r.payload, ApprovalRecord)]
         for record in records:
             if not isinstance(record.payload, Outcome):
                 continue

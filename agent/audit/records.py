@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
 
 from tools.actions import Action, Plan
+from tools.approval import Approval, Channel
 from tools.backends.base import ActionResult
 
 SCHEMA_VERSION = 1
@@ -51,7 +52,6 @@ KINDS: tuple[Kind, ...] = (
     "finding",
 )
 Verdict = Literal["allow", "deny", "needs_approval"]
-Channel = Literal["cli", "slack"]
 
 DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -165,8 +165,9 @@ class DryRunPlan(_Decision):
     dry_run: Literal[True] = True
 
 
-class Approval(_Payload):
-    """A human's answer to one proposal that needed approval."""
+class ApprovalRecord(_Payload):
+    """A person's answer to one proposal that needed approval, as the log keeps it: the answer
+    (tools.approval.Approval) and the decision and action it answers."""
 
     kind: Literal["approval"] = "approval"
     decision_id: DecisionId
@@ -179,6 +180,31 @@ class Approval(_Payload):
     """Who the channel vouches sent the answer: the OS user on cli, the user id on slack."""
     decided_at: datetime
     note: str = ""
+
+    @classmethod
+    def of(cls, decision_id: str, action_index: int, approval: Approval) -> ApprovalRecord:
+        """The record of `approval` given to action `action_index` of `decision_id`."""
+        return cls(
+            decision_id=decision_id,
+            action_index=action_index,
+            approved=approval.approved,
+            principal=approval.principal,
+            channel=approval.channel,
+            sender=approval.sender or approval.principal,
+            decided_at=approval.at,
+            note=approval.reason,
+        )
+
+    def approval(self) -> Approval:
+        """The answer itself, as every other layer holds it."""
+        return Approval(
+            answer="approved" if self.approved else "denied",
+            principal=self.principal,
+            at=self.decided_at,
+            channel=self.channel,
+            sender=self.sender,
+            reason=self.note,
+        )
 
 
 class GateVerdict(_Payload):
@@ -335,7 +361,7 @@ class Startup(_Payload):
 Payload = Annotated[
     Intent
     | DryRunPlan
-    | Approval
+    | ApprovalRecord
     | Execution
     | Outcome
     | Fallback

@@ -41,7 +41,7 @@ from agent.audit.queries import (
 from agent.audit.records import (
     GENESIS_HASH,
     SCHEMA_VERSION,
-    Approval,
+    ApprovalRecord,
     Intent,
     Interrupted,
     Kind,
@@ -229,7 +229,7 @@ class AuditLog:
 
         return self.append_batch([outcome], open_intent)[0]
 
-    def write_approval(self, approval: Approval) -> Record:
+    def write_approval(self, approval: ApprovalRecord) -> Record:
         """Record a human's answer to a proposal that waited for approval."""
 
         def pending(conn: sqlite3.Connection) -> None:

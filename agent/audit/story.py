@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent.audit.records import (
-    Approval,
+    ApprovalRecord,
     Check,
     DryRunPlan,
     Execution,
@@ -106,7 +106,7 @@ class _Trail:
             p = r.payload
             if isinstance(p, Execution):
                 self.execution = p
-            elif isinstance(p, Approval):
+            elif isinstance(p, ApprovalRecord):
                 word = "approved" if p.approved else "refused"
                 note = f" ({p.note})" if p.note else ""
                 when = f"{p.decided_at:%Y-%m-%d %H:%M}"
@@ -291,7 +291,7 @@ def summary(record: Record) -> str:
         checks = "verified" if all(c.ok for c in p.verification) else "verification FAILED"
         tail = f"; error: {p.error}" if p.error else ""
         return f"{len(ran)} action(s) ran, {failed} failed; {checks}{tail}"
-    if isinstance(p, Approval):
+    if isinstance(p, ApprovalRecord):
         word = "approved" if p.approved else "refused"
         return f"{p.principal} {word} action {p.action_index + 1} via {p.channel}"
     if isinstance(p, Execution):

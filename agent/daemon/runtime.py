@@ -402,7 +402,7 @@ class Runtime:
                 result = self._invoke(thread, Command(resume=answer.model_dump(mode="json")))
                 if result is not None:
                     self._finish(thread, result)
-                log.info("resumed", decision=thread, answer=answer.answer, by=answer.by)
+                log.info("resumed", decision=thread, answer=answer.answer, by=answer.principal)
             if any(isinstance(a, RotateMode) for a in pending.actions):
                 self.ctx.memory = restart_mode_dwell(self.ctx.memory, self.clock.now())
             self.ctx.inbox.mark_resumed(thread)

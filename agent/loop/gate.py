@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from agent.audit import GateVerdict
-from agent.loop.state import ActionVerdict, Approval
+from agent.loop.state import ActionVerdict
 from agent.rotation.runner import advice_settings
 from policies.durations import format_duration
 from policies.engine import judge
@@ -32,6 +32,7 @@ from policies.history import History
 from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Action, Plan, RotateMode
+from tools.approval import Approval
 from tools.model import ClusterState
 from tools.modes import demand_from_state, rotation_gain
 
@@ -144,7 +145,7 @@ def _unapproved(
         return _deny(
             index,
             (EXPIRED,),
-            f"approved by {approval.by} at {_local(policy, approval.at)}, after the request "
+            f"approved by {approval.principal} at {_local(policy, approval.at)}, after the request "
             f"expired at {_local(policy, waiting_since + ttl)} (approval.expires_after {limit})",
             fresh=True,
         )
@@ -152,8 +153,8 @@ def _unapproved(
         return _deny(
             index,
             (EXPIRED,),
-            f"approved by {approval.by} at {_local(policy, approval.at)} but not carried out "
-            f"within approval.expires_after ({limit}); it is {_local(policy, now)} now",
+            f"approved by {approval.principal} at {_local(policy, approval.at)} but not carried "
+            f"out within approval.expires_after ({limit}); it is {_local(policy, now)} now",
             fresh=True,
         )
     return None
@@ -180,16 +181,16 @@ def _judged(
                 f"needs approval now and none was given: {fresh.message}",
                 fresh=True,
             )
-        if not policy.may_approve(approval.by, action, state):
+        if not policy.may_approve(approval.principal, action, state):
             groups = ", ".join(policy.approver_groups(action, state)) or "an approver group"
             return _deny(
                 index,
                 fresh.rule_ids,
-                f"{approval.by} may not approve {action.describe()} now; it needs a member of "
-                f"{groups}",
+                f"{approval.principal} may not approve {action.describe()} now; it needs a member "
+                f"of {groups}",
                 fresh=True,
             )
-        message = f"approved by {approval.by} via {approval.channel}; {fresh.message}"
+        message = f"approved by {approval.principal} via {approval.channel}; {fresh.message}"
         return _allow(
             index, fresh.rule_ids, message, action, state=state, policy=policy, check_advice=advice
         )

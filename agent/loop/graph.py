@@ -89,6 +89,11 @@ def _bound(step: Callable[[Decision, LoopContext], dict[str, Any]], ctx: LoopCon
     return node
 
 
+LEGACY_SERIALIZED = [("agent.loop.state", "Approval")]
+"""Where checkpoints written by earlier versions name a model that has moved since (the name
+still resolves there): a decision waiting across an upgrade resumes with its answer."""
+
+
 def open_checkpointer(data_dir: Path) -> SqliteSaver:
     """The SQLite checkpointer of a data dir.
 
@@ -103,4 +108,5 @@ def open_checkpointer(data_dir: Path) -> SqliteSaver:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     allowed = [(t.__module__, t.__name__) for t in (*SERIALIZED_TYPES, *ACTION_TYPES)]
+    allowed += LEGACY_SERIALIZED
     return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))

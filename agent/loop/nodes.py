@@ -22,7 +22,7 @@ from langgraph.types import interrupt
 
 from agent.audit import (
     ActionOutcome,
-    Approval,
+    ApprovalRecord,
     Check,
     Execution,
     Fallback,
@@ -41,11 +41,11 @@ from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
 from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
 from agent.loop.state import ActionVerdict, Decision, Memory
-from agent.loop.state import Approval as Answer
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from policies.engine import judge
 from tools.actions import RotateMode
+from tools.approval import Approval
 
 Update = dict[str, Any]
 PLANNER_REST = timedelta(minutes=5)
@@ -164,7 +164,7 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
         d.observed_at,
     )
     ctx.maybe_crash("approve")
-    answer = Answer.model_validate(interrupt({"decision_id": d.decision_id}))
+    answer = Approval.model_validate(interrupt({"decision_id": d.decision_id}))
     return {"approval": answer, "stage": "act"}
 
 
@@ -261,23 +261,14 @@ def _favoured_lately(ctx: LoopContext, now: datetime) -> str | None:
     return memory.mode_favoured
 
 
-def _approvals(d: Decision) -> list[Approval]:
+def _approvals(d: Decision) -> list[ApprovalRecord]:
     """The human's answer as one audit record per action that waited for it (none when the
     request expired: nobody answered)."""
     answer = d.approval
     if answer is None or answer.answer == "expired":
         return []
     return [
-        Approval(
-            decision_id=d.decision_id,
-            action_index=i,
-            approved=answer.answer == "approved",
-            principal=answer.by,
-            channel=answer.channel,
-            sender=answer.sender or answer.by,
-            decided_at=answer.at,
-            note=answer.reason,
-        )
+        ApprovalRecord.of(d.decision_id, i, answer)
         for i, v in enumerate(d.verdicts)
         if v.decision == "needs_approval"
     ]

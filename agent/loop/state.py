@@ -17,13 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from agent.audit import ActionOutcome, Channel, Check, GateVerdict
+from agent.audit import ActionOutcome, Check, GateVerdict
 from tools.actions import Action, Plan
+from tools.approval import Approval
 from tools.model import WorkloadKind
 
 VerdictDecision = Literal["allow", "deny", "needs_approval"]
-ApprovalAnswer = Literal["approved", "denied", "expired"]
-"""A human's yes or no; or expired: nobody answered within the policy's approval.expires_after."""
 Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify", "record", "done"]
 
 
@@ -165,20 +164,6 @@ class ActionVerdict(_Model):
     expected_effect: str = ""
     approvers: tuple[str, ...] = ()
     """For needs_approval: the approver groups whose members may give it."""
-
-
-class Approval(_Model):
-    """The answer a waiting decision resumes with (agent.approvals gives it)."""
-
-    answer: ApprovalAnswer
-    by: str
-    """The principal, as the policy's approver groups name them ("" when it expired)."""
-    reason: str = ""
-    at: datetime
-    """When it was answered (or expired), on the cluster's clock."""
-    channel: Channel = "cli"
-    sender: str = ""
-    """Who the channel vouches sent it: the OS user, a chat user id."""
 
 
 class Decision(BaseModel):

@@ -15,18 +15,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent.approvals.inbox import Inbox
-from agent.audit import ActionOutcome, AuditLog, Check, Intent, Outcome, proposals
-from agent.audit import Approval as AuditApproval
+from agent.audit import ActionOutcome, ApprovalRecord, AuditLog, Check, Intent, Outcome, proposals
 from agent.rotation.runner import open_rotation, result_of
 from policies.engine import judge
 from policies.history import History
 from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Plan, RotateMode
+from tools.approval import Approval
 from tools.backends.parts import Parts
 from tools.errors import InvalidInput
 from tools.model import ClusterState
-from tools.modes import Approval, RotationOutcome
+from tools.modes import RotationOutcome
 
 Status = Literal["ran", "denied", "pending", "refused_by_human"]
 
@@ -168,20 +168,16 @@ class RotationRequests:
                 return RequestResult(
                     decision_id=decision, status="denied", verdict=verdict, message=verdict.message
                 )
-            self.audit.write_approval(
-                AuditApproval(
-                    decision_id=decision,
-                    action_index=0,
-                    approved=True,
-                    principal=principal,
-                    channel=found.channel,
-                    decided_at=at,
-                )
+            approval = Approval(
+                principal=principal,
+                at=at,
+                channel=found.channel or "cli",
+                sender=found.sender or principal,
             )
+            self.audit.write_approval(ApprovalRecord.of(decision, 0, approval))
             inbox.mark_resumed(decision)
         finally:
             inbox.close()
-        approval = Approval(principal=principal, at=at, via="cli")
         return self._run(decision, action.target_mode, verdict, (approval,))
 
     def finish_open(self) -> RotationOutcome | None:

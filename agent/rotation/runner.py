@@ -14,16 +14,15 @@ from pathlib import Path
 
 import structlog
 
-from agent.audit import Approval as AuditApproval
-from agent.audit import AuditLog, ModeStep
+from agent.audit import ApprovalRecord, AuditLog, ModeStep
 from policies.model import Policy
 from tools.actions import RotateMode
+from tools.approval import Approval
 from tools.backends.base import ActionResult, Cluster
 from tools.backends.parts import Parts
 from tools.clock import Clock
 from tools.modes import (
     AdviceSettings,
-    Approval,
     Journal,
     JournalEntry,
     PreflightLimits,
@@ -126,10 +125,8 @@ def approvals_of(audit: AuditLog, decision_id: str) -> tuple[Approval, ...]:
     found = []
     for record in audit.decision(decision_id):
         payload = record.payload
-        if isinstance(payload, AuditApproval) and payload.approved:
-            found.append(
-                Approval(principal=payload.principal, at=payload.decided_at, via=payload.channel)
-            )
+        if isinstance(payload, ApprovalRecord) and payload.approved:
+            found.append(payload.approval())
     return tuple(found)
 
 

@@ -37,8 +37,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.approvals.inbox import Inbox
-from agent.audit import HEAD_FILE, AuditLog, Intent, Outcome
-from agent.audit import Approval as ApprovalRecord
+from agent.audit import HEAD_FILE, ApprovalRecord, AuditLog, Intent, Outcome
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tests.llm.scripted_server import BAD_SHAPES, Reply, ScriptedServer, bad, error, hang

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.approvals.inbox import Inbox
-from agent.audit import Approval, Execution, Outcome, Record
+from agent.audit import ApprovalRecord, Execution, Outcome, Record
 from agent.audit.execution import unjudged_executions
 from policies.loader import load_policy
 from policies.model import Policy
@@ -59,7 +59,7 @@ def test_an_unanswered_request_expires_and_is_refused_in_the_log(
         assert unjudged_executions(runtime.ctx.audit) == []
         burst = runtime.ctx.cluster.observe().workload("burst-llm")
     assert burst is not None and burst.desired_replicas == 0
-    assert not any(isinstance(r.payload, Approval) for r in records)  # nobody answered
+    assert not any(isinstance(r.payload, ApprovalRecord) for r in records)  # nobody answered
     (verdict,) = _gate(records).verdicts
     assert verdict.verdict == "deny" and verdict.rule_ids == ("approval.expired",)
     assert verdict.refused_at_execution and "nobody answered within" in verdict.message
@@ -112,7 +112,7 @@ def test_an_approval_not_carried_out_in_time_expires(tmp_path: Path, data_dir: P
         records = runtime.ctx.audit.decision(decision)
         burst = runtime.ctx.cluster.observe().workload("burst-llm")
     assert burst is not None and burst.desired_replicas == 0
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert approval.approved  # the answer is kept; the gate refused to act on it this late
     (verdict,) = _gate(records).verdicts
     assert verdict.rule_ids == ("approval.expired",) and "not carried out" in verdict.message

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.loop.gate import at_execution
-from agent.loop.state import ActionVerdict, Approval
+from agent.loop.state import ActionVerdict
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_policy
@@ -30,6 +30,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
+from tools.approval import Approval
 from tools.backends.sim import SimCluster
 from tools.model import ClusterState
 
@@ -109,7 +110,7 @@ def test_nothing_runs_without_an_allow_judged_at_execution(  # noqa: PLR0917 - h
         word, by, after_s = answer
         approval = Approval(
             answer=word,
-            by=by if word != "expired" else "",
+            principal=by if word != "expired" else "",
             at=decided.observed_at + timedelta(seconds=after_s),
         )
     now = _at(decided, later_s)
@@ -130,7 +131,7 @@ def test_nothing_runs_without_an_allow_judged_at_execution(  # noqa: PLR0917 - h
             assert approval is not None and approval.answer == "approved"
             assert approval.at <= decided.observed_at + policy.approval.expires_after
             assert now.observed_at <= approval.at + policy.approval.expires_after
-            assert policy.may_approve(approval.by, verdicts[i].action, now)
+            assert policy.may_approve(approval.principal, verdicts[i].action, now)
     if later_s < 0:
         assert not allowed, "ran on an observation older than the decision's"
     if executed_windows == "freeze":

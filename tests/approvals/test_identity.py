@@ -12,7 +12,7 @@ import pytest
 from agent.approvals.answers import submit
 from agent.approvals.channel import ApprovalChannel, CliChannel, Identity
 from agent.approvals.inbox import Inbox
-from agent.audit import Approval, Channel
+from agent.audit import ApprovalRecord
 from policies.history import History
 from policies.loader import load_policy
 from policies.model import Policy
@@ -20,6 +20,7 @@ from tests.approvals.conftest import cli
 from tests.approvals.test_late_approval import wait_for_approval
 from tests.loop.conftest import APPROVE_BURST, open_runtime
 from tests.loop.test_approval import SPIKE
+from tools.approval import Channel
 from tools.errors import InvalidInput
 
 SLACK_USER = "U024BE7LH"
@@ -70,7 +71,7 @@ def test_the_os_user_outside_the_groups_may_not_approve(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE, APPROVE_BURST) as runtime:
         runtime.tick(15.0)
         records = runtime.ctx.audit.decision(decision)
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert (approval.channel, approval.principal, approval.sender) == (
         "cli",
         "homelab-owner",
@@ -97,7 +98,7 @@ def test_a_chat_channel_plugs_in_with_its_user_ids(tmp_path: Path, data_dir: Pat
         records = runtime.ctx.audit.decision(decision)
         burst = runtime.ctx.cluster.observe().workload("burst-llm")
     assert burst is not None and burst.desired_replicas == 1
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert (approval.channel, approval.principal, approval.sender) == (
         "slack",
         SLACK_USER,

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from agent.approvals.inbox import Inbox
-from agent.audit import Approval, Execution, Outcome, explain, render
+from agent.audit import ApprovalRecord, Execution, Outcome, explain, render
 from agent.audit.execution import unjudged_executions
 from agent.daemon.runtime import Runtime
 from tests.approvals.conftest import FREEZE, Recorder, cli, policy_with, sim_of
@@ -60,7 +60,7 @@ def test_an_approval_given_inside_the_freeze_is_refused_at_execution(
         assert runtime.ctx.audit.verify().ok
         assert unjudged_executions(runtime.ctx.audit) == []
     assert burst is not None and burst.desired_replicas == 0 and not burst.placement
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert approval.approved and approval.principal == "homelab-owner"
     execution = next(r for r in records if isinstance(r.payload, Execution))
     assert isinstance(execution.payload, Execution)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agent.audit import ActionOutcome, Approval, Check, Intent, Outcome, Proposal
+from agent.audit import ActionOutcome, ApprovalRecord, Check, Intent, Outcome, Proposal
 from tools.actions import DrainNode, RotateMode, ScaleWorkload
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -55,8 +55,8 @@ def intent(decision_id: str, digest: str = "ab" * 32) -> Intent:
     )
 
 
-def approval(decision_id: str, approved: bool = True) -> Approval:
-    return Approval(
+def approval(decision_id: str, approved: bool = True) -> ApprovalRecord:
+    return ApprovalRecord(
         decision_id=decision_id,
         action_index=1,
         approved=approved,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.audit import Approval, Outcome
+from agent.audit import ApprovalRecord, Outcome
 from tests.chatops.conftest import OUTSIDER, OWNER, Rig
 
 
@@ -44,7 +44,7 @@ def test_an_approval_from_slack_runs_on_the_next_tick(rig: Rig) -> None:
     report = rig.runtime.tick(15.0)
     assert report.resumed == (decision,)
     records = rig.runtime.ctx.audit.decision(decision)
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert approval.approved and approval.channel == "slack" and approval.principal == OWNER
     assert approval.note == f"Slack message C0STEWARD/{ts}"
     outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))
@@ -62,7 +62,7 @@ def test_a_deny_from_slack_drops_the_decision(rig: Rig) -> None:
     report = rig.runtime.tick(15.0)
     assert report.resumed == (decision,)
     records = rig.runtime.ctx.audit.decision(decision)
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert not approval.approved and approval.channel == "slack" and approval.principal == OWNER
     assert approval.note == "not during the demo (Slack command in channel C0STEWARD)"
     outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from agent.audit import Approval
+from agent.audit import ApprovalRecord
 from tests.chatops.conftest import OUTSIDER, OWNER, Rig, open_rig, press_payload, slash_body
 from tests.chatops.slack_stub import CHANNEL, Call, SlackStub
 from tools.sim.scenario import Scenario
@@ -126,7 +126,7 @@ def test_a_press_and_a_mention_over_the_socket(socket_rig: Rig) -> None:
     rig.stub.wait_for(lambda: rig.pending(decision).status == "approved")
     assert rig.runtime.tick(15.0).resumed == (decision,)
     records = rig.runtime.ctx.audit.decision(decision)
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert approval.channel == "slack" and approval.principal == OWNER
     at = "1764000100.000200"
     event = {"type": "app_mention", "user": OUTSIDER, "text": "<@U0BOT> status",
@@ -164,7 +164,7 @@ def test_a_mode_request_waits_for_an_owner_then_runs(
         assert done.params["text"].endswith(": ran")
         assert rig.runtime.ctx.cluster.observe().active_mode.name == "split"  # type: ignore[union-attr]
         records = rig.runtime.ctx.audit.decision(decision)
-        approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+        approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
         assert approval.channel == "slack" and approval.principal == OWNER
     finally:
         rig.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agent.approvals.inbox import Inbox
-from agent.audit import Approval, AuditLog, Outcome
+from agent.audit import ApprovalRecord, AuditLog, Outcome
 from agent.chatops.store import ChatopsStore
 from tests.chatops.conftest import APPROVE_BURST, OWNER, SPIKE, post_event, press_body
 from tests.chatops.slack_stub import (
@@ -130,7 +130,7 @@ def test_the_button_works_once_after_a_kill_9(tmp_path: Path, stub: SlackStub) -
         assert any(f"approved by <@{OWNER}>" in u for u in updates)
         with AuditLog.open(data_dir, readonly=True) as log:
             records = log.decision(decision)
-        approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+        approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
         assert approval.channel == "slack" and approval.principal == OWNER and ts in approval.note
         outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))
         assert outcome.results[0].executed and outcome.results[0].ok

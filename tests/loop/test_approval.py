@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.audit import Approval, Outcome
+from agent.audit import ApprovalRecord, Outcome
 from agent.cli.app import app
 from tests.loop.conftest import APPROVE_BURST, open_runtime
 from tools.sim.demand import BurstDemand
@@ -64,7 +64,7 @@ def test_approve_resumes_the_waiting_decision(data_dir: Path) -> None:
         records = runtime.ctx.audit.decision(decision)
         assert runtime.ctx.audit.verify().ok
     assert burst is not None and burst.desired_replicas >= 1
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert approval.approved and approval.principal == "homelab-owner"
     outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))
     assert outcome.results[0].executed and outcome.results[0].ok
@@ -84,7 +84,7 @@ def test_deny_drops_the_waiting_decision(data_dir: Path) -> None:
         assert report.resumed == (decision,)
         records = runtime.ctx.audit.decision(decision)
         assert runtime.ctx.audit.verify().ok
-    approval = next(r.payload for r in records if isinstance(r.payload, Approval))
+    approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
     assert not approval.approved and approval.note == "not today"
     outcome = next(r.payload for r in records if isinstance(r.payload, Outcome))
     assert not outcome.results[0].executed

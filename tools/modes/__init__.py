@@ -22,7 +22,6 @@ from tools.modes.advice import (
 from tools.modes.crash import CRASH_ENV, crash_point
 from tools.modes.journal import Journal, JournalEntry, Result, StepName, Transaction
 from tools.modes.model import (
-    Approval,
     ProbeCheck,
     RotationOutcome,
     RotationPlan,
@@ -45,7 +44,6 @@ __all__ = [
     "CRASH_ENV",
     "FORWARD",
     "AdviceSettings",
-    "Approval",
     "Check",
     "Clock",
     "Demand",

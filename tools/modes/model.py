@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tools.approval import Approval
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 from tools.modes.journal import Result, Transaction
@@ -21,14 +22,6 @@ from tools.modes.preflight import Check, PreflightLimits, PreflightReport
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Approval(_Model):
-    """A human approval the guard obtained before the saga started; the saga records it."""
-
-    principal: str
-    at: datetime
-    via: str = "cli"
 
 
 class RotationSettings(_Model):

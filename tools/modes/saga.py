@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
+from tools.approval import Approval
 from tools.backends.base import Cluster
 from tools.clock import Clock
 from tools.errors import StewardError
@@ -39,7 +40,6 @@ from tools.modes.journal import (
     Transaction,
 )
 from tools.modes.model import (
-    Approval,
     ProbeCheck,
     RotationOutcome,
     RotationPlan,
@@ -389,7 +389,9 @@ def _approvals(plan: RotationPlan) -> Check:
     """The approvals the guard obtained before the saga, recorded (decided there, not here)."""
     if not plan.approvals:
         return Check(name="approvals", ok=True, message="no approval was needed by the policy")
-    given = ", ".join(f"{a.principal} via {a.via} at {a.at.isoformat()}" for a in plan.approvals)
+    given = ", ".join(
+        f"{a.principal} via {a.channel} at {a.at.isoformat()}" for a in plan.approvals
+    )
     return Check(name="approvals", ok=True, message=f"approved by {given}")
 
 
