@@ -26,9 +26,9 @@ from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
 from agent.loop.gate import at_execution
-from agent.loop.state import ActionVerdict
 from policies.durations import format_duration
 from policies.history import History
+from policies.judgement import Verdict
 from policies.model import Policy
 from tools.approval import Approval
 from tools.errors import InvalidInput
@@ -139,7 +139,10 @@ def _refused_now(
     history: History,
 ) -> list[tuple[str, tuple[str, ...], str]]:
     """What the gate would refuse if the agent acted now: (action, rule ids, message)."""
-    verdicts = [ActionVerdict(action=a, decision="needs_approval") for a in found.actions]
+    verdicts = [
+        Verdict(index=i, action=a, decision="needs_approval", rule_ids=(), message="")
+        for i, a in enumerate(found.actions)
+    ]
     answer = Approval(
         answer="approved",
         principal=identity.principal,

@@ -35,8 +35,6 @@ from agent.audit.records import (
     Proposal,
     Record,
     Startup,
-    Verdict,
-    VerdictLike,
     new_decision_id,
     proposals,
 )
@@ -78,8 +76,6 @@ __all__ = [
     "Record",
     "Startup",
     "Story",
-    "Verdict",
-    "VerdictLike",
     "VerifyReport",
     "explain",
     "export_row",

@@ -15,10 +15,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
 
+from policies.judgement import Decision
+from policies.judgement import Verdict as PolicyVerdict
 from tools.actions import Action, Plan
 from tools.approval import Approval, Channel
 from tools.backends.base import ActionResult
@@ -51,7 +53,6 @@ KINDS: tuple[Kind, ...] = (
     "mode_step",
     "finding",
 )
-Verdict = Literal["allow", "deny", "needs_approval"]
 
 DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -66,31 +67,18 @@ class _Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class VerdictLike(Protocol):
-    """What the log needs from a policy verdict (policies.engine's Verdict has these)."""
-
-    @property
-    def decision(self) -> str: ...
-
-    @property
-    def rule_ids(self) -> Sequence[str]: ...
-
-    @property
-    def message(self) -> str: ...
-
-
 class Proposal(_Payload):
     """One proposed action and the policy's verdict on it."""
 
     action: Action
-    verdict: Verdict
+    verdict: Decision
     rule_ids: tuple[str, ...] = ()
     message: str = ""
     approvers: tuple[str, ...] = ()
     """For an action that needs approval: the approver groups whose members may give it."""
 
 
-def proposals(plan: Plan, verdicts: Sequence[VerdictLike]) -> tuple[Proposal, ...]:
+def proposals(plan: Plan, verdicts: Sequence[PolicyVerdict]) -> tuple[Proposal, ...]:
     """Pair each action of `plan` with its verdict (one verdict per action, in order)."""
     if len(verdicts) != len(plan.actions):
         raise ValueError(
@@ -104,7 +92,7 @@ def proposals(plan: Plan, verdicts: Sequence[VerdictLike]) -> tuple[Proposal, ..
                 "verdict": v.decision,
                 "rule_ids": tuple(v.rule_ids),
                 "message": v.message,
-                "approvers": tuple(getattr(v, "approvers", ())),
+                "approvers": v.approvers,
             }
         )
         for action, v in zip(plan.actions, verdicts, strict=True)

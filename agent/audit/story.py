@@ -29,8 +29,8 @@ from agent.audit.records import (
     Proposal,
     Record,
     Startup,
-    Verdict,
 )
+from policies.judgement import Decision
 from tools.actions import dump_action, parse_action
 
 Status = Literal[
@@ -49,7 +49,7 @@ class ActionStory(BaseModel):
     params: dict[str, JsonValue]
     description: str
     reason: str
-    verdict: Verdict
+    verdict: Decision
     rule_ids: tuple[str, ...]
     message: str
     approvers: tuple[str, ...] = ()

@@ -331,9 +331,9 @@ def _report(d: Decision, digest: str, recorded: int | None, writer: str | None) 
                 "verdict": v.decision,
                 "rule_ids": list(v.rule_ids),
                 "message": v.message,
-                "expected_effect": v.expected_effect,
+                "expected_effect": d.expected_effect(i),
             }
-            for v in d.verdicts
+            for i, v in enumerate(d.verdicts)
         ],
         "recorded": recorded,
         "not_recorded": writer,

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from agent.audit import GateVerdict
-from agent.loop.state import ActionVerdict
 from agent.rotation.runner import advice_settings
 from policies.durations import format_duration
 from policies.engine import judge
@@ -45,7 +44,7 @@ GATE_RULE_IDS = (EXPIRED, NOT_GIVEN, ADVICE, WENT_BACK)
 
 
 def at_execution(
-    verdicts: Sequence[ActionVerdict],
+    verdicts: Sequence[Verdict],
     approval: Approval | None,
     *,
     decided_at: datetime | None,
@@ -162,7 +161,7 @@ def _unapproved(
 
 def _judged(
     index: int,
-    proposed: ActionVerdict,
+    proposed: Verdict,
     fresh: Verdict,
     approval: Approval | None,
     *,

@@ -40,7 +40,7 @@ from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
 from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
-from agent.loop.state import ActionVerdict, Decision, Memory
+from agent.loop.state import Decision, Memory
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from policies.engine import judge
@@ -118,17 +118,8 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     assert d.plan is not None, "guard runs only after plan"
     history = ctx.history(state, ctx.memory)
     judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
-    verdicts = tuple(
-        ActionVerdict(
-            action=v.action,
-            decision=v.decision,
-            rule_ids=v.rule_ids,
-            message=v.message,
-            expected_effect=expected_effect(v.action, state),
-            approvers=v.approvers,
-        )
-        for v in judgement.verdicts
-    )
+    verdicts = judgement.verdicts
+    expected = tuple(expected_effect(v.action, state) for v in verdicts)
     for v in verdicts:
         ctx.telemetry.decisions.labels(verdict=v.decision).inc()
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
@@ -140,7 +131,12 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     if denied:
         kept = denied_recently(ctx.memory, state.observed_at)
         ctx.memory = ctx.memory.model_copy(update={"denied": {**kept, **denied}})
-    return {"verdicts": verdicts, "plan_findings": findings, "stage": "act"}
+    return {
+        "verdicts": verdicts,
+        "expected_effects": expected,
+        "plan_findings": findings,
+        "stage": "act",
+    }
 
 
 def approve(d: Decision, ctx: LoopContext) -> Update:

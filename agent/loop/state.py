@@ -13,16 +13,16 @@ data dir (loop.json), outside the checkpoints.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
-from tools.actions import Action, Plan
+from policies.judgement import Verdict
+from tools.actions import Plan
 from tools.approval import Approval
 from tools.model import WorkloadKind
 
-VerdictDecision = Literal["allow", "deny", "needs_approval"]
 Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify", "record", "done"]
 
 
@@ -154,18 +154,6 @@ class Memory(_Model):
     each is held back (agent.loop.holds.hold_until)."""
 
 
-class ActionVerdict(_Model):
-    """The guard's answer for one proposed action."""
-
-    action: Action
-    decision: VerdictDecision
-    rule_ids: tuple[str, ...] = ()
-    message: str = ""
-    expected_effect: str = ""
-    approvers: tuple[str, ...] = ()
-    """For needs_approval: the approver groups whose members may give it."""
-
-
 class Decision(BaseModel):
     """The graph state of one decision. Nodes return partial updates of it."""
 
@@ -184,7 +172,10 @@ class Decision(BaseModel):
     fallback_fresh: bool = False
     """The chosen planner failed on this very decision (not merely resting after a failure)."""
     planner_ms: float | None = None
-    verdicts: tuple[ActionVerdict, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    """The guard's answer for each action of the plan (policies.judgement.Verdict)."""
+    expected_effects: tuple[str, ...] = ()
+    """What each action of the plan is expected to change, in the plan's order."""
     plan_findings: tuple[str, ...] = ()
     approval: Approval | None = None
     execution: tuple[GateVerdict, ...] = ()
@@ -197,12 +188,37 @@ class Decision(BaseModel):
     reconciled: bool = False
     """Act found this decision's intent already logged without an outcome (a crash mid-act)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_earlier_versions(cls, data: Any) -> Any:
+        """Checkpoints written before the loop kept the engine's own verdicts held each
+        verdict without its position and with the action's expected effect inside it."""
+        if not isinstance(data, dict):
+            return data
+        verdicts = data.get("verdicts") or ()
+        if not any(isinstance(v, dict) and "expected_effect" in v for v in verdicts):
+            return data
+        data = dict(data)
+        data["expected_effects"] = tuple(v.get("expected_effect", "") for v in verdicts)
+        data["verdicts"] = tuple(
+            {"rule_ids": (), "message": ""}
+            | {k: x for k, x in v.items() if k != "expected_effect"}
+            | {"index": i}
+            for i, v in enumerate(verdicts)
+        )
+        return data
+
+    def expected_effect(self, index: int) -> str:
+        """What action `index` of the plan is expected to change ("" if not worked out)."""
+        effects = self.expected_effects
+        return effects[index] if 0 <= index < len(effects) else ""
+
     @property
-    def allowed(self) -> list[ActionVerdict]:
+    def allowed(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.decision == "allow"]
 
     @property
-    def waiting(self) -> list[ActionVerdict]:
+    def waiting(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.decision == "needs_approval"]
 
 
@@ -212,7 +228,7 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     Signals,
     WorkloadMemory,
     Memory,
-    ActionVerdict,
+    Verdict,
     Approval,
     Decision,
     Plan,

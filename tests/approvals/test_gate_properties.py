@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.loop.gate import at_execution
-from agent.loop.state import ActionVerdict
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_policy
@@ -98,13 +97,7 @@ def test_nothing_runs_without_an_allow_judged_at_execution(  # noqa: PLR0917 - h
 ) -> None:
     plan = Plan(actions=tuple(ACTIONS[i] for i in picks))
     decided = BASE
-    proposed = judge(plan, decided, _policy(proposed_windows, ttl_min), History()).verdicts
-    verdicts = [
-        ActionVerdict(
-            action=v.action, decision=v.decision, rule_ids=v.rule_ids, approvers=v.approvers
-        )
-        for v in proposed
-    ]
+    verdicts = judge(plan, decided, _policy(proposed_windows, ttl_min), History()).verdicts
     approval = None
     if answer is not None:
         word, by, after_s = answer

@@ -23,6 +23,7 @@ from agent.audit import (
     render,
 )
 from policies.history import Executed, History
+from policies.judgement import Verdict
 from tests.audit.builders import T0, FakeClock, approval, intent, outcome
 from tools.actions import Plan, ScaleWorkload
 from tools.backends.base import ActionResult
@@ -77,17 +78,23 @@ def test_approvals_answer_only_actions_that_wait_for_one(log: AuditLog) -> None:
 
 
 def test_proposals_pair_a_plan_with_its_verdicts() -> None:
-    class Verdict:
-        def __init__(self, decision: str, rule_ids: tuple[str, ...]) -> None:
-            self.decision, self.rule_ids, self.message = decision, rule_ids, ""
-
     plan = Plan(actions=(ScaleWorkload(workload="tts", replicas=0, reason="idle"),))
-    paired = proposals(plan, [Verdict("needs_approval", ("approval.scale_to_zero",))])
+    verdict = Verdict(
+        index=0,
+        action=plan.actions[0],
+        decision="needs_approval",
+        rule_ids=("approval.scale_to_zero",),
+        message="Needs approval by owners",
+        approvers=("owners",),
+    )
+    paired = proposals(plan, [verdict])
     assert paired == (
         Proposal(
             action=plan.actions[0],
             verdict="needs_approval",
             rule_ids=("approval.scale_to_zero",),
+            message="Needs approval by owners",
+            approvers=("owners",),
         ),
     )
     with pytest.raises(ValueError, match="1 action\\(s\\) but 0 verdict\\(s\\)"):

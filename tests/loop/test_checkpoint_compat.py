@@ -1,8 +1,9 @@
-"""Checkpoints and journals written before the approval model moved still load.
+"""Checkpoints and journals written before the loop's models were merged still load.
 
-Earlier versions checkpointed a waiting decision's answer as `agent.loop.state.Approval` with
-the principal under `by`, and rotation journals wrote it with the channel under `via`; a decision
-that waits across an upgrade must resume with the same answer.
+Earlier versions checkpointed each verdict without its position and with the action's expected
+effect inside it, a waiting decision's answer as `agent.loop.state.Approval` with the principal
+under `by`, and rotation journals the answer with its channel under `via`. A decision that waits
+across an upgrade must resume with the same verdicts and the same answer.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 import ormsgpack
 
 from agent.loop.graph import open_checkpointer
+from agent.loop.state import Decision
+from tools.actions import ScaleWorkload
 from tools.approval import Approval
 from tools.modes import RotationPlan
 
@@ -63,3 +66,21 @@ def test_a_rotation_journal_with_via_still_loads() -> None:
         }
     )
     assert plan.approvals == (Approval(principal="owner", at=AT, channel="cli"),)
+
+
+def test_verdicts_checkpointed_by_an_earlier_version_keep_their_effects() -> None:
+    scale = ScaleWorkload(workload="burst-llm", replicas=2)
+    earlier = {
+        "action": scale.model_dump(mode="json"),
+        "decision": "needs_approval",
+        "rule_ids": ["approval.large_scale_up"],
+        "message": "Needs approval by owners",
+        "expected_effect": "burst-llm: 1 -> 2 replica(s)",
+        "approvers": ["owners"],
+    }
+    d = Decision.model_validate({"decision_id": "d-1", "verdicts": [earlier]})
+    (verdict,) = d.verdicts
+    assert verdict.index == 0 and verdict.action == scale
+    assert verdict.decision == "needs_approval" and verdict.approvers == ("owners",)
+    assert d.expected_effect(0) == "burst-llm: 1 -> 2 replica(s)"
+    assert d.waiting == [verdict]
