@@ -22,6 +22,17 @@ class ActionResult(BaseModel):
     changed: bool = False
 
 
+class Check(BaseModel):
+    """One condition checked and what was found: a post-condition after acting (replicas
+    ready, a probe, tokens/s) in the decision log, or an expectation of a scored case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
 class ProbeResult(BaseModel):
     """A real request through a workload's serving endpoint."""
 

@@ -19,7 +19,6 @@ from agent.audit.records import (
     SCHEMA_VERSION,
     ActionOutcome,
     ApprovalRecord,
-    Check,
     DryRunPlan,
     Execution,
     Fallback,
@@ -42,6 +41,7 @@ from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, key_from_env
 from agent.audit.story import ActionStory, Story, explain, export_row, render, summary
 from agent.audit.verify import Problem, ProblemKind, VerifyReport
 from agent.audit.witness import HEAD_FILE, LogLost
+from tools.results import Check
 
 __all__ = [
     "DB_NAME",

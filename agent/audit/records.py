@@ -24,6 +24,7 @@ from policies.judgement import Verdict as PolicyVerdict
 from tools.actions import Action, Plan
 from tools.approval import Approval, Channel
 from tools.backends.base import ActionResult
+from tools.results import Check
 
 SCHEMA_VERSION = 1
 GENESIS_HASH = "0" * 64
@@ -272,14 +273,6 @@ class ActionOutcome(_Payload):
     def skipped(cls, index: int, why: str) -> ActionOutcome:
         """An action that was not run (denied, not approved, an earlier step failed)."""
         return cls(index=index, executed=False, ok=False, message=why)
-
-
-class Check(_Payload):
-    """One post-condition checked after acting (replicas ready, a probe, tokens/s)."""
-
-    name: str
-    ok: bool
-    detail: str = ""
 
 
 class Outcome(_Payload):

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent.audit.records import (
     ApprovalRecord,
-    Check,
     DryRunPlan,
     Execution,
     Fallback,
@@ -32,6 +31,7 @@ from agent.audit.records import (
 )
 from policies.judgement import Decision
 from tools.actions import dump_action, parse_action
+from tools.results import Check
 
 Status = Literal[
     "completed", "failed", "interrupted", "in progress", "waiting for approval", "dry run"

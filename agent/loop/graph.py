@@ -89,7 +89,7 @@ def _bound(step: Callable[[Decision, LoopContext], dict[str, Any]], ctx: LoopCon
     return node
 
 
-LEGACY_SERIALIZED = [("agent.loop.state", "Approval")]
+LEGACY_SERIALIZED = [("agent.loop.state", "Approval"), ("agent.audit.records", "Check")]
 """Where checkpoints written by earlier versions name a model that has moved since (the name
 still resolves there): a decision waiting across an upgrade resumes with its answer."""
 

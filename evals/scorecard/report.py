@@ -114,7 +114,7 @@ def scorecard(
                 "status": s.status,
                 "unsafe": list(s.unsafe),
                 "failed_checks": [
-                    {"check": c.what, "detail": c.detail} for c in s.checks if not c.ok
+                    {"check": c.name, "detail": c.detail} for c in s.checks if not c.ok
                 ],
                 "checks": len(s.checks),
                 "executed": list(s.executed),

@@ -18,16 +18,10 @@ from evals.scorecard.run import CaseRun, Done
 from tools.actions import Action, PlaceReplica, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL
+from tools.results import Check
 from tools.sim.expect import ActionMatch, Expect, Forbidden
 
 PARTIAL_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class Check:
-    what: str
-    ok: bool
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,7 +53,7 @@ def score(case: Case, run: CaseRun) -> CaseScore:
     held = sum(1 for c in checks if c.ok)
     if run.error is not None:
         status = "fail"
-        checks.append(Check("the case ran to its end", False, run.error))
+        checks.append(_check("the case ran to its end", False, run.error))
     elif unsafe:
         status = "fail"
     elif held == len(checks):
@@ -87,7 +81,7 @@ def refused(case: Case, why: str) -> CaseScore:
         category=case.category,
         difficulty=case.difficulty,
         status="fail",
-        checks=(Check("the case could run", False, why),),
+        checks=(_check("the case could run", False, why),),
         unsafe=(),
         executed=(),
         wall_s=0.0,
@@ -102,7 +96,7 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
         if ok and m.zone_spread:
             ok = _spread(run.end, hits)
         when = f" within {m.within_s:g} s" if m.within_s is not None else ""
-        yield Check(
+        yield _check(
             f"executed {_shown(m)}{when}",
             ok,
             f"{len(hits)} matching (first at {hits[0].at_s:.0f} s)" if hits else "none matched",
@@ -118,7 +112,7 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
             ),
             None,
         )
-        yield Check(
+        yield _check(
             f"{f.kind} about {f.about}",
             hit is not None,
             f"first at {hit.at_s:.0f} s" if hit else "never seen",
@@ -127,7 +121,7 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
         waiting = any(
             p.type == a.type and (a.target is None or _target(p) == a.target) for p in run.pending
         )
-        yield Check(f"approval pending for {a.type} {a.target or ''}".strip(), waiting)
+        yield _check(f"approval pending for {a.type} {a.target or ''}".strip(), waiting)
     yield from _end(expect, run.end)
     for name, bound in expect.queue_wait.items():
         waits = [
@@ -140,7 +134,7 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
         ok = (bound.max_s is None or worst <= bound.max_s) and (
             bound.p95_max_s is None or p95 <= bound.p95_max_s
         )
-        yield Check(
+        yield _check(
             f"queue wait of {name} from {bound.after_s:g} s",
             ok,
             f"p95 {p95:.1f} s, max {worst:.1f} s",
@@ -149,23 +143,23 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
         at = _reached(run.levels.get(name, []), reach.replicas, reach.ready, reach.down)
         what = "ready" if reach.ready else "desired"
         sign = "<=" if reach.down else ">="
-        yield Check(
+        yield _check(
             f"{name} {what} {sign} {reach.replicas} within {reach.within_s:g} s",
             at is not None and at <= reach.within_s,
             f"reached at {at:.0f} s" if at is not None else "never reached",
         )
     if expect.max_actions is not None:
-        yield Check(
+        yield _check(
             f"at most {expect.max_actions} executed action(s)",
             len(done) <= expect.max_actions,
             f"{len(done)} executed",
         )
     for name in expect.no_aborted_requests:
         aborted = sum(p.aborted for p in run.series.points if p.workload == name)
-        yield Check(f"no request of {name} aborted", aborted == 0, f"{aborted} aborted")
+        yield _check(f"no request of {name} aborted", aborted == 0, f"{aborted} aborted")
     for name in expect.no_rejected_requests:
         rejected = sum(p.rejected for p in run.series.points if p.workload == name)
-        yield Check(f"no request of {name} refused", rejected == 0, f"{rejected} refused")
+        yield _check(f"no request of {name} refused", rejected == 0, f"{rejected} refused")
 
 
 def _reached(
@@ -188,17 +182,17 @@ def _end(expect: Expect, end: ClusterState) -> Iterator[Check]:
             and (bound.replicas_max is None or desired <= bound.replicas_max)
             and (bound.ready_min is None or ready >= bound.ready_min)
         )
-        yield Check(f"{name} at the end", ok, f"desired {desired}, ready {ready}")
+        yield _check(f"{name} at the end", ok, f"desired {desired}, ready {ready}")
     if expect.end.active_mode is not None:
         active = end.active_mode.name if end.active_mode else None
-        yield Check(f"mode {expect.end.active_mode} at the end",
+        yield _check(f"mode {expect.end.active_mode} at the end",
                     active == expect.end.active_mode, f"active: {active}")  # fmt: skip
     for name in expect.end.cordoned:
         node = end.node(name)
-        yield Check(f"{name} cordoned at the end", bool(node and node.cordoned))
+        yield _check(f"{name} cordoned at the end", bool(node and node.cordoned))
     for name in expect.end.schedulable:
         node = end.node(name)
-        yield Check(f"{name} schedulable at the end", bool(node and not node.cordoned))
+        yield _check(f"{name} schedulable at the end", bool(node and not node.cordoned))
     for name, least in expect.end.zones_min.items():
         found = end.workload(name)
         zones = {
@@ -207,8 +201,12 @@ def _end(expect: Expect, end: ClusterState) -> Iterator[Check]:
             for n in r.nodes
             if (node := end.node(n)) is not None and (z := node.labels.get(ZONE_LABEL))
         }
-        yield Check(f"{name} in {least}+ zones at the end", len(zones) >= least,
+        yield _check(f"{name} in {least}+ zones at the end", len(zones) >= least,
                     f"in {', '.join(sorted(zones)) or 'no zone'}")  # fmt: skip
+
+
+def _check(name: str, ok: bool, detail: str = "") -> Check:
+    return Check(name=name, ok=ok, detail=detail)
 
 
 def _target(action: Action) -> str:

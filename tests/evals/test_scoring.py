@@ -32,7 +32,7 @@ def test_a_case_with_half_its_checks_is_partial(tmp_path: Path) -> None:
     _, result = _scored("half-met", tmp_path)
     assert result.status == "partial"
     failed = [c for c in result.checks if not c.ok]
-    assert [c.what for c in failed] == ["burst-llm at the end"]
+    assert [c.name for c in failed] == ["burst-llm at the end"]
     assert "desired 1" in failed[0].detail or "desired 2" in failed[0].detail
     assert result.points == 0.5
 

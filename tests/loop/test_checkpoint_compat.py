@@ -19,6 +19,7 @@ from agent.loop.state import Decision
 from tools.actions import ScaleWorkload
 from tools.approval import Approval
 from tools.modes import RotationPlan
+from tools.results import Check
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 _PYDANTIC_V2 = 5  # langgraph's msgpack extension code for a pydantic v2 model
@@ -36,14 +37,15 @@ def _pack(obj: object) -> bytes:
     return ormsgpack.packb(obj, default=lambda e: ormsgpack.Ext(e.code, e.data))
 
 
-def _as_written_before(blob: bytes) -> bytes:
-    """`blob` (one checkpointed Approval) as an earlier version wrote it."""
+def _as_written_before(blob: bytes, module: str = "agent.loop.state") -> bytes:
+    """`blob` (one checkpointed model under the key "approval") as an earlier version wrote
+    it: under `module`, and an Approval's principal under `by`."""
     outer: dict[str, Any] = ormsgpack.unpackb(blob, ext_hook=_Ext)
     ext = outer["approval"]
-    module, name, kwargs, method = ormsgpack.unpackb(ext.data, ext_hook=_Ext)
-    assert (module, name) == ("tools.approval", "Approval")
-    kwargs["by"] = kwargs.pop("principal")
-    old = _pack(["agent.loop.state", name, kwargs, method])
+    _, name, kwargs, method = ormsgpack.unpackb(ext.data, ext_hook=_Ext)
+    if name == "Approval":
+        kwargs["by"] = kwargs.pop("principal")
+    old = _pack([module, name, kwargs, method])
     return _pack({"approval": _Ext(_PYDANTIC_V2, old)})
 
 
@@ -84,3 +86,11 @@ def test_verdicts_checkpointed_by_an_earlier_version_keep_their_effects() -> Non
     assert verdict.decision == "needs_approval" and verdict.approvers == ("owners",)
     assert d.expected_effect(0) == "burst-llm: 1 -> 2 replica(s)"
     assert d.waiting == [verdict]
+
+
+def test_a_verification_checkpointed_under_the_old_module_still_loads(tmp_path: Path) -> None:
+    serde = open_checkpointer(tmp_path).serde
+    check = Check(name="burst-llm ready replicas", ok=True, detail="2/2")
+    kind, blob = serde.dumps_typed({"approval": check})
+    loaded = serde.loads_typed((kind, _as_written_before(blob, "agent.audit.records")))
+    assert loaded == {"approval": check}
