@@ -13,25 +13,25 @@ is validated by the API server and changes nothing.
 from __future__ import annotations
 
 import atexit
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import httpx
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tools.backends.base import ActionResult, DrainProgress, DrainResult, ProbeResult
 from tools.backends.kubernetes import contract as c
+from tools.backends.kubernetes import endpoint
 from tools.backends.kubernetes.cache import Watched
 from tools.backends.kubernetes.connect import api_client
 from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import Caller
-from tools.backends.kubernetes.observe import Builder, pod_gpus, template_of, terminated
+from tools.backends.kubernetes.objects import pod_gpus, template_of, terminated
+from tools.backends.kubernetes.observe import Builder
 from tools.backends.kubernetes.settings import KubernetesSettings
-from tools.errors import ActionFailed, BackendUnavailable, InvalidInput
+from tools.errors import ActionFailed, InvalidInput
 from tools.model import ClusterState, Link
 
 T = TypeVar("T")
@@ -366,20 +366,6 @@ class KubernetesCluster:
             message=f"{verb} {workload}'s gateway {word}",
         )
 
-    def in_flight(self, workload: str) -> int:
-        """Requests running now, from the endpoint's vLLM metrics (num_requests_running)."""
-        _, obj = self._workload(workload)
-        url = self._endpoint(obj) + "/metrics"
-        try:
-            text = httpx.get(url, timeout=self.timeout).text
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(f"{workload}: {url}: {exc}") from exc
-        total = 0.0
-        for line in text.splitlines():  # either name: see Prometheus' OpenMetrics rewrite
-            if line.startswith(("vllm:num_requests_running", "vllm_num_requests_running")):
-                total += float(line.rsplit(" ", 1)[-1])
-        return int(total)
-
     # -- nodes ------------------------------------------------------------------------------
 
     def _node(self, node: str) -> Obj:
@@ -505,61 +491,18 @@ class KubernetesCluster:
 
     # -- serving ----------------------------------------------------------------------------
 
-    def _endpoint(self, obj: Obj) -> str:
-        notes = obj["metadata"].get("annotations") or {}
-        found = notes.get(c.ENDPOINT)
-        if found:
-            return str(found).rstrip("/")
-        name = obj["metadata"]["name"]
-        return f"http://{name}.{self.ns}.svc.cluster.local:8000"
+    def in_flight(self, workload: str) -> int:
+        """Requests running now, from the endpoint's vLLM metrics (num_requests_running)."""
+        _, obj = self._workload(workload)
+        return endpoint.running_requests(workload, endpoint.url_of(obj, self.ns), self.timeout)
 
     def probe(self, workload: str, *, dry_run: bool = False) -> ProbeResult:
         """A real chat completion through the workload's endpoint (a probe changes nothing)."""
         _, obj = self._workload(workload)
         ready = int((obj.get("status") or {}).get("readyReplicas") or 0)
-        if ready == 0:
-            return ProbeResult(
-                workload=workload, ok=False, ready_replicas=0, message="no ready replica answers"
-            )
-        url = self._endpoint(obj) + "/v1/chat/completions"
-        body = {
-            "model": (obj["metadata"].get("annotations") or {}).get(c.MODEL, workload),
-            "messages": [{"role": "user", "content": "Say ok."}],
-            "max_tokens": 64,
-        }
-        started = time.monotonic()
-        try:
-            resp = httpx.post(url, json=body, timeout=self.timeout)
-        except httpx.HTTPError as exc:
-            return ProbeResult(
-                workload=workload,
-                ok=False,
-                ready_replicas=ready,
-                message=f"{workload}: {url}: {exc}",
-            )
-        latency = time.monotonic() - started
-        if resp.status_code != 200:
-            return ProbeResult(
-                workload=workload,
-                ok=False,
-                ready_replicas=ready,
-                message=f"{workload}: the endpoint answered HTTP {resp.status_code}",
-            )
-        data = resp.json()
-        out = int((data.get("usage") or {}).get("completion_tokens") or 0)
-        timings = data.get("timings") or {}
-        tok_s = timings.get("predicted_per_second") or (out / latency if latency > 0 else None)
-        if "prompt_ms" in timings and "predicted_ms" in timings:
-            latency = (timings["prompt_ms"] + timings["predicted_ms"]) / 1000
-        return ProbeResult(
-            workload=workload,
-            ok=True,
-            ready_replicas=ready,
-            tokens_per_s=round(float(tok_s), 2) if tok_s else None,
-            context_length=data.get("context_length"),
-            latency_s=round(latency, 3),
-            message=f"{out} tokens at {float(tok_s or 0):.1f} tok/s",
-        )
+        model = (obj["metadata"].get("annotations") or {}).get(c.MODEL, workload)
+        url = endpoint.url_of(obj, self.ns)
+        return endpoint.probe(workload, url, model, ready=ready, timeout=self.timeout)
 
     def link_status(self, link: str) -> Link:
         found = next((lk for lk in self.observe().links if lk.name == link), None)

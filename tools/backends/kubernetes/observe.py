@@ -17,96 +17,29 @@ without a version, every tick derived it again for all 8,000 cards of a 1,000-no
 
 from __future__ import annotations
 
-import functools
 import json
-from datetime import UTC, datetime
-from decimal import Decimal
-from typing import Any
-
-from kubernetes.utils import parse_quantity
+from datetime import datetime
 
 from tools.backends.kubernetes import contract as c
+from tools.backends.kubernetes import objects as o
+from tools.backends.kubernetes.cards import MISSING, SOURCE, Cards
 from tools.errors import InvalidInput
 from tools.model import (
     ActiveMode,
     ClusterState,
-    Gpu,
     Link,
     LinkPath,
-    Metric,
     Mode,
     Node,
     Pool,
-    ReplicaPlacement,
     SchedulerView,
-    Sharing,
     Taint,
     Workload,
     new_version,
 )
 from tools.trusted import trusted
 
-Obj = dict[str, Any]
-SOURCE = "kubernetes"
-MISSING = Metric.missing(SOURCE)
-
-
-def quantity(value: object) -> int:
-    """A resource quantity ("96Gi", "2", "1500m") in whole units; 0 when it does not parse."""
-    if isinstance(value, int):
-        return value
-    return _quantity(str(value))
-
-
-@functools.lru_cache(maxsize=4096)
-def _quantity(text: str) -> int:
-    """A cluster repeats a handful of quantities across thousands of objects: parse each once."""
-    try:
-        return int(Decimal(parse_quantity(text)))  # type: ignore[no-untyped-call]
-    except (ValueError, TypeError):
-        return 0
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
-def _ready(pod: Obj) -> bool:
-    conds = (pod.get("status") or {}).get("conditions") or []
-    return any(x.get("type") == "Ready" and x.get("status") == "True" for x in conds)
-
-
-def _ready_since(pod: Obj) -> datetime | None:
-    for x in (pod.get("status") or {}).get("conditions") or []:
-        if x.get("type") == "Ready" and x.get("status") == "True":
-            return parse_time(x.get("lastTransitionTime"))
-    return None
-
-
-def pod_gpus(pod: Obj) -> int:
-    total = 0
-    for ctr in (pod.get("spec") or {}).get("containers") or []:
-        res = ctr.get("resources") or {}
-        got = (res.get("limits") or {}).get(c.GPU) or (res.get("requests") or {}).get(c.GPU)
-        total += quantity(got) if got is not None else 0
-    return total
-
-
-def terminated(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def template_of(kind: str, obj: Obj) -> tuple[Obj, int]:
-    """The pod template of a workload and how many pods make one replica."""
-    spec = obj.get("spec") or {}
-    if kind == "LeaderWorkerSet":
-        lwt = spec.get("leaderWorkerTemplate") or {}
-        return lwt.get("workerTemplate") or lwt.get("leaderTemplate") or {}, int(
-            lwt.get("size") or 1
-        )
-    return spec.get("template") or {}, 1
+Obj = o.Obj
 
 
 class Builder:
@@ -137,14 +70,14 @@ class Builder:
         self._state: ClusterState | None = None
         self._fields: dict[str, object] = {}
         self._node_memo: dict[str, tuple[object, Node]] = {}
-        self._gpu_memo: dict[tuple[object, ...], Gpu] = {}
+        self._cards = Cards()
 
     # -- changes in -------------------------------------------------------------------------
 
     def feed_nodes(self, full: dict[str, Obj] | None, delta: dict[str, Obj | None]) -> None:
         if full is not None:
             self._dirty_nodes |= set(self.nodes) | set(full)
-            self.nodes = {o["metadata"]["name"]: o for o in full.values()}
+            self.nodes = {obj["metadata"]["name"]: obj for obj in full.values()}
             self._node_order = None
             return
         for key, obj in delta.items():
@@ -207,7 +140,7 @@ class Builder:
             if obj is None:
                 continue
             node = (obj.get("spec") or {}).get("nodeName")
-            owner = _owner_workload(obj)
+            owner = o.owner_workload(obj)
             self.pods[key] = obj
             self._pod_at[key] = (node, owner)
             if node:
@@ -338,16 +271,16 @@ class Builder:
             for x in status.get("conditions") or []
         )
         alloc = status.get("allocatable") or {}
-        live = [p for p in pods if not terminated(p)]
+        live = [p for p in pods if not o.terminated(p)]
         clients: dict[str, list[str]] = {}
-        for p in sorted(live, key=_replica_key):
-            client = _client_of(p)
+        for p in sorted(live, key=o.replica_key):
+            client = o.client_of(p)
             for uuid in ((p["metadata"].get("annotations") or {}).get(c.GPUS) or "").split(","):
                 if uuid and client:
                     clients.setdefault(uuid, []).append(client)
         unified = labels.get(c.UNIFIED) == "true"
-        memory = quantity((status.get("capacity") or {}).get("memory", 0))
-        gpus = self._gpus(
+        memory = o.quantity((status.get("capacity") or {}).get("memory", 0))
+        gpus = self._cards.of(
             name,
             labels,
             alloc,
@@ -360,8 +293,8 @@ class Builder:
         scheduler = None
         if c.GPU in alloc or gpus:
             scheduler = SchedulerView(
-                gpu_allocatable=quantity(alloc.get(c.GPU, 0)),
-                gpu_allocated=sum(pod_gpus(p) for p in live),
+                gpu_allocatable=o.quantity(alloc.get(c.GPU, 0)),
+                gpu_allocated=sum(o.pod_gpus(p) for p in live),
             )
         node = Node(
             name=name,
@@ -377,60 +310,6 @@ class Builder:
         )
         self._node_memo[name] = (key, node)
         return node
-
-    def _gpus(
-        self,
-        node: str,
-        labels: dict[str, str],
-        alloc: Obj,
-        *,
-        slice_: Obj | None,
-        clients: dict[str, list[str]],
-        now: datetime,
-        unified: bool,
-        node_memory: int,
-    ) -> tuple[Gpu, ...]:
-        sharing = _sharing(labels, alloc)
-        cards: list[tuple[str, int, str, int]] = []  # uuid, index, product, memory
-        if slice_ is not None:
-            for d in (slice_.get("spec") or {}).get("devices") or []:
-                attrs = d.get("attributes") or {}
-                cap = (d.get("capacity") or {}).get("memory") or {}
-                cards.append(
-                    (
-                        (attrs.get("uuid") or {}).get("string") or f"{node}/{d.get('name')}",
-                        int((attrs.get("index") or {}).get("int") or len(cards)),
-                        (attrs.get("productName") or {}).get("string") or "",
-                        quantity(cap.get("value", 0)),
-                    )
-                )
-        else:
-            count = int(labels.get(c.GFD_COUNT) or 0)
-            product = labels.get(c.GFD_PRODUCT, "").removesuffix("-SHARED").replace("-", " ")
-            mib = int(labels.get(c.GFD_MEMORY) or 0)
-            cards = [(f"{node}/gpu-{i}", i, product, mib * 2**20) for i in range(count)]
-        gpus = []
-        for uuid, index, product, memory in sorted(cards, key=lambda x: x[1]):
-            total = node_memory if unified else memory
-            users = tuple(clients.get(uuid, ()))
-            gkey = (uuid, index, product, total, sharing, users, node)
-            gpu = self._gpu_memo.get(gkey)
-            if gpu is None:
-                if len(self._gpu_memo) > 200_000:
-                    self._gpu_memo.clear()
-                gpu = self._gpu_memo[gkey] = Gpu(
-                    uuid=uuid,
-                    index=index,
-                    model=product,
-                    node=node,
-                    memory_total_bytes=Metric.fresh(float(total), now, SOURCE)
-                    if total
-                    else MISSING,
-                    sharing=sharing,
-                    clients=users,
-                )
-            gpus.append(gpu)
-        return tuple(gpus)
 
     # -- workloads --------------------------------------------------------------------------
 
@@ -449,8 +328,8 @@ class Builder:
         if wkind not in c.KINDS:
             raise InvalidInput(f"{where}: {c.KIND}={wkind!r}: choose one of {', '.join(c.KINDS)}")
         notes = meta.get("annotations") or {}
-        template, size = template_of(kind, obj)
-        per_pod = pod_gpus(template)
+        template, size = o.template_of(kind, obj)
+        per_pod = o.pod_gpus(template)
         context = notes.get(c.CONTEXT)
         if context is not None and not context.isdigit():
             raise InvalidInput(f"{where}: {c.CONTEXT}={context!r} must be a whole number")
@@ -469,7 +348,7 @@ class Builder:
             queue_wait_s=MISSING,
             tokens_per_s=MISSING,
             ttft_s=MISSING,
-            placement=_placements(mine),
+            placement=o.placements(mine),
             annotations={
                 k: v
                 for k, v in notes.items()
@@ -488,9 +367,9 @@ class Builder:
                 times = [
                     t
                     for p in self.by_workload.get(wname, {}).values()
-                    if _ready(p)
+                    if o.is_ready(p)
                     and "deletionTimestamp" not in p["metadata"]
-                    and (t := _ready_since(p)) is not None
+                    and (t := o.ready_since(p)) is not None
                 ]
                 if w is None or not times:
                     break
@@ -518,75 +397,3 @@ class Builder:
             paths=paths,
             configured_gid_index=lk.get("configured_gid_index"),
         )
-
-
-def _sharing(labels: dict[str, str], alloc: Obj) -> Sharing:
-    migs = {k: quantity(v) for k, v in alloc.items() if k.startswith(c.MIG_PREFIX)}
-    if migs:
-        profile, count = max(migs.items(), key=lambda kv: kv[1])
-        return Sharing(mode="mig", replicas=max(1, count), mig_profile=profile[len(c.MIG_PREFIX) :])
-    strategy = labels.get(c.GFD_SHARING, "none")
-    replicas = int(labels.get(c.GFD_REPLICAS) or 1)
-    if strategy == "mps":
-        return Sharing(mode="mps", replicas=max(1, replicas))
-    if strategy == "time-slicing":
-        return Sharing(mode="time-slicing", replicas=max(1, replicas))
-    return Sharing()
-
-
-def _owner_workload(pod: Obj) -> str | None:
-    labels = pod["metadata"].get("labels") or {}
-    return labels.get(c.WORKLOAD) or labels.get(c.LWS_NAME)
-
-
-def _replica_index(pod: Obj) -> int:
-    labels = pod["metadata"].get("labels") or {}
-    for key in (c.REPLICA, c.LWS_GROUP):
-        if labels.get(key, "").isdigit():
-            return int(labels[key])
-    tail = pod["metadata"]["name"].rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
-
-
-def _replica_key(pod: Obj) -> tuple[int, int]:
-    labels = pod["metadata"].get("labels") or {}
-    worker = labels.get(c.LWS_WORKER, "0")
-    return _replica_index(pod), int(worker) if worker.isdigit() else 0
-
-
-def _client_of(pod: Obj) -> str | None:
-    w = _owner_workload(pod)
-    return f"{w}/{_replica_index(pod)}" if w else None
-
-
-def _placements(pods: list[Obj]) -> tuple[ReplicaPlacement, ...]:
-    groups: dict[int, list[Obj]] = {}
-    for p in sorted(pods, key=_replica_key):
-        if not terminated(p):
-            groups.setdefault(_replica_index(p), []).append(p)
-    out = []
-    for index, members in sorted(groups.items()):
-        nodes = tuple(n for p in members if (n := (p.get("spec") or {}).get("nodeName")))
-        gpus = tuple(
-            u
-            for p in members
-            for u in ((p["metadata"].get("annotations") or {}).get(c.GPUS) or "").split(",")
-            if u
-        )
-        ready = all(_ready(p) and "deletionTimestamp" not in p["metadata"] for p in members)
-        unbound = [
-            at
-            for p in members
-            if not (p.get("spec") or {}).get("nodeName")
-            and (at := parse_time(p["metadata"].get("creationTimestamp"))) is not None
-        ]
-        out.append(
-            ReplicaPlacement(
-                index=index,
-                nodes=nodes,
-                gpus=gpus,
-                ready=ready,
-                waiting_since=min(unbound) if unbound and not nodes else None,
-            )
-        )
-    return tuple(out)
