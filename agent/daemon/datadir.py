@@ -14,7 +14,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from agent.daemon import lockfile
+from agent.daemon.dbfile import DamagedFile
 from agent.loop.state import Memory
 from tools.errors import InvalidInput
 
@@ -49,8 +52,26 @@ def read_tick_and_memory(data_dir: Path) -> tuple[int, Memory]:
     path = data_dir / MEMORY_NAME
     if not path.is_file():
         return 0, Memory()
-    data = json.loads(path.read_text())
-    return int(data["tick"]), Memory.model_validate(data["memory"])
+    try:
+        data = json.loads(path.read_text())
+        return int(data["tick"]), Memory.model_validate(data["memory"])
+    except (ValueError, TypeError, KeyError) as exc:  # JSON, a missing key, a wrong shape
+        why = _why(exc)
+        raise DamagedFile(
+            f"{path}: the loop's memory is damaged ({why}). It holds soft state only (holds, "
+            "dwell, when each pool was last busy): move it away to start with an empty memory, "
+            "and the agent waits out every idle time again before scaling anything to zero"
+        ) from exc
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"no {exc} key"
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in ("memory", *first["loc"]))
+        return f"{where}: {first['msg']}"
+    return str(exc).splitlines()[0]
 
 
 def read_memory(data_dir: Path) -> Memory:

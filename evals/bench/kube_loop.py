@@ -31,6 +31,9 @@ from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.backends.parts import Parts
 
+WATCH_WAIT_S = 10.0
+"""How long the watches may take to see what one step of the world published."""
+
 
 def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[str, Any]:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -60,8 +63,12 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
                 turn[0] += 1
                 if beat:
                     rv = twin.heartbeat(names[start : start + beat])
-                for cache in cluster.caches.values():  # up to a bookmark where nothing moved
-                    cache.wait_rv(rv, 10.0)
+                for name, cache in cluster.caches.items():  # up to a bookmark, if nothing moved
+                    if not cache.wait_rv(rv, WATCH_WAIT_S):
+                        raise RuntimeError(
+                            f"the {name} watch cache is still below resourceVersion {rv} after "
+                            f"{WATCH_WAIT_S:g} s: the tick would be timed with events streaming in"
+                        )
 
             try:
                 runtime.start()

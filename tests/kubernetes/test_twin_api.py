@@ -129,8 +129,10 @@ def test_the_hooks_drive_the_world_from_another_process(twin: Twin) -> None:
     """What evals/bench/twin_process.py relies on: advance and heartbeats over loopback, each
     answering with the resourceVersion it reached."""
     before = int(twin.store.rv)
+    elapsed = twin.call(lambda: twin.sim.elapsed_s)
     advanced = httpx.post(f"{twin.url}/twin/advance", params={"seconds": 15}).json()
-    assert int(advanced["resourceVersion"]) >= before
+    assert advanced["elapsed_s"] == pytest.approx(elapsed + 15)
+    assert int(advanced["resourceVersion"]) >= before  # a quiet world may publish nothing
     beat = httpx.post(f"{twin.url}/twin/heartbeat", json={"nodes": ["ws-1"]}).json()
     assert int(beat["resourceVersion"]) == int(advanced["resourceVersion"]) + 1
     node = twin.call(lambda: twin.store.get(NODE, "", "ws-1"))

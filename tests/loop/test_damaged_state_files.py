@@ -66,6 +66,23 @@ def test_a_corrupt_checkpoint_db_is_refused_by_run_in_one_line(data_dir: Path) -
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "text",
+    ['{"tick": 3, "memo', '{"memory": {}}', '{"tick": 1, "memory": {"last_busy": 7}}', "[]"],
+    ids=["truncated", "no-tick", "wrong-shape", "not-an-object"],
+)
+def test_a_damaged_loop_memory_is_refused_by_run_in_one_line(data_dir: Path, text: str) -> None:
+    _used(data_dir)
+    (data_dir / "loop.json").write_text(text)
+
+    done = _run_once(data_dir)
+
+    assert done.returncode == 1
+    assert "loop.json: the loop's memory is damaged" in done.stderr
+    assert "move it away" in done.stderr and "Traceback" not in done.stderr
+    assert (data_dir / "loop.json").read_text() == text  # nothing is overwritten
+
+
 def test_a_zero_byte_inbox_makes_pending_fail_in_one_line(data_dir: Path) -> None:
     _used(data_dir)
     (data_dir / "inbox.db").write_bytes(b"")
