@@ -45,19 +45,20 @@ class Derived(Generic[NamedT, DerivedT]):
     def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
         self._derive = derive
         self._limit = limit
-        self._entries: dict[str, tuple[str, DerivedT]] = {}
+        self.entries: dict[str, tuple[str, DerivedT]] = {}
+        """Name -> (version, what was derived from it); read it, never write it."""
 
     def __call__(self, obj: NamedT) -> DerivedT:
         version = obj.version
         if not version:
             return self._derive(obj)
-        entry = self._entries.get(obj.name)
+        entry = self.entries.get(obj.name)
         if entry is not None and entry[0] == version:
             return entry[1]
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
+        if len(self.entries) >= self._limit:
+            self.entries.clear()
         value = self._derive(obj)
-        self._entries[obj.name] = (version, value)
+        self.entries[obj.name] = (version, value)
         return value
 
 
@@ -112,9 +113,8 @@ class NodeIndex:
         global _BASE  # noqa: PLW0603 - the observation the next index is compared with
         base: _Base | None = _BASE
         shaped = base.facts if base is not None else {}
-        known = _KNOWN
-        if len(known) > _KNOWN_LIMIT:
-            known.clear()
+        facts_of = _FACTS
+        known = facts_of.entries
         by_name: dict[str, Node] = {}
         facts: dict[str, NodeFacts] = {}
         same_shape = base is not None and len(nodes) == len(shaped)
@@ -122,13 +122,12 @@ class NodeIndex:
         for n in nodes:
             name, version = n.name, n.version
             by_name[name] = n
-            if version:
-                found = known.get(name)
-                if found is None or found.version != version:
-                    found = known[name] = _node_facts(n)
+            entry = known.get(name)
+            if entry is not None and entry[0] == version and version:
+                found = entry[1]  # Derived's own lookup, inline: this loop is the hot one
             else:
-                versioned = False
-                found = _node_facts(n)
+                found = facts_of(n)
+                versioned = versioned and bool(version)
             facts[name] = found
             if same_shape:
                 was = shaped.get(name)
@@ -184,6 +183,5 @@ class _Base(NamedTuple):
 
 
 _BASE: _Base | None = None
-_KNOWN: dict[str, NodeFacts] = {}
-"""Node name -> its facts at the version last seen; cleared past `_KNOWN_LIMIT` names."""
-_KNOWN_LIMIT = 100_000
+_FACTS: Derived[Node, NodeFacts] = Derived(_node_facts)
+"""Each node's facts at the version last seen."""
