@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from evals.twin import mirror as m
-from evals.twin import patches, tables
+from evals.twin import nodes, patches, tables
 from evals.twin.partitions import Dropped
-from evals.twin.resources import Resource, find
+from evals.twin.resources import PDB, POD, Resource, find
 from evals.twin.selectors import SelectorError, field_matcher, label_matcher
 from evals.twin.store import ApiError, Obj, Watcher, deep, not_found
 
@@ -152,11 +151,11 @@ async def handle(twin: Twin, request: web.Request, t: Target) -> web.StreamRespo
         return respond(obj)
     if method == "DELETE":
         old = store.get(res, ns, t.name)
-        if res is m.POD and t.namespace is not None and t.name in twin.mirror.pods:
+        if res is POD and t.namespace is not None and t.name in twin.mirror.pods:
             store.hooks_only(res, old, dry)  # the replica terminates; the pod goes when it exits
             twin.after_write(dry)
             return respond(store.get(res, ns, t.name) if store.find(res, ns, t.name) else old)
-        if res is m.POD and ns == m.SYSTEM:
+        if res is POD and ns == nodes.SYSTEM:
             return respond(old)  # a DaemonSet pod comes straight back
         obj = store.delete(res, ns, t.name, dry_run=dry)
         return respond(obj)
@@ -216,7 +215,7 @@ async def subresource(twin: Twin, request: web.Request, t: Target) -> web.Stream
         new = patched(request, obj, body) if request.method == "PATCH" else deep(body)
         new["spec"] = obj.get("spec")  # the status subresource changes only the status
         return respond(store.replace(res, ns, name, new, dry_run=dry))
-    if t.sub == "eviction" and res is m.POD and request.method == "POST":
+    if t.sub == "eviction" and res is POD and request.method == "POST":
         body = await body_of(request)
         dry = dry_run_of(request, body)
         return respond(evict(twin, ns, name, dry), 201)
@@ -246,11 +245,11 @@ def scale_of(obj: Obj) -> Obj:
 
 def evict(twin: Twin, ns: str, name: str, dry: bool) -> Obj:
     store = twin.store
-    pod = store.find(m.POD, ns, name)
+    pod = store.find(POD, ns, name)
     if pod is None:
-        raise not_found(m.POD, name)
+        raise not_found(POD, name)
     if "deletionTimestamp" not in pod["metadata"]:
-        for pdb in store.select(m.PDB, ns, lambda _o: True, lambda _o: True):
+        for pdb in store.select(PDB, ns, lambda _o: True, lambda _o: True):
             sel = pdb.get("spec", {}).get("selector", {}).get("matchLabels", {})
             labels = pod["metadata"].get("labels", {})
             if not sel or any(labels.get(k) != v for k, v in sel.items()):
@@ -271,13 +270,13 @@ def evict(twin: Twin, ns: str, name: str, dry: bool) -> Obj:
                         ]
                     },
                 )
-        if ns == m.SYSTEM:
+        if ns == nodes.SYSTEM:
             pass  # a DaemonSet pod: kubelet would restart it in place
         elif name in twin.mirror.pods:
-            store.hooks_only(m.POD, pod, dry)
+            store.hooks_only(POD, pod, dry)
             twin.after_write(dry)
         elif not dry:
-            store.remove(m.POD, ns, name)
+            store.remove(POD, ns, name)
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 

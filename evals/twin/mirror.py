@@ -21,39 +21,44 @@ The mapping (docs/kubernetes.md documents the contract the backend reads):
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from evals.twin.resources import by_kind
+from evals.twin.budgets import update_budgets
+from evals.twin.identity import fake_ip, stable_hash
+from evals.twin.nodes import (
+    DRIVER,
+    GPU,
+    SYSTEM,
+    device_plugin_daemonset,
+    device_plugin_pod,
+    node_object,
+    resource_slice,
+)
+from evals.twin.resources import (
+    CONFIGMAP,
+    DAEMONSET,
+    DEPLOYMENT,
+    EVENT,
+    LEASE,
+    LWS,
+    NAMESPACE,
+    NODE,
+    POD,
+    REPLICASET,
+    SERVICE,
+    SLICE,
+    STATEFULSET,
+)
 from evals.twin.store import Obj, Store, rfc3339
-from tools.sim.profiles import GIB, WorkloadSpec
+from tools.sim.profiles import WorkloadSpec
 from tools.sim.snapshot import CLOSED
 
 if TYPE_CHECKING:
     from tools.backends.sim import SimCluster
     from tools.sim.state import Replica
 
-GPU = "nvidia.com/gpu"
-DRIVER = "gpu.nvidia.com"
-KUBELET_VERSION = "v1.32.4"
 TOPOLOGY = "steward-topology"
-
-NODE = by_kind("Node")
-POD = by_kind("Pod")
-EVENT = by_kind("Event")
-SERVICE = by_kind("Service")
-CONFIGMAP = by_kind("ConfigMap")
-NAMESPACE = by_kind("Namespace")
-DEPLOYMENT = by_kind("Deployment", "apps")
-STATEFULSET = by_kind("StatefulSet", "apps")
-REPLICASET = by_kind("ReplicaSet", "apps")
-DAEMONSET = by_kind("DaemonSet", "apps")
-PDB = by_kind("PodDisruptionBudget", "policy")
-SLICE = by_kind("ResourceSlice", "resource.k8s.io")
-LWS = by_kind("LeaderWorkerSet", "leaderworkerset.x-k8s.io")
-LEASE = by_kind("Lease", "coordination.k8s.io")
-SYSTEM = "kube-system"
 
 
 def workload_resource(spec: WorkloadSpec) -> Any:
@@ -65,12 +70,6 @@ def workload_resource(spec: WorkloadSpec) -> Any:
     return DEPLOYMENT
 
 
-def _hash(text: str, n: int) -> str:
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    digest = hashlib.sha1(text.encode()).digest()
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:n])
-
-
 def pod_names(spec: WorkloadSpec, index: int) -> list[str]:
     """The pods of one replica, as the workload's controller names them."""
     if spec.nodes_per_replica > 1:  # LeaderWorkerSet: leader NAME-I, workers NAME-I-K
@@ -79,7 +78,7 @@ def pod_names(spec: WorkloadSpec, index: int) -> list[str]:
         ]
     if spec.kind == "render":
         return [f"{spec.name}-{index}"]
-    return [f"{spec.name}-{_hash(spec.name, 10)}-{_hash(f'{spec.name}/{index}', 5)}"]
+    return [f"{spec.name}-{stable_hash(spec.name, 10)}-{stable_hash(f'{spec.name}/{index}', 5)}"]
 
 
 class Mirror:
@@ -113,7 +112,12 @@ class Mirror:
             key = (node_run.cordoned, node_run.lost, counts)
             if self._node_keys.get(name) != key:
                 self._node_keys[name] = key
-                self.store.upsert(NODE, "", name, self._node(name, counts))
+                self.store.upsert(
+                    NODE,
+                    "",
+                    name,
+                    node_object(self.sim, name, counts, self.store.find(NODE, "", name)),
+                )
         for wspec in eng.profile.workloads:
             run = eng.state.workloads[wspec.name]
             reps = tuple(
@@ -123,7 +127,7 @@ class Mirror:
             if self._workload_keys.get(wspec.name) != wkey:
                 self._workload_keys[wspec.name] = wkey
                 self._workload(wspec)
-        self._update_pdbs()
+        update_budgets(self.store)
 
     def heartbeat(self, names: list[str]) -> None:
         """The kubelets of these nodes post their status (a new lastHeartbeatTime), as real
@@ -161,8 +165,8 @@ class Mirror:
         eng = self.sim.engine
         for node in eng.profile.nodes:
             if node.cards:
-                s.upsert(SLICE, "", f"{node.name}-{DRIVER}", self._slice(node.name))
-            self._daemon_pod(node.name)
+                s.upsert(SLICE, "", f"{node.name}-{DRIVER}", resource_slice(self.sim, node.name))
+            s.upsert(POD, SYSTEM, *device_plugin_pod(node.name))
             s.upsert(
                 LEASE,
                 "kube-node-lease",
@@ -178,7 +182,12 @@ class Mirror:
                     },
                 },
             )
-        s.upsert(DAEMONSET, SYSTEM, "nvidia-device-plugin-daemonset", self._daemonset())
+        s.upsert(
+            DAEMONSET,
+            SYSTEM,
+            "nvidia-device-plugin-daemonset",
+            device_plugin_daemonset(len(self.sim.engine.profile.nodes)),
+        )
         for spec in eng.profile.workloads:
             s.upsert(SERVICE, self.namespace, spec.name, self._service(spec))
 
@@ -210,241 +219,6 @@ class Mirror:
             },
         }
 
-    # -- nodes ----------------------------------------------------------------------------------
-
-    def _node(self, name: str, counts: tuple[int, int]) -> Obj:
-        eng = self.sim.engine
-        spec = eng.placer.nodes[name]
-        run = eng.state.nodes[name]
-        labels = {
-            "kubernetes.io/hostname": name,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "arm64" if spec.unified_memory else "amd64",
-            **spec.labels,
-        }
-        if spec.unified_memory:
-            labels["steward.dev/unified-memory"] = "true"
-        if spec.cards:
-            card = spec.cards[0]
-            sharing = card.sharing
-            labels.update(
-                {
-                    "nvidia.com/gpu.present": "true",
-                    "nvidia.com/gpu.count": str(len(spec.cards)),
-                    "nvidia.com/gpu.product": card.model.replace(" ", "-"),
-                    "nvidia.com/gpu.memory": str(card.memory_bytes // 2**20),
-                    "nvidia.com/gpu.replicas": str(sharing.replicas),
-                    "nvidia.com/gpu.sharing-strategy": {"exclusive": "none"}.get(
-                        sharing.mode, sharing.mode
-                    ),
-                }
-            )
-        taints: list[Obj] = []
-        now = rfc3339(self.sim.now)
-        if run.lost:
-            taints.append(
-                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": now}
-            )
-            taints.append(
-                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": now}
-            )
-        if run.cordoned:
-            taints.append(
-                {
-                    "key": "node.kubernetes.io/unschedulable",
-                    "effect": "NoSchedule",
-                    "timeAdded": now,
-                }
-            )
-        resources = {
-            "cpu": "64",
-            "memory": f"{spec.memory_bytes // 1024}Ki",
-            "pods": "110",
-            "ephemeral-storage": "1Ti",
-        }
-        if spec.cards:
-            resources[GPU] = str(counts[0])
-        ready = (
-            {
-                "type": "Ready",
-                "status": "Unknown",
-                "reason": "NodeStatusUnknown",
-                "message": "Kubelet stopped posting node status.",
-            }
-            if run.lost
-            else {
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
-            }
-        )
-        ready["lastHeartbeatTime"] = ready["lastTransitionTime"] = now
-        existing = self.store.find(NODE, "", name)
-        if existing is not None:  # keep the transition time while the status holds
-            old = next(c for c in existing["status"]["conditions"] if c["type"] == "Ready")
-            if old["status"] == ready["status"]:
-                ready["lastHeartbeatTime"] = old["lastHeartbeatTime"]
-                ready["lastTransitionTime"] = old["lastTransitionTime"]
-            for taint in taints:
-                same = next(
-                    (
-                        x
-                        for x in existing["spec"].get("taints", [])
-                        if x["key"] == taint["key"] and x["effect"] == taint["effect"]
-                    ),
-                    None,
-                )
-                if same:
-                    taint["timeAdded"] = same.get("timeAdded", now)
-        node_spec: Obj = {"providerID": f"steward-twin://{name}"}
-        if run.cordoned:
-            node_spec["unschedulable"] = True
-        if taints:
-            node_spec["taints"] = taints
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": labels,
-                "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-            },
-            "spec": node_spec,
-            "status": {
-                "capacity": dict(resources),
-                "allocatable": resources,
-                "conditions": [ready],
-                "addresses": [
-                    {"type": "Hostname", "address": name},
-                    {"type": "InternalIP", "address": _ip(name)},
-                ],
-                "nodeInfo": {
-                    "kubeletVersion": KUBELET_VERSION,
-                    "kubeProxyVersion": KUBELET_VERSION,
-                    "containerRuntimeVersion": "containerd://1.7.24",
-                    "osImage": "Ubuntu 24.04",
-                    "kernelVersion": "6.8.0",
-                    "operatingSystem": "linux",
-                    "architecture": labels["kubernetes.io/arch"],
-                    "machineID": _hash(name, 16),
-                    "systemUUID": _hash(name + "/uuid", 16),
-                    "bootID": _hash(name + "/b", 16),
-                },
-            },
-        }
-
-    def _slice(self, node: str) -> Obj:
-        eng = self.sim.engine
-        spec = eng.placer.nodes[node]
-        devices = []
-        for uuid in eng.placer.node_cards[node]:
-            card = eng.placer.card_spec[uuid]
-            memory = spec.memory_bytes if spec.unified_memory else card.memory_bytes
-            devices.append(
-                {
-                    "name": f"gpu-{eng.placer.card_index[uuid]}",
-                    "attributes": {
-                        "uuid": {"string": uuid},
-                        "index": {"int": eng.placer.card_index[uuid]},
-                        "productName": {"string": card.model},
-                        "type": {"string": "gpu"},
-                    },
-                    "capacity": {"memory": {"value": f"{memory // GIB}Gi"}},
-                }
-            )
-        return {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{DRIVER}"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "devices": devices,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            },
-        }
-
-    def _daemonset(self) -> Obj:
-        n = len(self.sim.engine.profile.nodes)
-        labels = {"name": "nvidia-device-plugin-ds"}
-        return {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": SYSTEM},
-            "spec": {
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "nvidia-device-plugin-ctr",
-                                "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
-                            }
-                        ]
-                    },
-                },
-            },
-            "status": {
-                "currentNumberScheduled": n,
-                "desiredNumberScheduled": n,
-                "numberReady": n,
-                "numberMisscheduled": 0,
-                "numberAvailable": n,
-            },
-        }
-
-    def _daemon_pod(self, node: str) -> None:
-        name = f"nvidia-device-plugin-{_hash(node, 5)}"
-        ds_uid = "ds-" + _hash("daemonset", 12)
-        self.store.upsert(
-            POD,
-            SYSTEM,
-            name,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": SYSTEM,
-                    "labels": {"name": "nvidia-device-plugin-ds"},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "apps/v1",
-                            "kind": "DaemonSet",
-                            "name": "nvidia-device-plugin-daemonset",
-                            "uid": ds_uid,
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
-                },
-                "spec": {
-                    "nodeName": node,
-                    "containers": [
-                        {
-                            "name": "nvidia-device-plugin-ctr",
-                            "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
-                        }
-                    ],
-                },
-                "status": {
-                    "phase": "Running",
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                    "containerStatuses": [
-                        {
-                            "name": "nvidia-device-plugin-ctr",
-                            "ready": True,
-                            "restartCount": 0,
-                            "image": "",
-                            "imageID": "",
-                        }
-                    ],
-                },
-            },
-        )
-
     # -- workloads --------------------------------------------------------------------------------
 
     def _service(self, spec: WorkloadSpec) -> Obj:
@@ -460,7 +234,7 @@ class Mirror:
                 "selector": {"steward.dev/workload": spec.name},
                 "ports": [{"name": "http", "port": 8000, "targetPort": 8000, "protocol": "TCP"}],
                 "type": "ClusterIP",
-                "clusterIP": _ip("svc/" + spec.name),
+                "clusterIP": fake_ip("svc/" + spec.name),
             },
         }
 
@@ -561,7 +335,7 @@ class Mirror:
     def _replicaset(
         self, spec: WorkloadSpec, deploy: Obj, template: Obj, n: int, ready: int
     ) -> Obj:
-        name = f"{spec.name}-{_hash(spec.name, 10)}"
+        name = f"{spec.name}-{stable_hash(spec.name, 10)}"
         rs = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
@@ -618,7 +392,7 @@ class Mirror:
             labels["leaderworkerset.sigs.k8s.io/group-index"] = str(r.index)
             labels["leaderworkerset.sigs.k8s.io/name"] = spec.name
         elif spec.kind != "render":
-            labels["pod-template-hash"] = _hash(spec.name, 10)
+            labels["pod-template-hash"] = stable_hash(spec.name, 10)
         meta: Obj = {
             "name": name,
             "namespace": self.namespace,
@@ -657,8 +431,8 @@ class Mirror:
         status.update(
             {
                 "phase": "Running",
-                "hostIP": _ip(node),
-                "podIP": _ip(name),
+                "hostIP": fake_ip(node),
+                "podIP": fake_ip(name),
                 "startTime": at,
                 "conditions": [
                     {"type": "PodScheduled", "status": "True", "lastTransitionTime": at},
@@ -674,7 +448,7 @@ class Mirror:
                         "started": True,
                         "image": template["spec"]["containers"][0]["image"],
                         "imageID": "",
-                        "containerID": f"containerd://{_hash(name, 32)}",
+                        "containerID": f"containerd://{stable_hash(name, 32)}",
                         "state": {"running": {"startedAt": at}},
                     }
                 ],
@@ -735,85 +509,6 @@ class Mirror:
             },
         )
 
-    # -- disruption budgets -----------------------------------------------------------------------
-
-    def _update_pdbs(self) -> None:
-        from evals.twin.selectors import label_matcher
-
-        for (ns, name), pdb in list(self.store.table(PDB).items()):
-            sel = pdb.get("spec", {}).get("selector", {}).get("matchLabels", {})
-            match = label_matcher(",".join(f"{k}={v}" for k, v in sel.items()))
-            pods = [p for (pns, _), p in self.store.table(POD).items() if pns == ns and match(p)]
-            status = budget_status(pdb, pods, self._scale_of(ns, pods))
-            if pdb.get("status") != status:
-                self.store.upsert(PDB, ns, name, {**pdb, "status": status})
-
-    def _scale_of(self, ns: str, pods: list[Obj]) -> int | None:
-        """The replicas the pods' controllers ask for, as the disruption controller counts them
-        for `maxUnavailable` and percentages: a ReplicaSet's Deployment, a StatefulSet, each
-        counted once. None when a pod has no controller this twin keeps (then pods are counted)."""
-        kinds = {"ReplicaSet": REPLICASET, "StatefulSet": STATEFULSET, "Deployment": DEPLOYMENT}
-        scales: dict[str, int] = {}
-        for pod in pods:
-            ref = next(
-                (o for o in pod["metadata"].get("ownerReferences", []) if o.get("controller")), None
-            )
-            res = kinds.get(ref["kind"]) if ref else None
-            owner = self.store.find(res, ns, ref["name"]) if ref and res else None
-            if owner is None:
-                return None
-            if owner["kind"] == "ReplicaSet":
-                up = next(
-                    (
-                        o
-                        for o in owner["metadata"].get("ownerReferences", [])
-                        if o.get("controller")
-                    ),
-                    None,
-                )
-                deploy = self.store.find(DEPLOYMENT, ns, up["name"]) if up else None
-                owner = deploy or owner
-            scales[owner["kind"] + "/" + owner["metadata"]["name"]] = int(
-                owner.get("spec", {}).get("replicas", 0)
-            )
-        return sum(scales.values())
-
-
-def budget_status(pdb: Obj, pods: list[Obj], scale: int | None = None) -> Obj:
-    """A PodDisruptionBudget's status over the pods its selector matches. `scale` is what the
-    pods' controllers ask for: Kubernetes measures `maxUnavailable` (and a percentage
-    `minAvailable`) against it, so a pod evicted and not yet replaced still counts as missing."""
-    pods_now = len([p for p in pods if "deletionTimestamp" not in p["metadata"]])
-    spec = pdb.get("spec", {})
-    by_scale = "maxUnavailable" in spec or str(spec.get("minAvailable", "")).endswith("%")
-    expected = scale if by_scale and scale is not None else pods_now
-    healthy = sum(
-        1
-        for p in pods
-        if "deletionTimestamp" not in p["metadata"]
-        and any(
-            c["type"] == "Ready" and c["status"] == "True"
-            for c in p.get("status", {}).get("conditions", [])
-        )
-    )
-    if "minAvailable" in spec:
-        desired = _count(spec["minAvailable"], expected)
-    else:
-        desired = expected - _count(spec.get("maxUnavailable", 0), expected)
-    return {
-        "currentHealthy": healthy,
-        "desiredHealthy": max(0, desired),
-        "disruptionsAllowed": max(0, healthy - max(0, desired)),
-        "expectedPods": expected,
-        "observedGeneration": pdb["metadata"].get("generation", 1),
-    }
-
-
-def _count(value: int | str, total: int) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        return -(-int(value[:-1]) * total // 100)
-    return int(value)
-
 
 def _owner(obj: Obj) -> Obj:
     return {
@@ -824,8 +519,3 @@ def _owner(obj: Obj) -> Obj:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def _ip(name: str) -> str:
-    d = hashlib.sha1(name.encode()).digest()
-    return f"10.{d[0]}.{d[1]}.{max(1, d[2] % 255)}"

@@ -118,6 +118,22 @@ def by_kind(kind: str, group: str = "") -> Resource:
     return next(r for r in RESOURCES if r.kind == kind and r.group == group)
 
 
+NODE = by_kind("Node")
+POD = by_kind("Pod")
+EVENT = by_kind("Event")
+SERVICE = by_kind("Service")
+CONFIGMAP = by_kind("ConfigMap")
+NAMESPACE = by_kind("Namespace")
+DEPLOYMENT = by_kind("Deployment", "apps")
+STATEFULSET = by_kind("StatefulSet", "apps")
+REPLICASET = by_kind("ReplicaSet", "apps")
+DAEMONSET = by_kind("DaemonSet", "apps")
+PDB = by_kind("PodDisruptionBudget", "policy")
+SLICE = by_kind("ResourceSlice", "resource.k8s.io")
+LWS = by_kind("LeaderWorkerSet", "leaderworkerset.x-k8s.io")
+LEASE = by_kind("Lease", "coordination.k8s.io")
+
+
 def group_versions() -> dict[str, list[str]]:
     """Named groups (the core group is served at /api) and their versions."""
     found: dict[str, list[str]] = {}

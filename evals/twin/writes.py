@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evals.twin import mirror as m
-from evals.twin.resources import Resource
+from evals.twin.resources import NODE, POD, Resource
 from evals.twin.store import ApiError, Obj
 from tools.errors import InvalidInput
 from tools.sim import control, lifecycle
@@ -41,10 +41,10 @@ class Writes:
 
     def hook(self, res: Resource, old: Obj | None, new: Obj | None, dry_run: bool) -> None:
         if old is None or new is None:
-            if old is not None and res is m.POD:
+            if old is not None and res is POD:
                 self.delete_pod(old, dry_run)
             return
-        if res is m.NODE:
+        if res is NODE:
             self._node(old, new, dry_run)
             return
         workload = self.workload_of(res, old["metadata"]["name"])

@@ -6,7 +6,7 @@ import time
 
 from kubernetes import client
 
-from evals.twin.mirror import POD
+from evals.twin.resources import POD
 from evals.twin.server import Twin
 from tests.kubernetes.conftest import open_backend, twin_of
 from tools.sim.scenario import FleetProfile, Scenario

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from evals.twin.mirror import NODE
+from evals.twin.resources import NODE
 from evals.twin.server import Twin
 from tests.kubernetes.conftest import settings_for
 from tools.backends.kubernetes.connect import api_client
