@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
 from agent.cli import bench
 from agent.cli.bench import ChurnOpt
@@ -28,17 +27,17 @@ def bench_loop(
     CHURN of the kubelets posting their status between ticks)."""
     if backend not in (None, "sim", "kubernetes"):
         fail(f"--backend {backend!r}: choose sim or kubernetes")
+    from evals.bench.fresh import scrape_interval_s
+
+    try:
+        scrape_interval_s(churn)  # a fleet scraped less often than Prometheus' lookback reads
+    except ValueError as exc:  # as missing: refused before anything starts
+        fail(f"--churn: {exc}")
     if backend == "kubernetes":
         from evals.bench.kube_loop import bench_figures
     else:
         from evals.bench.loop import bench_figures
-
-    try:
-        figures = bench_figures(nodes, runs, churn)
-    except ValidationError:
-        raise  # a defect of the loop, not of the option: shown as it is
-    except ValueError as exc:  # a churn the simulated fleet cannot be scraped at
-        fail(f"--churn: {exc}")
+    figures = bench_figures(nodes, runs, churn)
     if json_out:
         emit_json(figures)
         return
