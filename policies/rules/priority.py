@@ -72,9 +72,11 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
         for j, a in enumerate(plan.actions)
         if j > first and (t := _taker(j, a, state, policy)) and t.priority > lowest
     ]
+    if not takers:
+        return {}
     offered: dict[int, Offer] = {}
     given: dict[int, int] = {}
-    for i, lender, freed, mine in lenders if takers else ():
+    for i, lender, freed, mine in lenders:
         lender_nodes = placed_on(lender)
         for t in takers:
             j = t.index
