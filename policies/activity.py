@@ -183,13 +183,14 @@ def _derive_card_readings(node: Node) -> CardReadings:
     return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
 
 
-_card_readings = Derived(_derive_card_readings)
-"""For naming the readings that hold a pool, derived once per version of the node: a replica's
-cards are then checked a set at a time, and one card at a time only where one is unread."""
+card_readings: Derived[Node, CardReadings] = Derived(_derive_card_readings)
+"""A node's card readings, derived once per version of the node: for naming the readings that
+hold a pool (a replica's cards are then checked a set at a time, and one card at a time only
+where one is unread), and for the loop's stale-metrics finding."""
 
 
 def _card_readings_of(node: Node) -> tuple[Node, CardReadings]:
-    return node, _card_readings(node)
+    return node, card_readings(node)
 
 
 def _by_node(

@@ -34,7 +34,7 @@ from agent.audit import AuditLog, FindingChange, FindingKind
 from agent.daemon.notifier import Notice
 from agent.daemon.telemetry import Telemetry
 from agent.loop.state import Signals
-from tools.derived import Derived
+from policies.activity import card_readings
 from tools.model import ClusterState, Node, Workload
 from tools.placement import default_catalog, max_tokens, standard_context
 
@@ -93,25 +93,10 @@ def _node_stale(node: str) -> Finding:
 
 def _cards_stale(node: Node, now: datetime, max_age_s: float) -> bool:
     """Whether a card of the node has no fresh utilization reading, or one older than
-    `max_age_s` (its cards read once per version of the node: this runs every tick)."""
-    unread, oldest = _oldest_reading(node)
-    return unread or (oldest is not None and (now - oldest).total_seconds() > max_age_s)
-
-
-def _oldest_of(node: Node) -> tuple[bool, datetime | None]:
-    """(whether a card has no fresh utilization reading, the oldest fresh one's time)."""
-    oldest: datetime | None = None
-    for gpu in node.gpus:
-        reading = gpu.utilization
-        at = reading.observed_at
-        if reading.status != "fresh" or reading.value is None or at is None:
-            return True, None
-        if oldest is None or at < oldest:
-            oldest = at
-    return False, oldest
-
-
-_oldest_reading: Derived[Node, tuple[bool, datetime | None]] = Derived(_oldest_of)
+    `max_age_s`: the same readings policies.activity holds a pool on, read once per version
+    of the node (this runs every tick)."""
+    unread, _, oldest = card_readings(node)
+    return bool(unread) or now.timestamp() - oldest > max_age_s
 
 
 def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]:
