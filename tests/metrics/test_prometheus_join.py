@@ -6,9 +6,11 @@ from __future__ import annotations
 from tests.metrics.cluster import bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
+from tools.metrics.prometheus.fields import Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, Resolved, resolve
+from tools.metrics.prometheus.source import _Totals
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
@@ -138,3 +140,57 @@ def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() 
     got = collect(family, answer, cards, workloads)
     assert got == _each(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}
+
+
+def test_totals_made_in_one_batch_are_those_made_card_by_card() -> None:
+    """A card's total memory (used + free), made for all cards at once when every used reading
+    is fresh and every free value there, is what the card-by-card path makes; with a free value
+    missing the batch declines and the card-by-card path says why."""
+    state = bare(truth())
+    uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+
+    def memory(raw: float, uuid: str) -> tuple[dict[str, str], float]:
+        return {"UUID": uuid, **TARGET, PART: "v"}, raw
+
+    used = [_stamp(NOW - 5), *(memory(1000.0 + i, u) for i, u in enumerate(uuids))]
+    free = [_stamp(NOW - 5), *(memory(9000.0 - 2 * i, u) for i, u in enumerate(uuids))]
+    for frees in (free, free[:-1]):
+        settings = PrometheusSettings(url="http://127.0.0.1:1", queries={"power": ""})
+        source = PrometheusSource(settings)
+        try:
+            merged = source.merge(
+                state, {"fb_used": Vector(NOW, used), "fb_free": Vector(NOW, frees)}
+            )
+        finally:
+            source.close()
+        used_readings, free_readings = source._last["fb_used"], source._last["fb_free"]
+        totals = _Totals(free_readings, Shared())
+        by_card = totals.every([used_readings.get(u) for u in uuids], uuids)
+        batch = totals.batch(used_readings, uuids)
+        assert batch == (by_card if frees is free else None)
+        got = [gpu.memory_total_bytes for node in merged.nodes for gpu in node.gpus]
+        assert got == by_card
+    assert by_card[-1].status == "missing" and "fb_free" in by_card[-1].source
+
+
+def test_a_series_gone_since_the_last_tick_leaves_its_last_reading_stale() -> None:
+    """Gone for two ticks, the card keeps its last value, stale with the reason; back, fresh."""
+    both = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), _card("GPU-gpu-b-0", 40.0)]
+    one = both[:2]
+    source = _source()
+    states = []
+    try:
+        for series in (both, one, one, both):
+            state = source.merge(bare(truth()), {"gpu_util": Vector(NOW, series)})
+            states.append(state.nodes[1].gpus[0].utilization)
+    finally:
+        source.close()
+    first, gone, still, back = states
+    assert first.status == back.status == "fresh" and back.value == 40.0
+    for reading in (gone, still):
+        assert (reading.status, reading.value, reading.observed_at) == (
+            "stale",
+            40.0,
+            first.observed_at,
+        )
+        assert reading.source == "prometheus:gpu_util: no series since its last sample"

@@ -100,17 +100,38 @@ class FieldReadings:
         """Keys whose series went away: their last value and its time (kept stale)."""
         self.times: dict[float, datetime] = {}
         """Series scraped together share their age: one datetime per age, not per series."""
-        self.metrics: dict[str, Metric] = {}
+        self._metrics: dict[str, Metric] = {}
+        self._uniform: Bucket | None = None
+        self._pending: tuple[Readings, float, Shared] | None = None
+        """The readings not yet made into `Metric`s: made on first asking, as a family's may
+        never be (a card's free memory only completes its total, from the values)."""
         if readings is not None:
             assert now is not None
-            self._make(readings, now, bound, shared or Shared())
+            for age in set(readings.ages.values()):  # one per scrape target, not per card
+                self.times[age] = now - timedelta(seconds=age)
+            self._pending = (readings, bound, shared or Shared())
 
-    def _make(self, readings: Readings, now: datetime, bound: float, shared: Shared) -> None:
-        source, marked, ages = self.source, readings.marked, readings.ages
-        times = self.times
-        for age in set(ages.values()):  # one per scrape target, not per card
-            times[age] = now - timedelta(seconds=age)
-        out = self.metrics
+    def _ready(self) -> None:
+        if self._pending is not None:
+            readings, bound, shared = self._pending
+            self._pending = None
+            self._make(readings, bound, shared)
+
+    @property
+    def metrics(self) -> dict[str, Metric]:
+        self._ready()
+        return self._metrics
+
+    @property
+    def uniform(self) -> Bucket | None:
+        """The bucket every reading in `metrics` came from, when they all did (one sample
+        time, all fresh): what is worked out from them can be made in one batch too."""
+        self._ready()
+        return self._uniform
+
+    def _make(self, readings: Readings, bound: float, shared: Shared) -> None:
+        source, marked, ages, times = self.source, readings.marked, readings.ages, self.times
+        out = self._metrics
         if marked or (ages and max(ages.values()) > bound):
             self._make_each(readings, bound, shared)
             return
@@ -119,7 +140,8 @@ class FieldReadings:
             (at,) = times.values()
             one = shared.bucket(at, source)
             one.add(values.values())  # the readings not made yet, all at once
-            self.metrics = dict(zip(values, map(one.__getitem__, values.values()), strict=True))
+            self._metrics = dict(zip(values, map(one.__getitem__, values.values()), strict=True))
+            self._uniform = one
             return
         last: datetime | None = None
         bucket: dict[float, Metric] = {}
@@ -139,10 +161,10 @@ class FieldReadings:
             at = self.times[age]
             if age > bound:
                 why = f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
-                self.metrics[key] = metric(value, "stale", at, why)
+                self._metrics[key] = metric(value, "stale", at, why)
             else:
                 said = marked_source if key in marked else source
-                self.metrics[key] = shared.fresh(value, at, said)
+                self._metrics[key] = shared.fresh(value, at, said)
 
     def value(self, key: str) -> float | None:
         readings = self.readings
@@ -180,3 +202,4 @@ class FieldReadings:
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self.metrics[key] = found
+        self._uniform = None

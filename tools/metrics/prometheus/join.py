@@ -18,8 +18,7 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import cast
@@ -145,9 +144,14 @@ def _at_once(
         # Each with all of the first one's names and as many: the same names.
         if [1 for part, count, _, _ in dating if part != "t" or count != size]:
             return None  # timestamp series of several kinds, or out of order
-        for _, _, at, raw in dating:
-            old = by.get(at)
-            by[at] = raw if old is None or raw < old else old
+        # Series of one answer have distinct label sets, so their slots are distinct too: one
+        # sample per slot, taken in C. Should two share one anyway, the oldest is kept.
+        by = dict(zip([d[2] for d in dating], [d[3] for d in dating], strict=True))
+        if len(by) != len(dating):
+            by = {}
+            for _, _, at, raw in dating:
+                old = by.get(at)
+                by[at] = raw if old is None or raw < old else old
     else:
         slot = _slot((PART,))  # dated by nothing: no slot is in `by`
     try:
@@ -156,17 +160,10 @@ def _at_once(
         )
     except KeyError:  # a value series without the labels that date it
         return None
-    if [row[0] for row in rows].count("v") != len(rows):
+    parts, stamps, found, marks, raws = _columns(rows)
+    if parts.count("v") != len(rows):
         return None  # a timestamp series after a value series, or a series of neither part
-    keys = _keys(
-        family,
-        found=[row[2] for row in rows],
-        values=series[stamped:],
-        cards=cards,
-        workloads=workloads,
-    )
-    stamps = [row[1] for row in rows]
-    raws = [row[4] for row in rows]
+    keys = _keys(family, found=found, values=series[stamped:], cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
     age_of: dict[float | None, float] = {
         t: max(0.0, evaluated - t) for t in set(stamps) if t is not None
@@ -175,21 +172,60 @@ def _at_once(
     out = Readings()
     if None in keys:
         out.unmatched = keys.count(None)
-    if [1 for row in rows if row[3]]:
-        out.marked = {k for k, row in zip(keys, rows, strict=True) if k is not None and row[3]}
+    if True in marks:
+        out.marked = {k for k, mark in zip(keys, marks, strict=True) if k is not None and mark}
     scale, summed = family.family.scale, family.family.aggregate == "sum"
-    if not out.unmatched and len(set(keys)) == len(keys) and not any(map(math.isnan, raws)):
-        # One series per card: the common case of DCGM, no combining to do.
-        named = cast("list[str]", keys)  # no None among them: none is unmatched
-        out.values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
-        if len(age_of) == 2:  # one sample time (one scrape target), or none: one age for all
-            out.ages = dict.fromkeys(named, age_of[stamps[0]])
-        else:
-            out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
-        return out
+    total = sum(raws)
+    if not out.unmatched and total == total:  # noqa: PLR0124 - no NaN among them
+        # One series per card, the common case of DCGM: no combining to do. (Several of one
+        # card show as fewer keys than series: they are combined below.)
+        named = cast("tuple[str, ...]", keys)  # no None among them: none is unmatched
+        values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
+        if len(values) == len(named):
+            out.values = values
+            if len(age_of) == 2:  # one sample time (one scrape target), or none: one age
+                out.ages = dict.fromkeys(named, age_of[stamps[0]])
+            else:
+                out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
+            return out
+    return _combined(out, keys, raws, stamps, age_of, scale=scale, summed=summed)
+
+
+def _columns(
+    rows: list[tuple[str | None, float | None, object, bool, float]],
+) -> tuple[
+    tuple[str | None, ...],
+    tuple[float | None, ...],
+    tuple[object, ...],
+    tuple[bool, ...],
+    tuple[float, ...],
+]:
+    """The rows' five columns, transposed in one pass in C."""
+    if not rows:
+        return (), (), (), (), ()
+    return cast(
+        "tuple[tuple[str | None, ...], tuple[float | None, ...], tuple[object, ...], "
+        "tuple[bool, ...], tuple[float, ...]]",
+        tuple(zip(*rows, strict=True)),
+    )
+
+
+def _combined(
+    out: Readings,
+    keys: Sequence[str | None],
+    raws: tuple[float, ...],
+    stamps: tuple[float | None, ...],
+    age_of: dict[float | None, float],
+    *,
+    scale: float,
+    summed: bool,
+) -> Readings:
+    """`out` with the series combined per key (replicas summed, or the largest kept), NaN
+    ones counted as no data, each key dated by its oldest series."""
     values: dict[str, float] = {}
     oldest: dict[str, float] = {}
     no_data = out.no_data
+    oldest_of = oldest.get
     for key, raw, stamp in zip(keys, raws, stamps, strict=True):
         if key is None:
             continue
@@ -198,12 +234,11 @@ def _at_once(
             continue
         _combine(values, key, raw * scale, summed)
         if stamp is not None:
-            before = oldest.get(key)
+            before = oldest_of(key)
             if before is None or stamp < before:
                 oldest[key] = stamp
     out.values = values
-    get = oldest.get
-    out.ages = {key: age_of[get(key)] for key in values}
+    out.ages = {key: age_of[oldest_of(key)] for key in values}
     out.no_data = no_data - values.keys()
     return out
 
@@ -225,11 +260,11 @@ def _stamped(series: list[tuple[dict[str, str], float]]) -> int:
 def _keys(
     family: Resolved,
     *,
-    found: list[object],
+    found: Sequence[object],
     values: list[tuple[dict[str, str], float]],
     cards: CardIndex,
     workloads: WorkloadIndex,
-) -> list[str | None]:
+) -> Sequence[str | None]:
     """The keys `_rows` found, with those it could not settle from the labels it read: a card
     without a known UUID, by its node and index; a workload's series without a pod, by its
     model. Their labels are read again, only theirs."""
@@ -244,7 +279,7 @@ def _keys(
             cast("str | None", k) if k is not PODLESS else workloads.key(labels)
             for k, (labels, _) in zip(found, values, strict=True)
         ]
-    return cast("list[str | None]", found)
+    return cast("Sequence[str | None]", found)
 
 
 def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex) -> Readings:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
-from operator import setitem
+from operator import add, setitem
 
 from pydantic import BaseModel, ConfigDict
 
@@ -166,12 +166,14 @@ class PrometheusSource:
         no_data = metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
             out.override(key, no_data)
-        if before is not None:
+        read = before.readings.values.keys() if before and before.readings else frozenset()
+        if before is not None and (before.carried or not read <= readings.values.keys()):
             # A series that was there and is gone (its target stopped answering, a staleness
             # marker) leaves the last reading stale, while its card or workload is observed.
+            # (Checked by a subset test first: most ticks read again every key of the last.)
             gone = f"{source}: no series since its last sample"
             present = cards.uuids if family.family.target == "gpu" else self._workloads.names
-            had = before.carried.keys() | (before.readings.values.keys() if before.readings else ())
+            had = before.carried.keys() | read
             for key in had - readings.values.keys() - readings.no_data:
                 last = before.last(key)
                 if key in present and last is not None:
@@ -200,8 +202,11 @@ class PrometheusSource:
         total = _Totals(free, shared) if used is not None and free is not None else None
         # Column by column, each a lookup in C: a fleet's 8,000 cards, four fields each.
         columns = {name: list(map(readings.__getitem__, uuids)) for name, readings in plain}
-        if total is not None:
-            columns["memory_total_bytes"] = total.every(columns["memory_used_bytes"], uuids)
+        if total is not None and used is not None:
+            column = total.batch(used, uuids)
+            if column is None:
+                column = total.every(columns["memory_used_bytes"], uuids)
+            columns["memory_total_bytes"] = column
         cards_of = [node.gpus for node in state.nodes]
         merged = [gpu.__dict__.copy() for gpus in cards_of for gpu in gpus]
         for name, column in columns.items():
@@ -262,6 +267,20 @@ class _Totals:
         self.shared = shared
         self.made: dict[tuple[int, float], Metric] = {}
         """By the used reading's identity (alive all tick, so never reused) and the free value."""
+
+    def batch(self, used: FieldReadings, uuids: list[str]) -> list[Metric] | None:
+        """`every` when every card has this tick's free value and a fresh used reading of one
+        sample time (`used.uniform`): the totals added and made in one batch, all in C. None
+        otherwise."""
+        bucket, read = used.uniform, used.readings
+        if bucket is None or read is None or len(used.metrics) != len(uuids):
+            return None  # some card's used reading is missing, stale or said otherwise
+        free = list(map(self.values.get, uuids))
+        if None in free:
+            return None
+        totals = list(map(add, map(read.values.__getitem__, uuids), free))
+        bucket.add(totals)
+        return list(map(bucket.__getitem__, totals))
 
     def every(self, used: list[Metric], uuids: list[str]) -> list[Metric]:
         """`of` each card's used reading and UUID; the common case (a fresh used reading,
