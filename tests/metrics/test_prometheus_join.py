@@ -194,3 +194,19 @@ def test_a_series_gone_since_the_last_tick_leaves_its_last_reading_stale() -> No
             first.observed_at,
         )
         assert reading.source == "prometheus:gpu_util: no series since its last sample"
+
+
+def test_a_target_without_a_timestamp_series_is_not_given_another_targets_age() -> None:
+    """Found in review: one sample time among the values plus a target Prometheus gave no
+    timestamp series for made two ages, which the one-age shortcut took for one sample time."""
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
+    undated = ({"UUID": "GPU-gpu-b-0", "instance": "10.0.0.2:9400", "job": "dcgm", PART: "v"}, 50.0)
+    for series in (
+        [_stamp(NOW - 400), _card("GPU-gpu-a-0", 97.0), undated],
+        [_stamp(NOW - 400), undated, _card("GPU-gpu-a-0", 97.0)],
+    ):
+        got = _alike(family, series, cards, workloads)
+        assert got.ages == {"GPU-gpu-a-0": 400.0, "GPU-gpu-b-0": 0.0}

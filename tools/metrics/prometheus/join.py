@@ -165,8 +165,9 @@ def _at_once(
         return None  # a timestamp series after a value series, or a series of neither part
     keys = _keys(family, found=found, values=series[stamped:], cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
+    distinct = set(stamps)
     age_of: dict[float | None, float] = {
-        t: max(0.0, evaluated - t) for t in set(stamps) if t is not None
+        t: max(0.0, evaluated - t) for t in distinct if t is not None
     }
     age_of[None] = 0.0
     out = Readings()
@@ -183,7 +184,7 @@ def _at_once(
         values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
         if len(values) == len(named):
             out.values = values
-            if len(age_of) == 2:  # one sample time (one scrape target), or none: one age
+            if len(distinct) == 1:  # one sample time (one scrape target), or none: one age
                 out.ages = dict.fromkeys(named, age_of[stamps[0]])
             else:
                 out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
