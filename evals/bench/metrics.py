@@ -26,7 +26,7 @@ from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console
 from agent.daemon.heap import settle_heap, tidy_heap
 from evals.bench.policy_fleet import fleet_state
 from evals.bench.prometheus_server import PrometheusMissing, RealPrometheus
-from tools.metrics.engines import EngineExporter
+from evals.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.serve import MetricsServer

@@ -5,7 +5,7 @@ for a real Prometheus to scrape.
 `GET /twin/exporters/dcgm/metrics` answers every card as the DCGM exporter does
 (`DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname}`, and the `pod`/`namespace`/
 `container` of the workload it serves); `GET /twin/exporters/engines/metrics` answers one engine
-per ready replica (tools.metrics.engines), labelled with the replica's real pod name and
+per ready replica (evals.twin.engines), labelled with the replica's real pod name and
 namespace (the labels a scrape through Kubernetes service discovery adds; one endpoint serves all
 pods, so it writes them itself: scrape it with `honor_labels: true`), and the endpoint picker's
 `inference_pool_average_queue_size`; `GET /twin/exporters/kueue/metrics` answers the jobs
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from evals.twin.engines import EngineExporter
 from evals.twin.mirror import pod_names
-from tools.metrics.engines import EngineExporter
 from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
 from tools.model import ClusterState
 

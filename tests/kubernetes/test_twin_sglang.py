@@ -17,12 +17,12 @@ import pytest
 
 from agent.daemon.day import default_day
 from evals.bench.prometheus_server import RealPrometheus
+from evals.twin.engines import ENGINE_LABEL, SGLANG_QUEUE_BUCKETS, SGLANG_TTFT_BUCKETS
 from evals.twin.server import Twin
 from tests.kubernetes.conftest import settings_for
 from tests.kubernetes.test_default_day_prometheus import SCRAPE, ScrapedTwin, twin_jobs
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.sim import SimCluster
-from tools.metrics.engines import ENGINE_LABEL, SGLANG_QUEUE_BUCKETS, SGLANG_TTFT_BUCKETS
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.model import ClusterState, Workload
 from tools.sim.demand import PoissonDemand

@@ -12,7 +12,7 @@ import threading
 from datetime import UTC, datetime
 
 from evals.bench.metrics import without_readings
-from tools.metrics.engines import EngineExporter
+from evals.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.serve import MetricsServer
 from tools.model import (

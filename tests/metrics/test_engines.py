@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from evals.twin.engines import ENGINE_LABEL, SGLANG_TTFT_BUCKETS, EngineExporter
 from tests.metrics.cluster import truth
-from tools.metrics.engines import ENGINE_LABEL, SGLANG_TTFT_BUCKETS, EngineExporter
 
 LINE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 

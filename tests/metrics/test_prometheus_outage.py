@@ -19,10 +19,10 @@ import pytest
 
 from agent.daemon.runtime import Runtime
 from evals.bench.prometheus_server import RealPrometheus
+from evals.twin.engines import EngineExporter
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.parts import Parts
 from tools.backends.sim import SimCluster
-from tools.metrics.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.serve import MetricsServer

@@ -1,4 +1,4 @@
-"""Serving engines of an observation in the Prometheus text format: vLLM's names, or SGLang's.
+"""The twin's serving engines in the Prometheus text format: vLLM's names, or SGLang's.
 
 One engine per ready replica (pod), with the `pod`/`namespace` labels Prometheus would add from
 the pod's target (here written by the exporter itself, one endpoint for many pods) and the
