@@ -34,7 +34,8 @@ from agent.daemon.day import default_day
 from agent.daemon.leader import Leadership, LeaseLeadership, Sole
 from agent.loop.state import Decision
 from agent.planners.base import Planner
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from evals.scenarios import SCENARIOS_DIR
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy

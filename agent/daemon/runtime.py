@@ -51,7 +51,8 @@ from agent.loop.graph import Graph, build_graph, open_checkpointer
 from agent.loop.nodes import restart_mode_dwell
 from agent.loop.state import Decision, Memory
 from agent.planners.base import Planner
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
 from policies.history import History
 from policies.model import Policy

@@ -24,7 +24,8 @@ from agent.daemon.telemetry import Telemetry
 from agent.loop.findings import FindingsBook
 from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import loop_rotator
 from policies.history import History
 from policies.model import Policy

@@ -32,84 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
-
-from agent.loop.assess import AssessSettings, is_hot
+from agent.loop.assess import is_hot
 from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
-from policies.model import Policy
+from agent.planners.plan_cards import PlanCards
+from agent.planners.rule_settings import RulesSettings
 from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload, joined_notes
-from tools.model import ClusterState, ReplicaPlacement, Workload
-from tools.modes import AdviceSettings, demand_from_state, rotation_gain
+from tools.model import ClusterState, Workload
+from tools.modes import demand_from_state, rotation_gain
 from tools.placement import node_capacity, pick_node, pick_nodes
-from tools.placement.ranking import Candidate
-
-
-class PoolRules(BaseModel):
-    """What the planner needs to know of one pool (filled from the policy)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    min_cards: int = 0
-    max_cards: int | None = None
-    priority: int = 0
-
-
-class RulesSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    assess: AssessSettings = AssessSettings()
-    pools: dict[str, PoolRules] = {}
-    advice: AdviceSettings = AdviceSettings()
-    """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
-    cards_per_tick: int | None = None
-    """The policy's blast radius: cards one plan may change."""
-    placements_gated: tuple[str, ...] = ()
-    """Pools whose placements need a human by the policy ("*": every pool): their growth is
-    proposed one placement at a time, never as a scale that the gate would not see."""
-
-    def pool(self, name: str) -> PoolRules:
-        return self.pools.get(name, PoolRules())
-
-    @classmethod
-    def from_policy(cls, policy: Policy, base: AssessSettings | None = None) -> RulesSettings:
-        """Pool limits, priorities, idle times and SLOs taken from the policy.
-
-        A pool without `idle_before_zero` is never proposed for scale-to-zero by this planner:
-        going to zero is a choice the policy has to make explicitly.
-        """
-        base = base or AssessSettings()
-        assess = base.model_copy(
-            update={
-                "slo_wait_s": {k: v.queue_wait_s for k, v in policy.slo.items()},
-                "min_cards": {k: p.min_cards for k, p in policy.pools.items()},
-                "link_min_fraction": policy.rotation.min_link_fraction or base.link_min_fraction,
-                "idle_to_zero_s": {
-                    k: p.idle_before_zero.total_seconds()
-                    for k, p in policy.pools.items()
-                    if p.idle_before_zero is not None and p.min_cards == 0
-                },
-            }
-        )
-        pools = {
-            k: PoolRules(min_cards=p.min_cards, max_cards=p.max_cards, priority=p.priority)
-            for k, p in policy.pools.items()
-        }
-        advice = AdviceSettings(min_dwell_s=policy.rotation.min_dwell.total_seconds())
-        radius = policy.change_budget.cards_per_tick
-        gated = tuple(
-            pool
-            for rule in policy.approvals
-            if "place_replica" in rule.actions and "scale_workload" not in rule.actions
-            for pool in (rule.pools or ("*",))
-        )
-        return cls(
-            assess=assess,
-            pools=pools,
-            advice=advice,
-            cards_per_tick=radius,
-            placements_gated=gated,
-        )
 
 
 class RulesPlanner:
@@ -128,7 +59,7 @@ class RulesPlanner:
             )
         actions: list[Action] = []
         notes: list[str] = []
-        cards = _Cards(state)
+        cards = PlanCards(state)
         self._held = frozenset(signals.held_pools)
         notes.extend(
             f"pool {p}: readings stale or missing, nothing scaled down" for p in self._held
@@ -169,7 +100,7 @@ class RulesPlanner:
         workload: Workload,
         signal: WorkloadSignals,
         state: ClusterState,
-        cards: _Cards,
+        cards: PlanCards,
         notes: list[str],
     ) -> list[Action]:
         settings = self.settings.assess
@@ -244,7 +175,7 @@ class RulesPlanner:
         self,
         workload: Workload,
         state: ClusterState,
-        cards: _Cards,
+        cards: PlanCards,
         why: str,
         notes: list[str],
         *,
@@ -313,7 +244,9 @@ class RulesPlanner:
             ),
         ]
 
-    def _waiting_above(self, workload: Workload, state: ClusterState, cards: _Cards) -> str | None:
+    def _waiting_above(
+        self, workload: Workload, state: ClusterState, cards: PlanCards
+    ) -> str | None:
         """A higher-priority workload whose wanted replicas are not placed yet (waiting for
         cards being freed) on nodes this workload's pool could use too."""
         mine = self.settings.pool(workload.pool).priority
@@ -329,7 +262,7 @@ class RulesPlanner:
         return None
 
     def _reclaim(
-        self, workload: Workload, state: ClusterState, cards: _Cards, need: int
+        self, workload: Workload, state: ClusterState, cards: PlanCards, need: int
     ) -> tuple[list[Action], str] | None:
         """Scale-downs of lower-priority workloads that free, with the cards already free there,
         `need` cards on one eligible node (policies.rules.priority judges the pair)."""
@@ -377,49 +310,6 @@ def _leaving(state: ClusterState, node: str) -> int:
 
 def _touched(actions: list[Action]) -> set[str]:
     return {a.workload for a in actions if isinstance(a, ScaleWorkload | PlaceReplica)}
-
-
-class _Cards:
-    """Cards per pool as the plan so far leaves them (so one plan never over-commits a pool),
-    the cards the plan changes, and the cluster as the plan's placements leave it."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self.view = state
-        self.changed = 0
-        self._pools: dict[str, int] = {}
-        self.waiting: list[Workload] = []
-        """Workloads with wanted replicas not placed yet (waiting for cards being freed)."""
-        for w in state.workloads:
-            self._pools[w.pool] = self._pools.get(w.pool, 0) + w.cards
-            if sum(1 for r in w.placement if r.nodes) < w.desired_replicas:
-                self.waiting.append(w)
-
-    def pool(self, name: str) -> int:
-        return self._pools.get(name, 0)
-
-    def take(self, pool: str, cards: int) -> None:
-        self._pools[pool] = self.pool(pool) + cards
-        self.changed += cards
-
-    def release(self, pool: str, cards: int) -> None:
-        self._pools[pool] = max(0, self.pool(pool) - cards)
-        self.changed += cards
-
-    def claim(self, workload: Workload, candidates: list[Candidate]) -> None:
-        """The view with `workload`'s new replicas on their cards (not ready yet)."""
-        first = max((r.index for r in workload.placement), default=-1) + 1
-        added = tuple(
-            ReplicaPlacement(index=first + i, nodes=c.nodes, gpus=c.gpus)
-            for i, c in enumerate(candidates)
-        )
-        grown = workload.model_copy(
-            update={
-                "desired_replicas": workload.desired_replicas + len(added),
-                "placement": (*workload.placement, *added),
-            }
-        )
-        workloads = tuple(grown if w.name == workload.name else w for w in self.view.workloads)
-        self.view = self.view.model_copy(update={"workloads": workloads})
 
 
 def _selector(state: ClusterState, pool: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from agent.loop.assess import assess
 from agent.loop.state import Memory, Signals
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings, OutputMode
-from agent.planners.rules import RulesSettings
+from agent.planners.rule_settings import RulesSettings
 from policies.loader import load_default_policy
 from policies.model import Policy
 from tests.llm.scripted_server import Reply, ScriptedServer

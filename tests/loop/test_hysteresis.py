@@ -7,7 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from agent.loop.assess import assess
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
 from tools.model import ClusterState

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from agent.loop.assess import assess
 from agent.loop.state import Memory
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_default_policy, load_policy

@@ -13,7 +13,8 @@ import urllib.request
 from pathlib import Path
 
 from agent.daemon.runtime import Runtime
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from policies.loader import load_policy
 from tests.loop.conftest import DATA
 from tools.actions import DrainNode, Plan

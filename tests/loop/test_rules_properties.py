@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from agent.loop.assess import assess
 from agent.loop.state import Memory, WorkloadMemory
-from agent.planners.rules import RulesPlanner, RulesSettings
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
 from policies.loader import load_default_policy
 from tools.actions import PlaceReplica, RotateMode, ScaleWorkload
 from tools.backends.sim import SimCluster
