@@ -28,6 +28,8 @@ from tools.model import (
 
 AT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 GIB = 2**30
+UNIFIED = "host-meminfo (NVML memory NotSupported on unified memory)"
+"""The source of a GB10 card's memory readings, as the NVML source and the simulator give it."""
 
 
 def _m(value: float) -> Metric:
@@ -72,6 +74,20 @@ def truth() -> ClusterState:
             gpus=(
                 _gpu("gpu-b", 0, util=88.0, used_gib=71.0, power=610.0, clients=("chat/1",)),
                 _gpu("gpu-b", 1, util=None, used_gib=30.0, power=300.0, clients=("code/0",)),
+            ),
+        ),
+        Node(  # a GB10: NVML has no memory figures there, the host's are exported (marked so)
+            name="gx10",
+            memory_total_bytes=128 * GIB,
+            unified_memory=True,
+            gpus=(
+                _gpu("gx10", 0, util=12.0, used_gib=28.0, power=40.0).model_copy(
+                    update={
+                        "model": "GB10",
+                        "memory_used_bytes": Metric.fresh(28.0 * GIB, AT, UNIFIED),
+                        "memory_total_bytes": Metric.fresh(128.0 * GIB, AT, UNIFIED),
+                    }
+                ),
             ),
         ),
     )

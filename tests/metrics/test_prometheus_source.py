@@ -48,6 +48,17 @@ def test_cards_hold_the_dcgm_readings_of_their_own_uuid(observed: ClusterState) 
     assert (other.utilization.value, other.power_w.value) == (88.0, 610.0)
 
 
+def test_a_gb10_card_holds_the_host_memory_it_was_exported_with(observed: ClusterState) -> None:
+    """Through the DCGM names a GB10 lacks today: the host's memory, marked so by the exporter
+    (`memory_source`), arrives fresh and says where it comes from."""
+    card = _gpu(observed, "GPU-gx10-0")
+    used, total = card.memory_used_bytes, card.memory_total_bytes
+    assert (used.status, total.status) == ("fresh", "fresh")
+    assert used.value == 28 * GIB and total.value == 128 * GIB
+    assert used.source == "prometheus:fb_used (unified memory: host memory)"
+    assert card.utilization.value == 12.0
+
+
 def test_a_card_without_a_series_is_missing_and_says_why(observed: ClusterState) -> None:
     card = _gpu(observed, "GPU-gpu-b-1")
     assert card.utilization.status == "missing"
