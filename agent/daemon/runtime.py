@@ -46,6 +46,7 @@ from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
 from agent.daemon.telemetry import Telemetry
+from agent.loop.assess import AssessSettings
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer
 from agent.loop.nodes import restart_mode_dwell
@@ -128,14 +129,17 @@ class Runtime:
         telemetry: Telemetry | None = None,
         leadership: Leadership | None = None,
         notifier: Notifier | None = None,
+        thresholds: AssessSettings | None = None,
     ) -> Runtime:
+        """`thresholds`: those of assess that steward.yaml sets (compose.assess_settings); the
+        policy gives the per-pool ones."""
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
         fence = None if isinstance(leadership, Sole) else leadership.leading
         lock_fd = take_lock(data_dir)
         opened: list[AuditLog | Inbox] = []
         try:
-            settings = RulesSettings.from_policy(policy)
+            settings = RulesSettings.from_policy(policy, thresholds)
             rules = RulesPlanner(settings)
             audit = AuditLog.open(data_dir, clock=parts.clock.now)
             opened.append(audit)
