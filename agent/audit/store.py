@@ -265,22 +265,21 @@ class AuditLog:
         # Record times never go backwards, whatever the clock does (a simulated cluster
         # restored from an older save): a record is stamped no earlier than the one before.
         floor = datetime.fromisoformat(last[0]) if last else None
+        # One transaction, one time: every record of a batch is stamped when it is written.
+        at = datetime.fromisoformat(time_text(self._clock()))
+        at = max(at, floor) if floor is not None else at
+        stamp = time_text(at)
         written: list[Record] = []
+        rows: list[tuple[object, ...]] = []
         for payload in payloads:
             seq += 1
-            at = datetime.fromisoformat(time_text(self._clock()))
-            at = max(at, floor) if floor is not None else at
             body = body_for(seq, at, payload, prev)
             digest = hash_body(body)
             mac = mac_of(self._key, digest) if self._key else None
             decision = decision_of(payload)
-            conn.execute(
-                "INSERT INTO records (seq, time, kind, decision_id, prev_hash, body, hash, mac) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (seq, time_text(at), payload.kind, decision, prev, body, digest, mac),
-            )
+            rows.append((seq, stamp, payload.kind, decision, prev, body, digest, mac))
             written.append(
-                Record(
+                Record.model_construct(  # built from checked parts; validated when read back
                     schema_version=SCHEMA_VERSION,
                     seq=seq,
                     time=at,
@@ -293,6 +292,11 @@ class AuditLog:
                 )
             )
             prev = digest
+        conn.executemany(
+            "INSERT INTO records (seq, time, kind, decision_id, prev_hash, body, hash, mac) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         head_mac = anchor_mac(self._key, seq, prev) if self._key else None
         conn.execute(
             "INSERT INTO head (id, seq, hash, mac) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE "

@@ -159,7 +159,7 @@ def start_for_daemon(
     """Chat-ops for `steward run`: status and approvals observe the cluster as `steward status`
     and `steward approve` do (the composition root opens it); plan is `steward plan`'s dry run.
     Notifications go to Slack when `notifiers` lists slack, and to the log when it lists log."""
-    from agent.daemon.compose import dry_run, open_backend
+    from agent.daemon.compose import assess_settings, dry_run, open_backend
 
     where = runtime.data_dir
     service = SlackService.start(
@@ -167,7 +167,13 @@ def start_for_daemon(
         where,
         runtime.ctx.policy,
         observe=lambda: open_backend(config, where).parts.cluster().observe(),
-        plan=lambda: dry_run(where, config.planner, policy_path, open_backend(config, where)),
+        plan=lambda: dry_run(
+            where,
+            config.planner,
+            policy_path,
+            open_backend(config, where),
+            thresholds=assess_settings(config),
+        ),
         runtime=runtime,
         telemetry=telemetry,
         then=runtime.notifier if "log" in config.notifiers else None,

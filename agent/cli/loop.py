@@ -35,6 +35,7 @@ from agent.cli.common import (
 )
 from agent.daemon.compose import (
     Opened,
+    assess_settings,
     dry_run,
     open_backend,
     open_policy,
@@ -146,8 +147,12 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         the_policy, policy_path = open_policy(policy or settings.policy)
         if settings.slack.enabled:  # Slack users join the policy's approver groups
             the_policy = with_slack_approvers(the_policy, settings.slack)
+        thresholds = assess_settings(settings)
         chosen = planner_for(
-            planner or settings.planner, the_policy, settings.llm.model_dump(exclude_none=True)
+            planner or settings.planner,
+            the_policy,
+            settings.llm.model_dump(exclude_none=True),
+            thresholds,
         )
         telemetry = Telemetry()
         runtime = Runtime.open(
@@ -158,6 +163,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             telemetry=telemetry,
             leadership=opened.leadership,
             notifier=_notifier(settings),
+            thresholds=thresholds,
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
@@ -347,6 +353,7 @@ def plan(
             policy or settings.policy,
             opened,
             settings.llm.model_dump(exclude_none=True),
+            thresholds=assess_settings(settings),
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))

@@ -32,6 +32,7 @@ from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
 from agent.daemon.leader import Leadership, LeaseLeadership, Sole
+from agent.loop.assess import AssessSettings
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
@@ -210,11 +211,22 @@ def run_policy_path(data_dir: Path) -> Path | None:
     return Path(value) if isinstance(value, str) else None
 
 
-def planner_for(name: str, policy: Policy, llm: Mapping[str, object] | None = None) -> Planner:
+def assess_settings(config: StewardConfig) -> AssessSettings:
+    """The thresholds of assess that steward.yaml sets (the policy gives the per-pool ones)."""
+    return AssessSettings(metric_max_age_s=config.metrics.max_age_s)
+
+
+def planner_for(
+    name: str,
+    policy: Policy,
+    llm: Mapping[str, object] | None = None,
+    thresholds: AssessSettings | None = None,
+) -> Planner:
     """The planner called `name`; the rules planner stays the fallback of any other. `llm`:
-    steward.yaml's llm section (the environment applied over it), for the LLM planner."""
+    steward.yaml's llm section (the environment applied over it), for the LLM planner;
+    `thresholds`: steward.yaml's for assess (`assess_settings`)."""
     if name == "rules":
-        return RulesPlanner(RulesSettings.from_policy(policy))
+        return RulesPlanner(RulesSettings.from_policy(policy, thresholds))
     if name == "llm":
         try:
             module = importlib.import_module("agent.planners.llm")
@@ -236,6 +248,8 @@ def dry_run(
     policy_path: Path | None,
     opened: Opened | None = None,
     llm: Mapping[str, object] | None = None,
+    *,
+    thresholds: AssessSettings | None = None,
 ) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
@@ -246,7 +260,7 @@ def dry_run(
 
     parts = (opened or open_backend(StewardConfig(), data_dir)).parts
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))
-    settings = RulesSettings.from_policy(policy)
+    settings = RulesSettings.from_policy(policy, thresholds)
     try:
         audit = AuditLog.open(data_dir, clock=parts.clock.now)
         catch_up(parts, audit.last_time())  # in memory only: a dry run saves nothing
@@ -263,7 +277,7 @@ def dry_run(
             audit=audit,
             inbox=inbox,
             settings=settings,
-            planner=planner_for(planner_name, policy, llm),
+            planner=planner_for(planner_name, policy, llm, thresholds),
             fallback=RulesPlanner(settings),
             crash_at=None,
             hold_denied=False,

@@ -75,6 +75,9 @@ class MetricsSection(Section):
     (`twin`: the simulated measurements of `steward twin`, for trying Steward on it)."""
     twin_url: str | None = None
     """Where `steward twin` serves (None: kubernetes.server)."""
+    max_age_s: float = Field(default=90.0, gt=0, le=86_400, allow_inf_nan=False)
+    """A reading older than this is stale to the loop, however fresh its source calls it: its
+    pool is held (no scale-down) and a finding says so. Above the slowest scrape interval."""
     prometheus: PrometheusSettings = PrometheusSettings()
     """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 

@@ -30,6 +30,7 @@ from types import FrameType
 from typing import Any, Protocol, runtime_checkable
 
 import structlog
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from agent import __version__
@@ -46,8 +47,9 @@ from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
 from agent.daemon.telemetry import Telemetry
+from agent.loop.assess import AssessSettings
 from agent.loop.context import LoopContext, Rotator
-from agent.loop.graph import Graph, build_graph, open_checkpointer
+from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
 from agent.loop.state import Decision, Memory
 from agent.planners.base import Planner
@@ -129,14 +131,17 @@ class Runtime:
         telemetry: Telemetry | None = None,
         leadership: Leadership | None = None,
         notifier: Notifier | None = None,
+        thresholds: AssessSettings | None = None,
     ) -> Runtime:
+        """`thresholds`: those of assess that steward.yaml sets (compose.assess_settings); the
+        policy gives the per-pool ones."""
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
         fence = None if isinstance(leadership, Sole) else leadership.leading
         lock_fd = take_lock(data_dir)
         opened: list[AuditLog | Inbox] = []
         try:
-            settings = RulesSettings.from_policy(policy)
+            settings = RulesSettings.from_policy(policy, thresholds)
             rules = RulesPlanner(settings)
             audit = AuditLog.open(data_dir, clock=parts.clock.now)
             opened.append(audit)
@@ -217,10 +222,8 @@ class Runtime:
 
     def open_threads(self) -> list[str]:
         """Graph threads still in the checkpoints: killed mid-way or waiting for a human."""
-        saver = self.graph.checkpointer
-        assert saver is not None and not isinstance(saver, bool)
         seen: dict[str, None] = {}
-        for item in saver.list(None):
+        for item in self._saver().list(None):
             seen[str(item.config["configurable"]["thread_id"])] = None
         return list(seen)
 
@@ -236,12 +239,16 @@ class Runtime:
         after the decision, not inside it: `steward status` reading the cluster lags by up to
         SAVE_EVERY_S, the decision itself does not wait for the write. The garbage collector
         runs here too, when due (agent.daemon.heap.tidy_heap), after the last decision's
-        observation is let go (LoopContext.let_go)."""
+        observation is let go (LoopContext.let_go); and so do the WAL checkpoints of the
+        decision log and of the graph's checkpoints, which SQLite would otherwise run (and
+        sync) inside whichever append or step crossed its threshold."""
         self.ctx.let_go()
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:
             self.parts.save(self.data_dir)
             write_memory(self.data_dir, self.tick_no, self.ctx.memory)
+            self.ctx.audit.checkpoint()
+            settle_checkpoints(self._saver())
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
@@ -493,9 +500,12 @@ class Runtime:
                 self._ran.append(f"{at} {d.verdicts[o.index].action.describe()}")
 
     def _delete(self, thread: str) -> None:
+        self._saver().delete_thread(thread)
+
+    def _saver(self) -> SqliteSaver:
         saver = self.graph.checkpointer
-        assert saver is not None and not isinstance(saver, bool)
-        saver.delete_thread(thread)
+        assert isinstance(saver, SqliteSaver), "Runtime.open gives the graph a SQLite saver"
+        return saver
 
 
 def _holds(action: object, state: ClusterState) -> set[str]:

@@ -55,14 +55,16 @@ class AssessSettings(BaseModel):
     calm_s: float = 300.0
     """How long a queue stays calm before a replica is given back (the hysteresis)."""
     metric_max_age_s: float = 90.0
+    """A reading older than this is stale, whatever its source says (steward.yaml's
+    metrics.max_age_s): its workload or pool is held and a finding says so."""
     link_min_fraction: float = 0.4
     """A link path below this share of nominal is degraded (healthy GX10 rails negotiate 49 %)."""
     saturation: float = 0.85
     """Serving this share of a mode's aggregate peak counts as saturated."""
     mode_dwell_s: float = 600.0
+    """How long demand must favour the other mode before a rotation is proposed."""
     mode_grace_s: float = 120.0
     """Demand that stops favouring a mode for less than this keeps its dwell running."""
-    """How long demand must favour the other mode before a rotation is proposed."""
 
 
 def assess(

@@ -23,6 +23,7 @@ a restart neither repeats an appearance nor forgets a clearing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import get_args
@@ -75,11 +76,16 @@ def findings_of(
         name = entry.split("/", 1)[0]
         text = f"{name}: demand metrics stale or missing ({entry})"
         found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
+    # The nodes by name from this same pass: the observation's own index (state.node) would
+    # be one more pass over a thousand objects new to the processor's caches, for the few
+    # workloads that look up a node here.
+    by_name: dict[str, Node] = {}
     for node in state.nodes:
+        by_name[node.name] = node
         if _cards_stale(node, state.observed_at, max_age_s):
             found.append(_node_stale(node.name))
     for workload in state.workloads:
-        found += _workload_findings(workload, state)
+        found += _workload_findings(workload, by_name)
     return {f.key: f for f in found}
 
 
@@ -99,7 +105,7 @@ def _cards_stale(node: Node, now: datetime, max_age_s: float) -> bool:
     return bool(unread) or now.timestamp() - oldest > max_age_s
 
 
-def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]:
+def _workload_findings(workload: Workload, nodes: Mapping[str, Node]) -> list[Finding]:
     found: list[Finding] = []
     waiting = [r for r in workload.placement if not r.nodes]
     if waiting:
@@ -116,7 +122,7 @@ def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]
     placed = next((r for r in workload.placement if r.nodes and r.ready), None)
     if placed is None:
         return found
-    node = state.node(placed.nodes[0])
+    node = nodes.get(placed.nodes[0])
     card = next((g for g in node.gpus if g.uuid in placed.gpus), None) if node else None
     card = card or (node.gpus[0] if node is not None and node.gpus else None)
     if card is None:

@@ -11,6 +11,8 @@ decision log with fsync, the simulated cluster saved when something changed):
   every second of wall time, as the daemon does it), 15 s of simulated world time, and parsing
   the observation they produced — the backend's work at the edge, timed apart as `parse`. An
   observation an action made within the tick is parsed inside it (and counted there);
+  `tick_cpu` is the same ticks' CPU time (all the process's threads): on a shared machine a
+  tick whose wall time is far above it waited for a core or a disk, not for its own work;
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
 `sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards, and
@@ -23,6 +25,7 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +58,10 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
     scrape_every = scrape_interval_s(churn)
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
         fleet = _fleet(nodes, scrape_every)
-        fleet_tick, sim = _ticks(Path(tmp) / "fleet", fleet, _fleet_policy(), runs, "tick")
+        cpu_ms: list[float] = []
+        fleet_tick, sim = _ticks(
+            Path(tmp) / "fleet", fleet, _fleet_policy(), runs, "tick", cpu_ms=cpu_ms
+        )
         parsed = figures("parse", sim.parse_ms[-runs:])
         changed = sorted(sim.changed[-runs:])
         parses = len(sim.parse_ms)
@@ -72,6 +78,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         "median_ms": fleet_tick.median_ms,
         "p99_ms": fleet_tick.p99_ms,
         "tick": fleet_tick.model_dump(),
+        "tick_cpu": figures("tick_cpu", cpu_ms[-runs:]).model_dump(),
         "parse": parsed.model_dump(),
         "parse_by_version": by_version.model_dump(),
         "observations": {
@@ -125,15 +132,29 @@ def _fleet_policy() -> Policy | None:
 
 
 def _ticks(
-    data_dir: Path, scenario: Scenario, policy: Policy | None, runs: int, name: str
+    data_dir: Path,
+    scenario: Scenario,
+    policy: Policy | None,
+    runs: int,
+    name: str,
+    *,
+    cpu_ms: list[float] | None = None,
 ) -> tuple[Figures, FreshSim]:
+    """`runs` timed decisions (after WARMUP); each one's CPU time appended to `cpu_ms`."""
     sim = FreshSim(scenario)
     sim.save(data_dir)
     sim.data_dir = data_dir
     runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
+
+    def decide() -> None:
+        started = time.process_time()
+        runtime.decide()
+        if cpu_ms is not None:
+            cpu_ms.append((time.process_time() - started) * 1000)
+
     try:
         runtime.start()
-        figures_ = measure(name, runtime.decide, runs, warmup=WARMUP,
+        figures_ = measure(name, decide, runs, warmup=WARMUP,
                            setup=lambda: _between(runtime, sim))  # fmt: skip
         return figures_, sim
     finally:

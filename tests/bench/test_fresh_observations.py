@@ -28,6 +28,7 @@ def _bench(*args: str) -> dict[str, Any]:
 def test_bench_loop_states_its_churn_and_times_parsing_apart() -> None:
     doc = _bench("loop", "--nodes", "8", "--runs", "5", "--churn", "0.5")
     assert doc["churn"] == 0.5 and doc["tick"]["runs"] == 5
+    assert doc["tick_cpu"]["runs"] == 5 and doc["tick_cpu"]["median_ms"] > 0
     seen = doc["observations"]
     assert seen["node_scrape_interval_s"] == 30.0
     assert 0 < seen["nodes_changed_median"] < 1  # some nodes kept their version, some did not

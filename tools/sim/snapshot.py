@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from tools.sim.state import CardSample, Replica
 
 MISSING_AFTER_S = 300.0
+INTERNED_MIN = 4096
+"""The shared readings are pruned by age once there are this many (or twice as many as the last
+pruning left)."""
 CLOSED = "steward.dev/accepting"
 """Annotation set (to "false") on a workload whose gateway is closed."""
 UNREACHABLE = Taint(key="node.kubernetes.io/unreachable", effect="NoExecute")
@@ -64,6 +67,7 @@ class SnapshotBuilder:
         """The last snapshot's objects, in profile order; a dirty one is replaced in place."""
         self._links: tuple[Link, ...] = ()
         self._metrics: dict[tuple[float | None, float, str, str], Metric] = {}
+        self._prune_at = INTERNED_MIN
         self._times: dict[float, datetime] = {}
         self._missing_by_source: dict[str, Metric] = {}
         self._gpu_cache: dict[str, tuple[CardSample | None, tuple[str, ...], str, Gpu]] = {}
@@ -99,8 +103,8 @@ class SnapshotBuilder:
         key = (value, t, status, source)
         m = self._metrics.get(key)
         if m is None:
-            if len(self._metrics) > 65536:
-                self._metrics.clear()
+            if len(self._metrics) >= self._prune_at:
+                self._prune()
             m = self._metrics[key] = trusted(
                 Metric,
                 {
@@ -111,6 +115,17 @@ class SnapshotBuilder:
                 },
             )
         return m
+
+    def _prune(self) -> None:
+        """Forget the readings taken before the lookback: `metric` never asks for them again.
+
+        Cleared only when full, the table grew to 65,536 readings on a 1,000-node fleet,
+        two thirds of them dead, some 10 MB of the process; pruned by age it stays within
+        twice the readings still alive."""
+        oldest = self.engine.state.t - MISSING_AFTER_S
+        for key in [k for k in self._metrics if k[1] < oldest]:
+            del self._metrics[key]
+        self._prune_at = max(INTERNED_MIN, 2 * len(self._metrics))
 
     def _missing(self, source: str) -> Metric:
         m = self._missing_by_source.get(source)
