@@ -62,8 +62,7 @@ def hold_back(proposed: Plan, d: Decision, ctx: LoopContext, now: datetime) -> P
             notes.append(f"{action.describe()}: already waits for approval")
         elif ctx.held and (action.target in ctx.held or isinstance(action, RotateMode)):
             notes.append(f"{action.describe()}: a long action in progress holds it")
-        elif hold_key(action, state) in held:
-            until = held[hold_key(action, state)]
+        elif (until := held.get(hold_key(action, state))) is not None:
             notes.append(f"{action.describe()}: denied, held until {until:%H:%M:%S}")
         else:
             kept.append(action)
