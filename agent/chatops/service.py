@@ -10,6 +10,7 @@ tick thread (`TickRotations`): the daemon stays the one writer of the cluster an
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ROTATION_WAIT_S = 300.0
+CLOSE_WAIT_S = 10.0
+"""How long stopping waits for the Slack connection to open or to close."""
 log = structlog.get_logger("steward.slack")
 
 
@@ -80,6 +83,8 @@ class SlackService:
     notifier: SlackNotifier
     socket: SocketModeHandler | None
     stopping: threading.Event
+    connecting: threading.Thread | None = None
+    """The thread opening the Socket Mode connection (retrying while Slack is unreachable)."""
 
     @classmethod
     def start(
@@ -106,6 +111,7 @@ class SlackService:
         app = build_app(settings, secrets, client, desk, store)
         stopping = threading.Event()
         socket = None
+        connecting = None
         if settings.mode == "http":
             if telemetry is None:
                 raise ValueError("slack http mode needs the daemon's HTTP server")
@@ -113,19 +119,41 @@ class SlackService:
         else:
             assert secrets.app_token is not None
             socket = SocketModeHandler(app, secrets.app_token)
-            threading.Thread(
+            connecting = threading.Thread(
                 target=_connect, args=(socket, stopping), name="steward-slack-socket", daemon=True
-            ).start()
+            )
+            connecting.start()
         courier.start()
         log.info("slack chat-ops started", mode=settings.mode, channel=settings.channel)
-        return cls(settings, store, desk, courier, notifier, socket, stopping)
+        return cls(settings, store, desk, courier, notifier, socket, stopping, connecting)
 
     def stop(self) -> None:
         self.stopping.set()
         self.courier.stop()
         if self.socket is not None:
-            self.socket.close()  # type: ignore[no-untyped-call]
+            if self.connecting is not None:  # a connection opening now would outlive the close
+                self.connecting.join(CLOSE_WAIT_S)
+            _close(self.socket)
         self.store.close()
+
+
+def _close(socket: SocketModeHandler) -> None:
+    """Close the Socket Mode connection, waiting at most CLOSE_WAIT_S.
+
+    slack_sdk's built-in client can hang in close: its session runner marks the session live
+    again when it starts, so a close that lands while a session is starting waits on a loop
+    that never ends. The close runs aside and the session is marked over again until it
+    returns; past the wait it is left to end with the process (its threads are daemons)."""
+    closing = threading.Thread(target=socket.close, name="steward-slack-close", daemon=True)
+    closing.start()
+    state = getattr(socket.client, "current_session_state", None)
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    while closing.is_alive() and time.monotonic() < deadline:
+        if state is not None:
+            state.terminated = True
+        closing.join(0.1)
+    if closing.is_alive():
+        log.warning("slack socket mode: the connection did not close", wait_s=CLOSE_WAIT_S)
 
 
 def _nap(stopping: threading.Event, seconds: float) -> None:
