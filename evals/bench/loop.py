@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,7 +77,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         "median_ms": fleet_tick.median_ms,
         "p99_ms": fleet_tick.p99_ms,
         "tick": fleet_tick.model_dump(),
-        "tick_cpu": figures("tick_cpu", cpu_ms[-runs:]).model_dump(),
+        "tick_cpu": figures("tick_cpu", cpu_ms).model_dump(),
         "parse": parsed.model_dump(),
         "parse_by_version": by_version.model_dump(),
         "observations": {
@@ -140,22 +139,16 @@ def _ticks(
     *,
     cpu_ms: list[float] | None = None,
 ) -> tuple[Figures, FreshSim]:
-    """`runs` timed decisions (after WARMUP); each one's CPU time appended to `cpu_ms`."""
+    """`runs` timed decisions (after WARMUP); each timed one's CPU time appended to `cpu_ms`."""
     sim = FreshSim(scenario)
     sim.save(data_dir)
     sim.data_dir = data_dir
     runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
 
-    def decide() -> None:
-        started = time.process_time()
-        runtime.decide()
-        if cpu_ms is not None:
-            cpu_ms.append((time.process_time() - started) * 1000)
-
     try:
         runtime.start()
-        figures_ = measure(name, decide, runs, warmup=WARMUP,
-                           setup=lambda: _between(runtime, sim))  # fmt: skip
+        figures_ = measure(name, runtime.decide, runs, warmup=WARMUP,
+                           setup=lambda: _between(runtime, sim), cpu_ms=cpu_ms)  # fmt: skip
         return figures_, sim
     finally:
         runtime.close()

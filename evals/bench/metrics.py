@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -164,16 +163,12 @@ def _measure(
     # 8,000 cards do not take the CPU from under it on a small machine.
     prometheus.kill()
     cpu: list[float] = []
-
-    def join_once() -> None:
-        started = time.process_time()
-        source.merge(bare, answers)
-        cpu.append((time.process_time() - started) * 1000)
-
     # The daemon's garbage-collection policy (agent/daemon/heap.py), as `steward run` applies
     # it: settled once after start-up, the young generations collected between two ticks.
     settle_heap()
-    join = bench.measure("metrics-join", join_once, runs, setup=tidy_heap)
+    join = bench.measure(
+        "metrics-join", lambda: source.merge(bare, answers), runs, setup=tidy_heap, cpu_ms=cpu
+    )
     joined = source.merge(bare, answers)
     cards = [g for n in joined.nodes for g in n.gpus]
     return MetricsBench(
@@ -185,7 +180,7 @@ def _measure(
         matched_workloads=sum(1 for w in joined.workloads if w.queue_depth.usable),
         median_ms=join.median_ms,
         p99_ms=join.p99_ms,
-        join_cpu_median_ms=round(statistics.median(cpu[-runs:]), 3),
+        join_cpu_median_ms=round(statistics.median(cpu), 3),
         query_median_ms=query.median_ms,
         query_p99_ms=query.p99_ms,
         within_target=join.p99_ms <= TARGET_P99_MS,
