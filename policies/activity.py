@@ -160,7 +160,7 @@ def _readings(threshold: float) -> Derived[Node, Cards]:
             unread_cards = (g.uuid for g in node.gpus if not g.utilization.usable)
             return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
-        found = _by_threshold[threshold] = Derived(cards)
+        found = _by_threshold[threshold] = Derived(cards, readings=True)
     return found
 
 
@@ -183,7 +183,7 @@ def _derive_card_readings(node: Node) -> CardReadings:
     return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
 
 
-card_readings: Derived[Node, CardReadings] = Derived(_derive_card_readings)
+card_readings: Derived[Node, CardReadings] = Derived(_derive_card_readings, readings=True)
 """A node's card readings, derived once per version of the node: for naming the readings that
 hold a pool (a replica's cards are then checked a set at a time, and one card at a time only
 where one is unread), and for the loop's stale-metrics finding."""

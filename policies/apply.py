@@ -26,7 +26,8 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.model import ActiveMode, ClusterState, Node, Versioned, Workload
+from tools.bases import Versioned
+from tools.model import ActiveMode, ClusterState, Node, Workload
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")

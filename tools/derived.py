@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
+from tools.bases import versions_of
+
 if TYPE_CHECKING:
     from tools.model import Node, Workload
 
@@ -27,6 +29,9 @@ class Named(Protocol):
 
     @property
     def version(self) -> str: ...
+
+    @property
+    def readings_version(self) -> str: ...
 
 
 NamedT = TypeVar("NamedT", bound=Named)
@@ -40,10 +45,18 @@ class Derived(Generic[NamedT, DerivedT]):
     that name and version is asked about — the same object or a fresh one parsed from the same
     content. An object of unknown version ("") is derived every time. One entry per name, so
     the cache is as large as the cluster; `derive` must read nothing but the object.
+
+    `readings`: whether `derive` reads the object's readings (card utilization, memory, queue
+    depth), which a metric source replaces without changing the producer's `version`: such a
+    fact is keyed by both versions (tools.bases.versions_of). A fact of the object's shape only
+    (labels, taints, cards, placement) is keyed by `version` and outlives the readings.
     """
 
-    def __init__(self, derive: Callable[[NamedT], DerivedT], limit: int = 100_000) -> None:
+    def __init__(
+        self, derive: Callable[[NamedT], DerivedT], *, readings: bool, limit: int = 100_000
+    ) -> None:
         self._derive = derive
+        self._readings = readings
         self._limit = limit
         self.entries: dict[str, tuple[str, DerivedT]] = {}
         """Name -> (version, what was derived from it); read it, never write it."""
@@ -52,6 +65,8 @@ class Derived(Generic[NamedT, DerivedT]):
         version = obj.version
         if not version:
             return self._derive(obj)
+        if self._readings and obj.readings_version:
+            version = versions_of(obj)
         entry = self.entries.get(obj.name)
         if entry is not None and entry[0] == version:
             return entry[1]
@@ -90,7 +105,7 @@ def _node_facts(node: Node) -> NodeFacts:
 
 
 placed_on: Derived[Workload, frozenset[str]] = Derived(
-    lambda w: frozenset(n for r in w.placement for n in r.nodes)
+    lambda w: frozenset(n for r in w.placement for n in r.nodes), readings=False
 )
 """The nodes a workload's replicas run on."""
 
@@ -183,5 +198,5 @@ class _Base(NamedTuple):
 
 
 _BASE: _Base | None = None
-_FACTS: Derived[Node, NodeFacts] = Derived(_node_facts)
+_FACTS: Derived[Node, NodeFacts] = Derived(_node_facts, readings=False)
 """Each node's facts at the version last seen."""

@@ -14,65 +14,20 @@ reads this one model.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from tools.bases import TOKENS, Frozen, Versioned
 from tools.derived import NodeFacts, NodeIndex
 
 MetricStatus = Literal["fresh", "stale", "missing"]
 SharingMode = Literal["exclusive", "mps", "time-slicing", "mig"]
 WorkloadKind = Literal["inference", "render", "tts", "batch"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-class Frozen(BaseModel):
-    """Base of every world model: immutable, unknown keys refused."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-_versions = itertools.count(1)
-
-
-def new_version() -> str:
-    """A version no other object of this process has had: for producers without one of their
-    own (the simulator), or to make theirs unique (a resourceVersion joined to it)."""
-    return f"v{next(_versions)}"
-
-
-class Versioned(Frozen):
-    """A world object its producer tracks by version (a `Node`, a `Workload`).
-
-    The version names one content of the object, so that what is derived from it can be worked
-    out once per version and reused by later observations, whether they share the object or
-    parse it afresh from JSON. It is a producer's token, not content: equality and
-    `ClusterState.digest` leave it out. A copy with changes gets version "" (unknown) unless it
-    is given one, and an unknown version is never reused: a cache then works the fact out again.
-    """
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        if update and "version" not in update:
-            update = {**update, "version": ""}
-        return super().model_copy(update=update, deep=deep)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        mine, theirs = self.__dict__, other.__dict__
-        if mine.get("version") == theirs.get("version"):
-            return super().__eq__(other)
-        return _content(mine) == _content(theirs)
-
-    __hash__ = None  # type: ignore[assignment]  # labels and annotations are dicts anyway
-
-
-def _content(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if k != "version" and not k.startswith("_")}
 
 
 class Metric(Frozen):
@@ -181,8 +136,11 @@ class Node(Versioned):
     """Changes whenever anything above does (see `Versioned`): a fresh `new_version()` each
     time a producer rebuilds the node — the simulator on a change, the Kubernetes backend when
     what the node reads (its object but for heartbeats, its ResourceSlice, its pods'
-    resourceVersions) changed. A metric source that merges readings into the node gives it a
-    version of its own, or leaves it unknown ("")."""
+    resourceVersions) changed. A metric source that merges readings into the node keeps it and
+    sets `readings_version`."""
+    readings_version: str = ""
+    """The version of the card readings a metric source merged into the node (a fresh one each
+    merge); "" when the readings are the producer's own, which `version` covers."""
 
     @property
     def schedulable(self) -> bool:
@@ -235,6 +193,8 @@ class Workload(Versioned):
     """Free text from the cluster. Untrusted: never read as instructions."""
     version: str = ""
     """Changes whenever anything above does, as `Node.version`."""
+    readings_version: str = ""
+    """As `Node.readings_version`: the version of the serving readings a metric source merged."""
 
     @property
     def cards(self) -> int:
@@ -400,4 +360,4 @@ _INDEXES = (
     "_pools_by_name",
     "_pool_nodes",
 )
-_VERSIONS: Any = {"nodes": {"__all__": {"version"}}, "workloads": {"__all__": {"version"}}}
+_VERSIONS: Any = {"nodes": {"__all__": set(TOKENS)}, "workloads": {"__all__": set(TOKENS)}}

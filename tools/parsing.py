@@ -69,7 +69,11 @@ class StateParser:
             if isinstance(item, dict):
                 name, version = item.get("name"), item.get("version")
                 seen = known.get(name) if isinstance(name, str) and version else None
-                if seen is not None and seen.version == version:
+                if (
+                    seen is not None
+                    and seen.version == version
+                    and seen.readings_version == item.get("readings_version", "")
+                ):
                     out.append(seen)
                     continue
             try:

@@ -58,8 +58,8 @@ def _cards_placed(workload: Workload) -> tuple[str, ...]:
     return tuple(uuid for r in workload.placement for uuid in r.gpus)
 
 
-_by_itself = Derived(_suspect_by_itself)
-_placed_cards = Derived(_cards_placed)
+_by_itself = Derived(_suspect_by_itself, readings=False)
+_placed_cards = Derived(_cards_placed, readings=False)
 
 
 def degraded_links(state: ClusterState, min_fraction: float) -> tuple[LinkSignal, ...]:

@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tools.backends.sim import SimCluster
-from tools.model import ClusterState, Gpu, Metric, Node, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, Gpu, Metric, Node
 from tools.parsing import StateParser
 from tools.sim.scenario import Scenario
 

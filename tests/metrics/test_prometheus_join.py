@@ -3,7 +3,9 @@ order, and identical readings one object."""
 
 from __future__ import annotations
 
+from policies.activity import card_readings
 from tests.metrics.cluster import bare, truth
+from tools.bases import new_version
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import Shared
@@ -14,6 +16,7 @@ from tools.metrics.prometheus.source import _Totals
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
+GPU = "GPU-gpu-a-0"
 
 
 def _card(uuid: str, value: float) -> tuple[dict[str, str], float]:
@@ -210,3 +213,35 @@ def test_a_target_without_a_timestamp_series_is_not_given_another_targets_age() 
     ):
         got = _alike(family, series, cards, workloads)
         assert got.ages == {"GPU-gpu-a-0": 400.0, "GPU-gpu-b-0": 0.0}
+
+
+def test_a_merge_versions_the_readings_and_keeps_the_nodes_own_version() -> None:
+    """What is derived from a node's shape is reused tick after tick under Prometheus; what is
+    derived from its readings is worked out again for every merge."""
+    plain = bare(truth())
+    state = plain.model_copy(
+        update={
+            "nodes": tuple(n.model_copy(update={"version": new_version()}) for n in plain.nodes),
+            "workloads": tuple(
+                w.model_copy(update={"version": new_version()}) for w in plain.workloads
+            ),
+        }
+    )
+    source = _source()
+    try:
+        # Two ticks whose readings differ in value and in age.
+        ticks = [
+            source.merge(state, {"gpu_util": Vector(NOW, [_stamp(NOW - age), _card(GPU, util)])})
+            for age, util in ((5, 97.0), (40, 12.0))
+        ]
+    finally:
+        source.close()
+    first, second = (tick.nodes[0] for tick in ticks)
+    assert first.version == second.version == state.nodes[0].version
+    assert "" != first.readings_version != second.readings_version
+    assert ticks[0].node_facts("gpu-a") is ticks[1].node_facts("gpu-a")
+    _, first_at, _ = card_readings(first)
+    _, second_at, _ = card_readings(second)
+    assert first_at[GPU] - second_at[GPU] == 35
+    assert second.gpus[0].utilization.value == 12.0
+    assert [w.version for w in ticks[1].workloads] == [w.version for w in state.workloads]

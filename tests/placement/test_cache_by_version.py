@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tests.placement.test_placement_properties import SETTINGS, clusters, workloads
 from tests.placement.world import AT, GIB
-from tools.model import ClusterState, Metric, Node, Sharing, Taint, Workload, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, Metric, Node, Sharing, Taint, Workload
 from tools.placement import load_catalog, node_capacity, pick_node, sharing_anomalies
 
 CATALOG = load_catalog()

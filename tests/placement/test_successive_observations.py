@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tests.placement.world import homelab, idle_gx10_pair, rebuild, with_node
-from tools.model import ClusterState, ReplicaPlacement, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, ReplicaPlacement
 from tools.placement import load_catalog, node_capacity, sharing_anomalies
 
 CATALOG = load_catalog()

@@ -16,6 +16,7 @@ from policies.judgement import Judgement
 from policies.loader import load_default_policy
 from policies.model import Policy
 from tools.actions import Action, Plan
+from tools.bases import Versioned
 from tools.model import (
     ActiveMode,
     ClusterState,
@@ -28,7 +29,6 @@ from tools.model import (
     Pool,
     ReplicaPlacement,
     Sharing,
-    Versioned,
     Workload,
 )
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from policies.activity import pool_busy
 from policies.engine import judge
 from tests.policies.strategies import POOLS, T0, scenario
-from tools.model import ClusterState, Metric, Node, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, Metric, Node
 
 READINGS = st.sampled_from(
     [Metric.fresh(0.0, T0, "h"), Metric.fresh(95.0, T0, "h"), Metric.missing("h")]

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.model import ClusterState, Gpu, Node, Pool, Taint, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, Gpu, Node, Pool, Taint
 
 AT = datetime(2026, 3, 2, tzinfo=UTC)
 NAMES = [f"node-{i}" for i in range(6)]

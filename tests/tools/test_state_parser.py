@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.policies.strategies import states
+from tools.bases import new_version
 from tools.errors import InvalidInput
-from tools.model import ClusterState, new_version
+from tools.model import ClusterState
 from tools.parsing import StateParser
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tools.bases import new_version
 from tools.metrics.nvml import (
     HostMemory,
     NvmlUnavailable,
@@ -73,7 +74,7 @@ class NvmlSource:
                 continue
             self._last[gpu.uuid] = found
             gpus.append(gpu.model_copy(update={f: getattr(found, f) for f in FIELDS}))
-        return _with_node(state, node.model_copy(update={"gpus": tuple(gpus)}))
+        return _with_node(state, _with_readings(node, gpus))
 
     def _unread(self, node: Node, reason: str) -> Node:
         gpus: list[Gpu] = []
@@ -87,7 +88,15 @@ class NvmlSource:
                 else:
                     update[f] = Metric.missing(reason)
             gpus.append(gpu.model_copy(update=update))
-        return node.model_copy(update={"gpus": tuple(gpus)})
+        return _with_readings(node, gpus)
+
+
+def _with_readings(node: Node, gpus: list[Gpu]) -> Node:
+    """The node with these cards' readings, under its producer's version: what is derived from
+    its shape is reused, what is derived from its readings is not (tools.bases.Versioned)."""
+    return node.model_copy(
+        update={"gpus": tuple(gpus), "version": node.version, "readings_version": new_version()}
+    )
 
 
 def _with_node(state: ClusterState, node: Node) -> ClusterState:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tools.model import ClusterState, Frozen, Node
+from tools.bases import Frozen, versions_of
+from tools.model import ClusterState, Node
 from tools.placement.capacity import CardCapacity, NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog, default_catalog
 from tools.placement.statecache import StateCache
@@ -188,7 +189,7 @@ def _build(state: ClusterState, catalog: Catalog) -> tuple[Anomaly, ...]:
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
         cap = capacity[node.name]
-        version = node.version
+        version = versions_of(node)
         hit = known.get(node.name) if version else None
         # The capacity object is the one node_capacity kept for unchanged inputs (it keys its
         # entries by version and content); a recount is a new object and a miss here: the

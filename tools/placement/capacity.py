@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from tools.model import ClusterState, Frozen, Gpu, Node, SharingMode, Workload
+from tools.bases import Frozen, versions_of
+from tools.model import ClusterState, Gpu, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
 from tools.placement.statecache import StateCache
@@ -360,7 +361,7 @@ def _build(state: ClusterState, catalog: Catalog) -> dict[str, NodeCapacity]:
     out: dict[str, NodeCapacity] = {}
     for node in state.nodes:
         placed = placed_by_node.get(node.name, ())
-        version = node.version
+        version = versions_of(node)  # the card readings (memory used) are counted too
         hit = known.get(node.name) if version else None
         if (
             hit is not None

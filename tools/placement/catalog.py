@@ -21,8 +21,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from tools.bases import Frozen
 from tools.errors import InvalidInput
-from tools.model import Frozen
 
 GIB = 1024**3
 MIB = 1024**2

@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from tools.bases import Frozen
 from tools.errors import InvalidInput
-from tools.model import ClusterState, Frozen, SharingMode, Workload
+from tools.model import ClusterState, SharingMode, Workload
 from tools.placement.catalog import Catalog
 from tools.placement.memoryfit import gib, memory_need
 

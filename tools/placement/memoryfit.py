@@ -18,8 +18,9 @@ from typing import Literal
 
 from pydantic import Field, computed_field
 
+from tools.bases import Frozen
 from tools.errors import InvalidInput
-from tools.model import Frozen, Node
+from tools.model import Node
 from tools.placement.catalog import GIB, MIB, Catalog, ModelSpec, default_catalog
 
 FitMode = Literal["split", "cluster"]

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from tools.model import ClusterState, Frozen, Link, Workload
+from tools.bases import Frozen
+from tools.model import ClusterState, Link, Workload
 from tools.placement.anomalies import Anomaly, sharing_anomalies
 from tools.placement.capacity import NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog

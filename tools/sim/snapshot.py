@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from tools.bases import new_version
 from tools.model import (
     MISSING,
     ActiveMode,
@@ -30,7 +31,6 @@ from tools.model import (
     SchedulerView,
     Taint,
     Workload,
-    new_version,
 )
 from tools.trusted import trusted
 
@@ -252,6 +252,7 @@ class SnapshotBuilder:
                 "gpus": tuple(gpus),
                 "scheduler": scheduler,
                 "version": new_version(),  # rebuilt: something in it may have changed
+                "readings_version": "",  # its readings are the simulator's own
             },
         )
 
@@ -301,6 +302,7 @@ class SnapshotBuilder:
                 if run.accepting
                 else {**spec.annotations, CLOSED: "false"},
                 "version": new_version(),
+                "readings_version": "",
             },
         )
 

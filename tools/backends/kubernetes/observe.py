@@ -23,6 +23,7 @@ from datetime import datetime
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes import objects as o
 from tools.backends.kubernetes.cards import MISSING, SOURCE, Cards
+from tools.bases import new_version
 from tools.errors import InvalidInput
 from tools.model import (
     ActiveMode,
@@ -35,7 +36,6 @@ from tools.model import (
     SchedulerView,
     Taint,
     Workload,
-    new_version,
 )
 from tools.trusted import trusted
 

@@ -18,6 +18,7 @@ from operator import add, setitem
 
 from pydantic import BaseModel, ConfigDict
 
+from tools.bases import new_version
 from tools.metrics.prometheus.client import (
     PrometheusClient,
     PrometheusUnavailable,
@@ -29,7 +30,7 @@ from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.settings import PrometheusSettings
-from tools.model import ClusterState, Gpu, Metric, Node, Workload, new_version
+from tools.model import ClusterState, Gpu, Metric, Node, Workload
 from tools.trusted import trusted, trusted_all
 
 Answer = Vector | str
@@ -216,10 +217,11 @@ class PrometheusSource:
         start = 0
         for node, gpus in zip(state.nodes, cards_of, strict=True):
             end = start + len(gpus)
-            # New readings, a new version: what is derived from the node is worked out again.
+            # New readings under the producer's version: what is derived from the readings is
+            # worked out again, what is derived from the node's shape is not.
             values = node.__dict__.copy()
             values["gpus"] = tuple(made[start:end])
-            values["version"] = new_version()
+            values["readings_version"] = new_version()
             nodes.append(trusted(Node, values))
             start = end
         return tuple(nodes)
@@ -252,7 +254,7 @@ class PrometheusSource:
                 waiting = jobs.get(workload.name)
                 if waiting.value is not None:
                     values["queue_depth"] = waiting  # a job queue's, not an engine's
-            values["version"] = new_version()
+            values["readings_version"] = new_version()
             out.append(trusted(Workload, values))
         return tuple(out)
 
