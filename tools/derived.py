@@ -14,10 +14,11 @@ expensive one, its objects being new to the processor's caches — answers all o
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
-from tools.bases import versions_of
+from tools.bases import TOKENS, versions_of
 
 if TYPE_CHECKING:
     from tools.model import Node, Workload
@@ -196,6 +197,15 @@ class _Base(NamedTuple):
     facts: dict[str, NodeFacts]
     groups: dict[object, frozenset[str]]
 
+
+def content_digest(obj: Node | Workload) -> bytes:
+    """The SHA-256 of an object's canonical JSON, its producers' versions left out."""
+    return hashlib.sha256(obj.model_dump_json(exclude=set(TOKENS)).encode()).digest()
+
+
+node_digest: Derived[Node, bytes] = Derived(content_digest, readings=True)
+workload_digest: Derived[Workload, bytes] = Derived(content_digest, readings=True)
+"""Each node's and workload's content digest, for `ClusterState.digest`."""
 
 _BASE: _Base | None = None
 _FACTS: Derived[Node, NodeFacts] = Derived(_node_facts, readings=False)
