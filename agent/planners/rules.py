@@ -69,14 +69,18 @@ class RulesPlanner:
             (s for s in signals.workloads if s.workload not in in_modes),
             key=lambda s: (-self.settings.pool(s.pool).priority, s.workload),
         )
+        touched: set[str] = set()
+        """Workloads an action of this plan already scales or places."""
         for signal in ordered:
             workload = state.workload(signal.workload)
-            if workload is None or signal.workload in _touched(actions):
+            if workload is None or signal.workload in touched:
                 continue  # a workload a higher-priority pool already scaled down is left alone
             if signal.stale:
                 notes.append(f"{signal.workload}: demand metrics stale or missing, held")
                 continue
-            actions.extend(self._one(workload, signal, state, cards, notes))
+            found = self._one(workload, signal, state, cards, notes)
+            actions.extend(found)
+            touched.update(a.workload for a in found if isinstance(a, ScaleWorkload | PlaceReplica))
         if signals.favoured_mode and signals.favoured_mode != signals.active_mode:
             advice = rotation_gain(state, demand_from_state(state), self.settings.advice)
             if advice.rotate and advice.target == signals.favoured_mode:
@@ -306,10 +310,6 @@ def _leaving(state: ClusterState, node: str) -> int:
             here = sum(1 for r in w.placement if node in r.nodes)
             cards += min(surplus, here) * w.cards_per_replica
     return cards
-
-
-def _touched(actions: list[Action]) -> set[str]:
-    return {a.workload for a in actions if isinstance(a, ScaleWorkload | PlaceReplica)}
 
 
 def _selector(state: ClusterState, pool: str) -> dict[str, str]:
