@@ -6,44 +6,33 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from tests.policies.strategies import states
-from tools.bases import new_version
+from tests.tools.versioned import versioned
 from tools.model import ClusterState, Metric
-
-
-def _reversioned(state: ClusterState) -> ClusterState:
-    return state.model_copy(
-        update={
-            "nodes": tuple(n.model_copy(update={"version": new_version()}) for n in state.nodes),
-            "workloads": tuple(
-                w.model_copy(update={"version": new_version()}) for w in state.workloads
-            ),
-        }
-    )
 
 
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(states())
 def test_the_same_content_has_the_same_digest_whatever_its_versions(state: ClusterState) -> None:
-    versioned = _reversioned(state)
-    parsed = ClusterState.model_validate_json(versioned.model_dump_json())
-    assert state.digest() == versioned.digest() == parsed.digest() == _reversioned(state).digest()
+    one = versioned(state)
+    parsed = ClusterState.model_validate_json(one.model_dump_json())
+    assert state.digest() == one.digest() == parsed.digest() == versioned(state).digest()
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(states())
 def test_a_changed_reading_changes_the_digest(state: ClusterState) -> None:
-    versioned = _reversioned(state)
-    before = versioned.digest()
-    node = next((n for n in versioned.nodes if n.gpus), None)
+    one = versioned(state)
+    before = one.digest()
+    node = next((n for n in one.nodes if n.gpus), None)
     if node is None:
         return
     card = node.gpus[0]
     reading = Metric.fresh((card.utilization.value or 0.0) + 1.0, state.observed_at, "dcgm")
     changed = node.model_copy(update={"gpus": (card.model_copy(update={"utilization": reading}),
                                                *node.gpus[1:])})  # fmt: skip
-    nodes = tuple(changed if n.name == node.name else n for n in versioned.nodes)
-    after = versioned.model_copy(update={"nodes": nodes})
+    nodes = tuple(changed if n.name == node.name else n for n in one.nodes)
+    after = one.model_copy(update={"nodes": nodes})
     assert after.digest() != before
-    assert versioned.digest() == before  # the unchanged state's digest is not disturbed
+    assert one.digest() == before  # the unchanged state's digest is not disturbed

@@ -9,30 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.policies.strategies import states
+from tests.tools.versioned import versioned
 from tools.bases import new_version
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 from tools.parsing import StateParser
 
 
-def _versioned(state: ClusterState) -> ClusterState:
-    fields = {name: getattr(state, name) for name in ClusterState.model_fields}
-    return ClusterState.model_validate(
-        {
-            **fields,
-            "nodes": tuple(n.model_copy(update={"version": new_version()}) for n in state.nodes),
-            "workloads": tuple(
-                w.model_copy(update={"version": new_version()}) for w in state.workloads
-            ),
-        }
-    )
-
-
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(states())
 def test_it_parses_what_validation_parses(state: ClusterState) -> None:
-    for text in (state.model_dump_json(), _versioned(state).model_dump_json()):
+    for text in (state.model_dump_json(), versioned(state).model_dump_json()):
         parsed = StateParser().parse(text)
         full = ClusterState.model_validate_json(text)
         assert parsed == full and parsed.model_dump_json() == full.model_dump_json()
@@ -43,7 +31,7 @@ def test_it_parses_what_validation_parses(state: ClusterState) -> None:
 @given(states())
 def test_a_known_version_is_taken_again_and_a_new_one_validated(state: ClusterState) -> None:
     parser = StateParser()
-    first = parser.parse(_versioned(state).model_dump_json())
+    first = parser.parse(versioned(state).model_dump_json())
     assert parser.validated == len(first.nodes) + len(first.workloads)
     again = parser.parse(first.model_dump_json())
     assert parser.validated == 0
