@@ -341,7 +341,14 @@ class ClusterState(Frozen):
 
     def pool_cards(self, pool: str) -> int:
         """Cards the pool's workloads ask for (desired replicas x cards per replica)."""
-        return sum(w.cards for w in self._workloads_by_pool.get(pool, ()))
+        return self._pool_cards.get(pool, 0)
+
+    @cached_property
+    def _pool_cards(self) -> dict[str, int]:
+        """Every pool's cards, summed once per observation (a plan asks per action)."""
+        return {
+            pool: sum(w.cards for w in found) for pool, found in self._workloads_by_pool.items()
+        }
 
     @property
     def gpu_count(self) -> int:
@@ -365,6 +372,7 @@ _INDEXES = (
     "_nodes",
     "_workloads_by_name",
     "_workloads_by_pool",
+    "_pool_cards",
     "_pools_by_name",
     "_pool_nodes",
 )
