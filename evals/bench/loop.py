@@ -6,13 +6,16 @@ decision log with fsync, the simulated cluster saved when something changed):
   rules planner on a simulated fleet of `nodes` nodes x 8 cards with steady demand (target:
   p99_ms <= 100 at 1,000 nodes). Every observation is fresh: the simulator's snapshot dumped to
   JSON and parsed back (evals/bench/fresh.py), no object shared with the one before; the fleet
-  is scraped so that `churn` of its nodes change per tick. What `Runtime.tick` does between two
-  decisions runs untimed before each: the periodic save of the simulated cluster (`housekeep`,
-  every second of wall time, as the daemon does it), 15 s of simulated world time, and parsing
-  the observation they produced — the backend's work at the edge, timed apart as `parse`. An
-  observation an action made within the tick is parsed inside it (and counted there);
-  `tick_cpu` is the same ticks' CPU time (all the process's threads): on a shared machine a
-  tick whose wall time is far above it waited for a core or a disk, not for its own work;
+  is scraped so that `churn` of its nodes change per tick, and `metrics.max_age_s` is set for
+  that scrape interval (`max_age_s`), so the readings are fresh and the agent decides as on a
+  healthy fleet (now and then a tick proposes, judges and records a plan). What `Runtime.tick`
+  does between two decisions runs untimed before each: the periodic save of the simulated
+  cluster (`housekeep`, every second of wall time, as the daemon does it), 15 s of simulated
+  world time, and parsing the observation they produced — the backend's work at the edge, timed
+  apart as `parse`. An observation an action made within the tick is parsed inside it (and
+  counted there); `tick_cpu` is the same ticks' CPU time (all the process's threads): on a
+  shared machine a tick whose wall time is far above it waited for a core or a disk, not for its
+  own work;
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
 `sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards, and
@@ -33,6 +36,7 @@ import structlog
 
 from agent.cli.bench import Figures, figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
+from agent.loop.assess import AssessSettings
 from evals.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
@@ -59,7 +63,13 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         fleet = _fleet(nodes, scrape_every)
         cpu_ms: list[float] = []
         fleet_tick, sim = _ticks(
-            Path(tmp) / "fleet", fleet, _fleet_policy(), runs, "tick", cpu_ms=cpu_ms
+            Path(tmp) / "fleet",
+            fleet,
+            _fleet_policy(),
+            runs,
+            "tick",
+            cpu_ms=cpu_ms,
+            max_age_s=max_age_s(scrape_every),
         )
         parsed = figures("parse", sim.parse_ms[-runs:])
         changed = sorted(sim.changed[-runs:])
@@ -85,6 +95,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
             "nodes_changed_median": changed[len(changed) // 2],
             "parsed": parses,
             "parsed_within_ticks": parses - (runs + WARMUP),
+            "metrics_max_age_s": max_age_s(scrape_every),
         },
         "idle_homelab": idle_tick.model_dump(),
         "sim": simulated.model_dump(),
@@ -94,6 +105,18 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
 
 WARMUP = 3
 """measure()'s untimed calls before the timed ones."""
+STALE_AFTER_INTERVALS = 2.5
+"""A reading counts as fresh for this many scrape intervals: the simulator's own staleness."""
+
+
+def max_age_s(scrape_every_s: float) -> float:
+    """`metrics.max_age_s` as the fleet's user sets it for its scrape interval: the default 90 s
+    at a scrape every 15-36 s, longer for slower scrapes. With the default at a 300 s interval
+    (churn 5 %) most of the fleet would read stale: every pool held, a thousand findings
+    flapping, and no tick deciding anything."""
+    return max(AssessSettings().metric_max_age_s, STALE_AFTER_INTERVALS * scrape_every_s)
+
+
 BY_VERSION_RUNS = 20
 
 
@@ -138,12 +161,17 @@ def _ticks(
     name: str,
     *,
     cpu_ms: list[float] | None = None,
+    max_age_s: float | None = None,
 ) -> tuple[Figures, FreshSim]:
-    """`runs` timed decisions (after WARMUP); each timed one's CPU time appended to `cpu_ms`."""
+    """`runs` timed decisions (after WARMUP); each timed one's CPU time appended to `cpu_ms`.
+    `max_age_s`: steward.yaml's `metrics.max_age_s` (None: the default)."""
     sim = FreshSim(scenario)
     sim.save(data_dir)
     sim.data_dir = data_dir
-    runtime = Runtime.open(data_dir, sim, policy or load_policy(DEFAULT_POLICY))
+    thresholds = AssessSettings(metric_max_age_s=max_age_s) if max_age_s is not None else None
+    runtime = Runtime.open(
+        data_dir, sim, policy or load_policy(DEFAULT_POLICY), thresholds=thresholds
+    )
 
     try:
         runtime.start()
