@@ -11,7 +11,7 @@ from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
-from tools.metrics.prometheus.queries import PART, Resolved, resolve
+from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
 from tools.metrics.prometheus.source import _Totals
 
 NOW = 1_000_000.0
@@ -245,3 +245,73 @@ def test_a_merge_versions_the_readings_and_keeps_the_nodes_own_version() -> None
     assert first_at[GPU] - second_at[GPU] == 35
     assert second.gpus[0].utilization.value == 12.0
     assert [w.version for w in ticks[1].workloads] == [w.version for w in state.workloads]
+
+
+def test_answers_dated_in_labels_read_alike_whole_and_series_by_series() -> None:
+    """The default queries' answer: every value series carries its own sample time
+    (`steward_t`), no timestamp series; two targets, several series of one card and of one
+    workload, a card by its node and index, host memory, a NaN, series of no card."""
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    families = {f.name: f for f in resolve(PrometheusSettings())}
+    old = {**TARGET, STAMP: repr(NOW - 400)}
+    new = {"instance": "10.0.0.2:9400", "job": "dcgm", STAMP: repr(NOW - 5)}
+
+    def card(uuid: str, raw: float, **more: str) -> tuple[dict[str, str], float]:
+        return {"UUID": uuid, "gpu": "0", **new, **more}, raw
+
+    util = [card("GPU-gpu-a-0", 97.0), card("GPU-gpu-a-0", 99.0, **old)]
+    util += [card("GPU-gpu-b-0", 50.0), card("GPU-nowhere", 1.0)]
+    util += [({"Hostname": "gpu-b", "gpu": "1", **new}, 12.0)]
+    util += [card("GPU-gpu-a-1", 2.0**30, memory_source="host")]
+    got = _alike(families["gpu_util"], util, cards, workloads)
+    assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-a-0"] == 400.0
+    assert got.values["GPU-gpu-b-1"] == 12.0 and got.ages["GPU-gpu-b-0"] == 5.0
+    assert (got.unmatched, got.marked) == (1, {"GPU-gpu-a-1"})
+
+    def engine(raw: float, at: dict[str, str], **labels: str) -> tuple[dict[str, str], float]:
+        return {**at, **labels}, raw
+
+    waiting = [
+        engine(4.0, new, exported_pod="chat-7d9f8c6b5-x2x9z", exported_namespace="default"),
+        engine(2.0, old, pod="chat-1", namespace="default"),
+        engine(5.0, new, model_name="qwen-coder"),
+        engine(float("nan"), new, pod="code-0", namespace="default"),
+    ]
+    got = _alike(families["waiting"], waiting, cards, workloads)
+    assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 400.0, "code": 5.0}
+    one = _alike(families["gpu_util"], [card("GPU-gpu-a-0", 97.0)], cards, workloads)
+    assert one.ages == {"GPU-gpu-a-0": 5.0}
+
+
+def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -> None:
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
+    dated = ({"UUID": "GPU-gpu-a-0", **TARGET, STAMP: repr(NOW - 5)}, 97.0)
+    answer = Vector(NOW, [dated, ({"UUID": "GPU-gpu-b-0", **TARGET}, 50.0)])
+    assert _at_once(family, answer, cards, workloads) is None
+    got = collect(family, answer, cards, workloads)
+    assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}
+
+
+def test_the_default_queries_keep_the_join_labels_and_join_on_their_times() -> None:
+    """What is sent: a default family's value series aggregated by the join's labels and its
+    scrape target (or pod), their time joined on; an override's as value and timestamp series."""
+    families = {f.name: f for f in resolve(PrometheusSettings(window="5m"))}
+    power = families["power"].combined
+    assert power.startswith(
+        "max by (UUID, gpu, Hostname, node, kubernetes_node, memory_source, instance, job) "
+        "(DCGM_FI_DEV_POWER_USAGE) + on (instance, job) group_left (steward_t) "
+        '(0 * count_values by (instance, job) ("steward_t", min by (instance, job) '
+        "(timestamp(DCGM_FI_DEV_POWER_USAGE))))"
+    )
+    assert PART not in power
+    tokens = families["generation_tokens"].combined
+    assert tokens.startswith("sum by (pod, namespace, exported_pod, exported_namespace, ")
+    assert "[5m])) + on (pod, namespace, exported_pod, exported_namespace, model_name)" in tokens
+    overridden = resolve(PrometheusSettings(queries={"power": "DCGM_FI_DEV_POWER_USAGE"}))
+    combined = next(f for f in overridden if f.name == "power").combined
+    assert STAMP not in combined and f'"{PART}", "t"' in combined

@@ -3,6 +3,7 @@ holds the exported values, joined to the right card and workload, dated by their
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from evals.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
+from tools.metrics.prometheus.queries import FAMILY_LIST
 from tools.model import ClusterState, Gpu, Workload
 
 
@@ -120,3 +122,30 @@ def test_an_invalid_override_is_refused_with_its_key_and_prometheus_error(
     assert problems[0].startswith("metrics.prometheus.queries.waiting: ")
     assert "parse error" in problems[0]
     assert check_queries(_settings(prometheus)) == []
+
+
+def test_the_default_queries_read_what_the_same_queries_as_overrides_read(
+    prometheus: RealPrometheus,
+) -> None:
+    """The default queries come back dated in a label, with only the join's labels; the same
+    queries as overrides come back as value and timestamp series. Every reading is the same —
+    values, times, fresh or stale — just after a scrape and 200 s after the samples stopped (a
+    gauge stale by its own samples' age, a rate without samples in its window gone)."""
+    overrides = _settings(
+        prometheus,
+        queries={f.name: f.query for f in FAMILY_LIST},
+        timestamps={f.name: f.timestamp for f in FAMILY_LIST},
+    )
+    sources = [PrometheusSource(_settings(prometheus)), PrometheusSource(overrides)]
+    assert [all(f.default for f in s.families) for s in sources] == [True, False]
+    at = time.time() - 2  # every target scraped since, at 1 s intervals
+    try:
+        for when, label in ((at, "now"), (at + 200, "later")):
+            read = [s.merge(bare(truth()), s.ask(when)) for s in sources]
+            assert read[0] == read[1], label
+    finally:
+        for source in sources:
+            source.close()
+    card = _gpu(read[0], "GPU-gpu-a-0")
+    assert card.utilization.status == "stale" and card.utilization.value == 97.0
+    assert "old (bound 90 s)" in card.utilization.source

@@ -25,7 +25,7 @@ from typing import cast
 
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
-from tools.metrics.prometheus.queries import PART, Resolved
+from tools.metrics.prometheus.queries import PART, STAMP, Resolved
 
 UNIFIED_LABEL = "memory_source"
 """Set by `steward gpus --serve` on memory series taken from the host (GB10 unified memory)."""
@@ -61,9 +61,11 @@ def collect(
 ) -> Readings:
     """One family's series, combined per card or workload (the timed part of a tick's join).
 
-    Timestamp series (`steward_part="t"`) date the value series that carry the same values of
-    their labels: one per scrape target for a gauge, one per pod for a rate or a quantile, one
-    per series for a `timestamp(query)` of an override. A key's age is its oldest series'.
+    The default queries' series each carry their own sample time (`steward_t`, joined on by
+    Prometheus). An override's are dated by timestamp series (`steward_part="t"`), each dating
+    the value series that carry the same values of its labels: one per scrape target for a
+    gauge, one per pod for a rate or a quantile, one per series for a `timestamp(query)`. A
+    key's age is its oldest series'.
 
     Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
     read with whole-list operations (`_at_once`); any other is read series by series."""
@@ -76,16 +78,15 @@ def _rows(
     *,
     values: list[tuple[dict[str, str], float]],
     slot: Slot,
-    stamps: dict[object, float],
+    stamp: Callable[[object], object],
     cards: CardIndex,
     workloads: WorkloadIndex,
-) -> list[tuple[str | None, float | None, object, bool, float]]:
-    """Per value series, from one read of its labels: its part, the oldest sample of the
-    timestamp series that share its dating labels (None: none does), what names its card or
-    workload, whether it is marked as taken from host memory, and its value. KeyError when a
-    series lacks a dating label."""
+) -> list[tuple[str | None, object, object, bool, float]]:
+    """Per value series, from one read of its labels: its part, what dates it (`stamp` of its
+    slot: the oldest sample of the timestamp series that share its dating labels, or its own
+    `steward_t`), what names its card or workload, whether it is marked as taken from host
+    memory, and its value. KeyError when a series lacks a dating label."""
     target = family.family.target
-    stamp = stamps.get
     if target == "gpu":
         card = cards.canonical.get
         return [
@@ -118,9 +119,10 @@ def _rows(
 def _at_once(
     family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
 ) -> Readings | None:
-    """The answer as the default queries give it — timestamp series first, all with the same
-    label names, every value series carrying them — read with list operations that run in C.
-    None when it is not so shaped: `_each` then reads it series by series.
+    """The answer as the queries give it — every series dated by its own `steward_t` (the
+    defaults), or timestamp series first, all with the same label names, every value series
+    carrying them (overrides) — read with list operations that run in C. None when it is not so
+    shaped: `_each` then reads it series by series.
 
     A fleet's answer is tens of thousands of label dicts and strings scattered in memory, where
     each pass over them costs more in cache misses than the work it does (measured: ~500 ns a
@@ -132,6 +134,10 @@ def _at_once(
     by: dict[object, float] = {}
     """The oldest sample per dating slot (the timestamp series' labels but the part)."""
     stamped = 0
+    part: str | None = "v"
+    """What every value series' `steward_part` must say."""
+    stamp: Callable[[object], object] = by.get
+    time_of: Callable[[object], float | None] = _as_time
     first = series[0][0]
     if first.get(PART) == "t":
         stamped = _stamped(series)
@@ -142,33 +148,41 @@ def _at_once(
         except KeyError:
             return None  # timestamp series of several kinds
         # Each with all of the first one's names and as many: the same names.
-        if [1 for part, count, _, _ in dating if part != "t" or count != size]:
+        if [1 for kind, count, _, _ in dating if kind != "t" or count != size]:
             return None  # timestamp series of several kinds, or out of order
         # Series of one answer have distinct label sets, so their slots are distinct too: one
         # sample per slot, taken in C. Should two share one anyway, the oldest is kept.
-        by = dict(zip([d[2] for d in dating], [d[3] for d in dating], strict=True))
+        by.update(zip([d[2] for d in dating], [d[3] for d in dating], strict=True))
         if len(by) != len(dating):
-            by = {}
+            by.clear()
             for _, _, at, raw in dating:
                 old = by.get(at)
                 by[at] = raw if old is None or raw < old else old
+    elif STAMP in first:  # the default queries': each series carries its sample time
+        # Its text as it is (`str` of a str is itself): made a number once per distinct one.
+        slot, stamp, part, time_of = _OWN_TIME, str, None, _posix
     else:
         slot = _slot((PART,))  # dated by nothing: no slot is in `by`
     try:
         rows = _rows(
-            family, values=series[stamped:], slot=slot, stamps=by, cards=cards, workloads=workloads
+            family,
+            values=series[stamped:],
+            slot=slot,
+            stamp=stamp,
+            cards=cards,
+            workloads=workloads,
         )
     except KeyError:  # a value series without the labels that date it
         return None
-    parts, stamps, found, marks, raws = _columns(rows)
-    if parts.count("v") != len(rows):
+    parts, dates, found, marks, raws = _columns(rows)
+    if parts.count(part) != len(rows):
         return None  # a timestamp series after a value series, or a series of neither part
     keys = _keys(family, found=found, values=series[stamped:], cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
-    distinct = set(stamps)
-    age_of: dict[float | None, float] = {
-        t: max(0.0, evaluated - t) for t in distinct if t is not None
-    }
+    # One sample time per scrape target (or pod), not per series: each made a number once.
+    when = {date: time_of(date) for date in set(dates)}
+    times = set(when.values())
+    age_of: dict[float | None, float] = {t: max(0.0, evaluated - t) for t in times if t is not None}
     age_of[None] = 0.0
     out = Readings()
     if None in keys:
@@ -184,19 +198,37 @@ def _at_once(
         values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
         if len(values) == len(named):
             out.values = values
-            if len(distinct) == 1:  # one sample time (one scrape target), or none: one age
-                out.ages = dict.fromkeys(named, age_of[stamps[0]])
+            if len(times) == 1:  # one sample time (one scrape target), or none: one age
+                out.ages = dict.fromkeys(named, age_of[times.pop()])
             else:
-                out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
+                ages = map(age_of.__getitem__, map(when.__getitem__, dates))
+                out.ages = dict(zip(named, ages, strict=True))
             return out
+    stamps = tuple(map(when.__getitem__, dates))
     return _combined(out, keys, raws, stamps, age_of, scale=scale, summed=summed)
 
 
+_OWN_TIME: Slot = itemgetter(STAMP)  # KeyError when a series lacks one: read series by series
+
+
+def _as_time(found: object) -> float | None:
+    """A timestamp series' sample (None: no timestamp series dates it)."""
+    return cast("float | None", found)
+
+
+def _posix(text: object) -> float | None:
+    """A `steward_t` label's sample time; None (dated by nothing) should it not be a number."""
+    try:
+        return float(cast("str", text))
+    except ValueError:
+        return None
+
+
 def _columns(
-    rows: list[tuple[str | None, float | None, object, bool, float]],
+    rows: list[tuple[str | None, object, object, bool, float]],
 ) -> tuple[
     tuple[str | None, ...],
-    tuple[float | None, ...],
+    tuple[object, ...],
     tuple[object, ...],
     tuple[bool, ...],
     tuple[float, ...],
@@ -205,7 +237,7 @@ def _columns(
     if not rows:
         return (), (), (), (), ()
     return cast(
-        "tuple[tuple[str | None, ...], tuple[float | None, ...], tuple[object, ...], "
+        "tuple[tuple[str | None, ...], tuple[object, ...], tuple[object, ...], "
         "tuple[bool, ...], tuple[float, ...]]",
         tuple(zip(*rows, strict=True)),
     )
@@ -330,6 +362,11 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
         if UNIFIED_LABEL in labels:
             out.marked.add(key)
         read_values = True
+        own = labels.get(STAMP)  # the default queries': its sample time in a label
+        if own is not None and (stamp := _posix(own)) is not None:
+            old = oldest.get(key)
+            if old is None or stamp < old:
+                oldest[key] = stamp
         # The oldest sample among the timestamp series that carry this series' labels.
         for slot, by in groups.values():
             try:

@@ -4,8 +4,11 @@ One family is one instant query per tick, whatever the size of the cluster: its 
 joined to cards or workloads by their labels (tools.metrics.prometheus.join). Each family has a
 value query and a timestamp query that dates its series by their samples' own times
 (`timestamp()` of the raw selector, the oldest per scrape target or per pod); both are sent as
-one request (`combined`), their series told apart by a `steward_part` label. A timestamp series
-dates every value series that carries its labels (join.collect).
+one request (`combined`). The default queries come back as value series that each carry their
+own sample time in a `steward_t` label (Prometheus joins it on, `group_left`), after keeping only
+the labels the join reads; an override's come back as value and timestamp series told apart by a
+`steward_part` label, a timestamp series dating every value series that carries its labels
+(join.collect).
 
 Names come from the exporters themselves: the DCGM exporter (`DCGM_FI_DEV_*`, labels gpu, UUID,
 device, modelName, Hostname and the workload's pod/namespace/container), vLLM (`vllm:*`, which a
@@ -29,9 +32,20 @@ Target = Literal["gpu", "workload", "inference_pool", "job_queue"]
 Aggregate = Literal["sum", "max"]
 PART = "steward_part"
 """The label that tells a family's value series from its timestamp series in one answer."""
+STAMP = "steward_t"
+"""The label that carries a value series' sample time (POSIX seconds, as Prometheus writes a
+float) in the answer to a family's default queries."""
 
 _BY = "pod, namespace, exported_pod, exported_namespace, model_name"
 """The labels a workload's series are joined by, kept through aggregations."""
+_KEEP = {
+    "gpu": "UUID, gpu, Hostname, node, kubernetes_node, memory_source",
+    "workload": f"{_BY}, memory_source",
+    "inference_pool": "name, namespace, memory_source",
+    "job_queue": "name, namespace, memory_source",
+}
+"""Per target, every label the join reads of a value series (tools.metrics.prometheus.indexes):
+a gauge's default query keeps only these (and its scrape target's), by the family's aggregate."""
 
 
 class Family(BaseModel):
@@ -51,6 +65,13 @@ class Family(BaseModel):
     """How several series of one card or workload combine (replicas of one workload)."""
     scale: float = 1.0
     """Multiplies the value into the model's unit (MiB -> bytes)."""
+    dated_by: str = ""
+    """The labels the default timestamp query groups by: a value series is dated by the
+    timestamp of the group with its values of them."""
+    keep: str = ""
+    """The labels the default value query keeps: its series aggregated by them and `dated_by`,
+    by the family's aggregate, so that they are unique without their names (what joining their
+    times on needs). "" when the query's own series already are (a `sum by` the join's labels)."""
 
 
 def _engine(names: str) -> str:
@@ -85,6 +106,8 @@ def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> F
             "field": field,
             "query": query,
             "timestamp": f"min by ({_TARGET}) (timestamp({query}))",
+            "dated_by": _TARGET,
+            "keep": _KEEP[target],
             **kw,
         }
     )
@@ -109,6 +132,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         query=_quantile(_TTFT),
         timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TTFT}", le="+Inf"}}))',
         aggregate="max",
+        dated_by=_BY,
     ),
     Family(
         name="queue_time_p90",
@@ -117,6 +141,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         query=_quantile(_QUEUE_TIME),
         timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_QUEUE_TIME}", le="+Inf"}}))',
         aggregate="max",
+        dated_by=_BY,
     ),
     Family(
         name="generation_tokens",
@@ -124,6 +149,7 @@ FAMILY_LIST: tuple[Family, ...] = (
         field="tokens_per_s",
         query=f'sum by ({_BY}) (rate({{__name__=~"{_TOKENS}"}}[{{window}}]))',
         timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TOKENS}"}}))',
+        dated_by=_BY,
     ),
     _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
     _gauge("jobs_waiting", "job_queue", "jobs_waiting", "kueue_local_queue_pending_workloads"),
@@ -139,6 +165,8 @@ class Resolved(BaseModel):
     family: Family
     query: str
     timestamp: str
+    default: bool = False
+    """Both queries are the family's own: its answer comes as value series dated in labels."""
 
     @property
     def name(self) -> str:
@@ -146,7 +174,19 @@ class Resolved(BaseModel):
 
     @property
     def combined(self) -> str:
-        """Value and timestamp series in one request, each marked by the `steward_part` label."""
+        """Value and timestamp series in one request.
+
+        The default queries: each value series with its own sample time in the `steward_t`
+        label, joined on by Prometheus from the timestamp series of its group — no timestamp
+        series of their own in the answer, and no label the join does not read. Overrides:
+        value and timestamp series, each marked by the `steward_part` label."""
+        family = self.family
+        if self.default and family.dated_by:
+            by, value = family.dated_by, self.query
+            if family.keep:  # one series per card or pod and target: the names are dropped
+                value = f"{family.aggregate} by ({family.keep}, {by}) ({value})"
+            stamp = f'count_values by ({by}) ("{STAMP}", {self.timestamp})'
+            return f"{value} + on ({by}) group_left ({STAMP}) (0 * {stamp})"
         value = f'label_replace({self.query}, "{PART}", "v", "", "")'
         if not self.timestamp:
             return value
@@ -162,6 +202,7 @@ def resolve(settings: PrometheusSettings) -> list[Resolved]:
         query = settings.queries.get(family.name, family.query)
         if not query.strip():
             continue
+        default = family.name not in settings.queries and family.name not in settings.timestamps
         if family.name in settings.timestamps:
             stamp = settings.timestamps[family.name]
         elif family.name in settings.queries:
@@ -174,6 +215,7 @@ def resolve(settings: PrometheusSettings) -> list[Resolved]:
                 family=family,
                 query=query.replace("{window}", window),
                 timestamp=stamp.replace("{window}", window),
+                default=default,
             )
         )
     return out
