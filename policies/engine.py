@@ -40,8 +40,9 @@ from policies.rules import (
     targets,
     windows,
 )
+from policies.rules.checks import ON_LEDGER
 from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
-from tools.actions import Action, DrainNode, NoOp, Plan, ScaleWorkload
+from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.trusted import trusted
 
@@ -247,7 +248,9 @@ class _Books:
         if denials and denials[0].rule_id == cooldowns.DUPLICATE:
             earlier = pending.keys[action_key(action)]
             found.append(_finding(denials[0], (earlier, index)))
-        denials += windows.check(action, ctx) + modes.check(action, ctx)
+        denials += windows.check(action, ctx)
+        if type(action) is RotateMode:
+            denials += modes.check(action, ctx)
         ledgers = [self.committed]
         effect = effect_of(action, ctx, self.committed)
         # Unless the approvals in waiting touch something this action reads: the same answer.
@@ -255,13 +258,11 @@ class _Books:
         if pending is not self.committed and pending.diverges_for(action, effect, self.committed):
             ledgers.append(pending)
             self._on_pending = effect_of(action, ctx, pending)
+        checks = ON_LEDGER[type(action)]
         for ledger in ledgers:
             effect = self._on_committed if ledger is self.committed else self._on_pending
-            denials += pools.check(action, effect, ctx, ledger)
-            denials += protection.check(action, effect, ctx, ledger)
-            denials += nodes.check(action, ctx, ledger)
-            denials += placement.check(action, ctx, ledger)
-            denials += slo.check(action, ctx, ledger)
+            for check in checks:
+                denials += check(action, effect, ctx, ledger)
         budget = budgets.check(action, self._on_pending, ctx, pending)
         found += [_finding(d, (index,)) for d in budget]
         denials += budget
