@@ -32,6 +32,8 @@ from tools.actions import (
 )
 from tools.model import ClusterState, Workload
 
+HOUR = timedelta(hours=1)
+
 
 class Denial(NamedTuple):
     """One rule saying no. `lower`/`upper` bound the replica count a scale could have had;
@@ -108,6 +110,11 @@ class Context:
                 for action_type in rule.actions:
                     out.setdefault(action_type, []).append(rule)
         return out
+
+    @cached_property
+    def done_last_hour(self) -> int:
+        """Executed actions in the hour before `now` (the hourly change budget's count)."""
+        return self.history.count_since(self.now - HOUR)
 
     @cached_property
     def cooldown_by_type(self) -> dict[str, timedelta]:
