@@ -166,8 +166,10 @@ class Ledger:
     approval changed here and not in the committed ledger."""
 
     @classmethod
-    def of(cls, state: ClusterState) -> Ledger:
-        counted = census(state.workloads)
+    def of(cls, state: ClusterState, counted: Census | None = None) -> Ledger:
+        """The observed state, before any action; `counted` is its census, if already taken."""
+        if counted is None:
+            counted = census(state.workloads)
         return cls(
             state=state,
             pool_cards=dict(counted.pool_cards),
