@@ -40,8 +40,9 @@ from policies.rules import (
     targets,
     windows,
 )
+from policies.rules.checks import ON_LEDGER
 from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
-from tools.actions import Action, DrainNode, NoOp, Plan, ScaleWorkload
+from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.trusted import trusted
 
@@ -161,7 +162,7 @@ class _Books:
         self.offers = offers
         self.waived: dict[int, list[Denial]] = {}
         """Scale-downs let through by a preemption offer: the denials it overrode."""
-        self.base = Ledger.of(ctx.state)
+        self.base = Ledger.of(ctx.state, ctx.census)
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
         self.findings: list[_Found] = []
@@ -230,14 +231,19 @@ class _Books:
     def _denied(
         self, index: int, action: Action, denials: list[Denial], *, suggest: bool
     ) -> Verdict:
-        rule_ids = tuple(dict.fromkeys(d.rule_id for d in denials))
-        message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
+        rule_ids: tuple[str, ...]
+        if len(denials) == 1:  # the usual denial (the blast radius, a cooldown): said as it is
+            only = denials[0]
+            rule_ids, message, retry_at = (only.rule_id,), "Denied: " + only.message, only.retry_at
+        else:
+            rule_ids = tuple(dict.fromkeys(d.rule_id for d in denials))
+            message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
+            times = [d.retry_at for d in denials if d.retry_at is not None]
+            retry_at = max(times) if len(times) == len(denials) else None
         instead = None
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        times = [d.retry_at for d in denials if d.retry_at is not None]
-        retry_at = max(times) if times and len(times) == len(denials) else None
         return _verdict(index, action, "deny", rule_ids, message + ".", instead, retry_at=retry_at)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
@@ -247,7 +253,10 @@ class _Books:
         if denials and denials[0].rule_id == cooldowns.DUPLICATE:
             earlier = pending.keys[action_key(action)]
             found.append(_finding(denials[0], (earlier, index)))
-        denials += windows.check(action, ctx) + modes.check(action, ctx)
+        if ctx.active_windows:
+            denials += windows.check(action, ctx)
+        if type(action) is RotateMode:
+            denials += modes.check(action, ctx)
         ledgers = [self.committed]
         effect = effect_of(action, ctx, self.committed)
         # Unless the approvals in waiting touch something this action reads: the same answer.
@@ -255,16 +264,14 @@ class _Books:
         if pending is not self.committed and pending.diverges_for(action, effect, self.committed):
             ledgers.append(pending)
             self._on_pending = effect_of(action, ctx, pending)
+        checks = ON_LEDGER[type(action)]
         for ledger in ledgers:
             effect = self._on_committed if ledger is self.committed else self._on_pending
-            denials += pools.check(action, effect, ctx, ledger)
-            denials += protection.check(action, effect, ctx, ledger)
-            denials += nodes.check(action, ctx, ledger)
-            denials += placement.check(action, ctx, ledger)
-            denials += slo.check(action, ctx, ledger)
-        budget = budgets.check(action, self._on_pending, ctx, pending)
-        found += [_finding(d, (index,)) for d in budget]
-        denials += budget
+            for check in checks:
+                denials += check(action, effect, ctx, ledger)
+        for denial in budgets.check(action, self._on_pending, ctx, pending):
+            found.append(_finding(denial, (index,)))
+            denials.append(denial)
         combined = self._combined(action, denials)
         if combined is not None:
             denial, together_with = combined
@@ -279,8 +286,13 @@ class _Books:
     ) -> tuple[Denial, tuple[int, ...]] | None:
         """A limit crossed only together with earlier actions of the plan: one denial, and the
         earlier actions that changed the same pools."""
-        if not self.pending.actions or not any(d.rule_id in _LIMIT_RULES for d in denials):
+        if not self.pending.actions:
             return None
+        for d in denials:
+            if d.rule_id in _LIMIT_RULES:
+                break
+        else:
+            return None  # no limit crossed at all (a plain loop: this runs for every action)
         base, ctx = self.base, self.ctx
         effect = effect_of(action, ctx, base)
         alone = {d.rule_id for d in pools.check(action, effect, ctx, base)}
@@ -301,10 +313,16 @@ class _Books:
     ) -> tuple[ScaleWorkload | None, str]:
         """The nearest replica count every bound allows, if that count would itself pass, and
         a note for the message ('' when no bound says anything)."""
-        if any(d.lower is None and d.upper is None and d.rule_id != COMBINED for d in denials):
-            return None, ""
-        lower = max([0, *(d.lower for d in denials if d.lower is not None)])
-        upper = min((d.upper for d in denials if d.upper is not None), default=None)
+        lower, upper = 0, None
+        for d in denials:
+            if d.lower is None and d.upper is None:
+                if d.rule_id != COMBINED:
+                    return None, ""  # a rule that no replica count would satisfy
+                continue
+            if d.lower is not None and d.lower > lower:
+                lower = d.lower
+            if d.upper is not None and (upper is None or d.upper < upper):
+                upper = d.upper
         workload = self.ctx.state.workload(action.workload)
         if workload is None or (upper is not None and lower > upper):
             return None, ""

@@ -13,7 +13,7 @@ Times of day are local to `timezone` (an IANA name); durations read like `10m` o
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -95,8 +95,15 @@ class Window(Strict):
         return in_window(local, self.start, self.end, self.days)
 
     def describe(self) -> str:
-        days = "" if set(self.days) == set(WEEKDAYS) else " on " + ",".join(self.days)
-        return f"{self.start:%H:%M}-{self.end:%H:%M}{days}"
+        return _span(self.start, self.end, self.days)
+
+
+@lru_cache(maxsize=256)
+def _span(start: time, end: time, days: tuple[Weekday, ...]) -> str:
+    """A window as text (`09:00-18:00 on mon,tue`), worked out once per window: every verdict
+    that needs an approval in a window quotes it."""
+    on = "" if set(days) == set(WEEKDAYS) else " on " + ",".join(days)
+    return f"{start:%H:%M}-{end:%H:%M}{on}"
 
 
 class ApprovalRule(Strict):

@@ -8,14 +8,11 @@ Rule ids: budget.actions_per_hour, plan.blast_radius.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.ledger import HOUR, Context, Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 ACTIONS_PER_HOUR = "budget.actions_per_hour"
 BLAST_RADIUS = "plan.blast_radius"
-HOUR = timedelta(hours=1)
 
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
@@ -23,7 +20,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
     budget = ctx.policy.change_budget
     limit = budget.actions_per_hour
     if limit is not None:
-        done = ctx.history.count_since(ctx.now - HOUR)
+        done = ctx.done_last_hour
         used = done + ledger.actions
         if used + 1 > limit:
             slot = ctx.history.next_slot(ctx.now, HOUR, limit - ledger.actions)

@@ -43,7 +43,8 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
         denial = _cooling(f"cooldown.{action.type}", action, last, by_type, ctx)
         if denial:
             denials.append(denial)
-    by_target = ctx.policy.cooldowns.by_target.get(action.target)
+    targets = ctx.policy.cooldowns.by_target
+    by_target = targets.get(action.target) if targets else None
     if by_target:
         denial = _cooling(BY_TARGET, action, ctx.history.last_on(key), by_target, ctx)
         if denial:

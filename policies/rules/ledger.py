@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from policies.history import History
 from policies.model import ApprovalRule, Policy, QuietWindow
+from policies.rules.census import Census, census
 from tools.actions import (
     Action,
     CordonNode,
@@ -29,8 +30,9 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.derived import placed_on
 from tools.model import ClusterState, Workload
+
+HOUR = timedelta(hours=1)
 
 
 class Denial(NamedTuple):
@@ -63,27 +65,19 @@ class Context:
         return self.policy.local(self.now)
 
     @cached_property
+    def census(self) -> Census:
+        return census(self.state.workloads)
+
+    @cached_property
     def on_node(self) -> dict[str, list[tuple[Workload, int, int]]]:
         """node of interest -> (workload, ready replicas there, replicas there)."""
-        wanted = self.nodes_of_interest
+        placed = self.census.on_node
+        workloads = self.state.workloads
         out: dict[str, list[tuple[Workload, int, int]]] = {}
-        if not wanted:
-            return out
-        disjoint = wanted.isdisjoint
-        for workload in self.state.workloads:
-            if disjoint(placed_on(workload)):
-                continue  # the usual case, answered without reading its replicas
-            hits = [r for r in workload.placement if not disjoint(r.nodes)]
-            if not hits:
-                continue
-            counts: dict[str, list[int]] = {}
-            for replica in hits:
-                for node in wanted.intersection(replica.nodes):
-                    tally = counts.setdefault(node, [0, 0])
-                    tally[0] += 1 if replica.ready else 0
-                    tally[1] += 1
-            for node, (ready, total) in counts.items():
-                out.setdefault(node, []).append((workload, ready, total))
+        for node in self.nodes_of_interest:
+            tallies = placed.get(node)
+            if tallies:
+                out[node] = [(workloads[i], ready, there) for i, ready, there in tallies]
         return out
 
     @cached_property
@@ -91,15 +85,14 @@ class Context:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
         out: dict[str, frozenset[str]] = {}
-        state = self.state
+        state, placed = self.state, self.census.pool_placed
         for name, limits in self.policy.pools.items():
             if not (limits.min_cards or limits.min_ready_replicas):
                 continue
             models = [state.nodes_with_model(m) for m in limits.gpu_models]
             found = models[0] if len(models) == 1 else frozenset().union(*models)
-            placed = [placed_on(w) for w in state.pool_workloads(name)]
-            extra = [p for p in placed if not p <= found]
-            out[name] = found.union(*extra) if extra else found  # no copy in the usual case
+            runs_on = placed.get(name, found)
+            out[name] = found if runs_on <= found else found | runs_on  # no copy in the usual case
         return out
 
     @cached_property
@@ -119,18 +112,18 @@ class Context:
         return out
 
     @cached_property
+    def done_last_hour(self) -> int:
+        """Executed actions in the hour before `now` (the hourly change budget's count)."""
+        return self.history.count_since(self.now - HOUR)
+
+    @cached_property
     def cooldown_by_type(self) -> dict[str, timedelta]:
         return {str(t): d for t, d in self.policy.cooldowns.by_action.items()}
 
-    @cached_property
+    @property
     def worst_queue_wait(self) -> dict[str, float]:
         """pool -> the highest fresh queue wait among its workloads (pools with one only)."""
-        out: dict[str, float] = {}
-        for w in self.state.workloads:
-            wait = w.queue_wait_s
-            if wait.usable and wait.value is not None:
-                out[w.pool] = max(wait.value, out.get(w.pool, wait.value))
-        return out
+        return self.census.worst_queue_wait
 
 
 class Change(NamedTuple):
@@ -173,13 +166,16 @@ class Ledger:
     approval changed here and not in the committed ledger."""
 
     @classmethod
-    def of(cls, state: ClusterState) -> Ledger:
-        ledger = cls(state=state)
-        for w in state.workloads:
-            ledger.pool_cards[w.pool] = ledger.pool_cards.get(w.pool, 0) + w.cards
-            ledger.pool_ready[w.pool] = ledger.pool_ready.get(w.pool, 0) + w.ready_replicas
-            ledger.total_cards += w.cards
-        return ledger
+    def of(cls, state: ClusterState, counted: Census | None = None) -> Ledger:
+        """The observed state, before any action; `counted` is its census, if already taken."""
+        if counted is None:
+            counted = census(state.workloads)
+        return cls(
+            state=state,
+            pool_cards=dict(counted.pool_cards),
+            pool_ready=dict(counted.pool_ready),
+            total_cards=counted.total_cards,
+        )
 
     def fork(self) -> Ledger:
         return Ledger(

@@ -11,14 +11,14 @@ Rule ids: nodes.last_of_pool, nodes.last_of_mode.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Ledger
+from policies.rules.ledger import Context, Denial, Effect, Ledger
 from tools.actions import Action, CordonNode, DrainNode
 
 LAST_OF_POOL = "nodes.last_of_pool"
 LAST_OF_MODE = "nodes.last_of_mode"
 
 
-def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
+def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     if type(action) is CordonNode:
         if not ledger.schedulable(action.node):
             return []  # already out of service: cordoning it takes nothing away
@@ -30,8 +30,13 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
     def others_left(nodes: frozenset[str] | tuple[str, ...]) -> bool:
         return any(n != node and _available(n, ctx, ledger) for n in nodes)
 
+    last: tuple[frozenset[str], bool] | None = None  # pools often share one set (a card model's)
     for pool, nodes in ctx.pool_nodes.items():
-        if node in nodes and not others_left(nodes):
+        if node not in nodes:
+            continue
+        if last is None or last[0] is not nodes:
+            last = nodes, others_left(nodes)
+        if not last[1]:
             limits = ctx.policy.pools[pool]
             keeps = (
                 f"{limits.min_ready_replicas} ready replica(s)"

@@ -6,7 +6,7 @@ Rule ids: place.node_unschedulable, place.node_selector, pool.gpu_model.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Ledger
+from policies.rules.ledger import Context, Denial, Effect, Ledger
 from tools.actions import Action, PlaceReplica
 
 UNSCHEDULABLE = "place.node_unschedulable"
@@ -14,7 +14,7 @@ SELECTOR = "place.node_selector"
 GPU_MODEL = "pool.gpu_model"
 
 
-def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
+def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     if type(action) is not PlaceReplica:
         return []
     node = ctx.state.node(action.node)

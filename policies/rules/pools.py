@@ -28,18 +28,16 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
     """Denials for pool limits and the total budget after `effect` on `ledger`."""
     if not effect.changes:
         return []
-    deltas: dict[str, list[int]] = {}
-    for change in effect.changes:
-        w = change.workload
-        delta = deltas.setdefault(w.pool, [0, 0])
-        delta[0] += (change.desired - ledger.desired_of(w)) * w.cards_per_replica
-        delta[1] += change.ready - ledger.ready_of(w)
+    deltas: dict[str, tuple[int, int]] = {}
+    for w, desired, ready in effect.changes:
+        was, was_ready = ledger.desired_of(w), ledger.ready_of(w)
+        cards, gained = deltas.get(w.pool, (0, 0))
+        deltas[w.pool] = cards + (desired - was) * w.cards_per_replica, gained + ready - was_ready
     scale = action if type(action) is ScaleWorkload else None
     unit = 0
     old = ready_w = 0
-    if scale is not None and effect.changes:
-        w = effect.changes[0].workload
-        unit, old, ready_w = w.cards_per_replica, ledger.desired_of(w), ledger.ready_of(w)
+    if scale is not None:  # one change: its workload's
+        unit, old, ready_w = w.cards_per_replica, was, was_ready
     denials: list[Denial] = []
     for pool, (d_cards, d_ready) in deltas.items():
         limits = ctx.policy.pools.get(pool)
@@ -85,7 +83,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
                 denials.append(Denial(IDLE_BEFORE_ZERO, why, lower=lower))
     budget = ctx.policy.budget.total_cards
     total = ledger.total_cards
-    new_total = total + sum(d[0] for d in deltas.values())
+    new_total = total + sum([cards for cards, _ in deltas.values()])
     if budget is not None and new_total > budget and new_total > total:
         upper = old + (max(budget, total) - total) // unit if unit else None
         denials.append(

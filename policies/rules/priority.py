@@ -24,6 +24,7 @@ Rule id: pool.priority_preemption.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from policies.model import Policy
 from policies.rules import pools, slo
@@ -46,11 +47,10 @@ class Offer:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Taker:
+class _Taker(NamedTuple):
     """A scale-up that may take a lower pool's cards: what does not depend on the lender."""
 
-    index: int
+    position: int
     workload: Workload
     priority: int
     gained: int
@@ -63,31 +63,38 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
     """The plan's preemption offers, by the position of the scale-down (see the docstring)."""
     if len(plan.actions) < 2 or not policy.pools:
         return {}
-    lenders = [found for i, a in enumerate(plan.actions) if (found := _lender(i, a, state, policy))]
+    lenders, scale_ups = _sides(plan, state, policy)
     if not lenders:  # the common case: nothing in the plan frees cards; no pairing to do
         return {}
     first, lowest = lenders[0][0], min(lender[3] for lender in lenders)
-    takers = [
-        t
-        for j, a in enumerate(plan.actions)
-        if j > first and (t := _taker(j, a, state, policy)) and t.priority > lowest
-    ]
+    takers = [t for t in scale_ups if t.position > first and t.priority > lowest]
     if not takers:
         return {}
+    # Where each taker's cards go: a node it names, or any node of its pool's selector. A lender
+    # is paired only with the takers its replicas' nodes reach, earliest first.
+    on_node: dict[str, list[_Taker]] = {}
+    in_pool: dict[str, list[_Taker]] = {}
+    for t in takers:
+        if t.node is not None:
+            on_node.setdefault(t.node, []).append(t)
+        else:
+            in_pool.setdefault(t.workload.pool, []).append(t)
     offered: dict[int, Offer] = {}
     given: dict[int, int] = {}
     for i, lender, freed, mine in lenders:
         lender_nodes = placed_on(lender)
-        for t in takers:
-            j = t.index
+        reached = [t for node in lender_nodes for t in on_node.get(node, ())]
+        for pool, pool_takers in in_pool.items():
+            if pool_takers[0].priority > mine and not state.pool_nodes(pool).isdisjoint(
+                lender_nodes
+            ):
+                reached += pool_takers
+        reached.sort(key=_position)
+        for t in reached:
+            j = t.position
             if j <= i or t.workload.pool == lender.pool or t.priority <= mine:
                 continue
             if given.get(j, 0) + freed > t.gained:
-                continue
-            if t.node is not None:
-                if t.node not in lender_nodes:
-                    continue
-            elif state.pool_nodes(t.workload.pool).isdisjoint(lender_nodes):
                 continue
             given[j] = given.get(j, 0) + freed
             offered[i] = Offer(
@@ -104,46 +111,47 @@ def offers(plan: Plan, state: ClusterState, policy: Policy) -> dict[int, Offer]:
     return offered
 
 
-def _lender(
-    i: int, action: Action, state: ClusterState, policy: Policy
-) -> tuple[int, Workload, int, int] | None:
-    """The scale-down at position `i` as a possible lender: (i, its workload, the cards it
-    frees, its pool's priority), or None if it frees nothing."""
-    if type(action) is not ScaleWorkload or not _sane(action):
-        return None  # an absurd action is denied by policy.targets, never an offer
-    lender = state.workload(action.workload)
-    if lender is None or lender.pool not in policy.pools:
-        return None
-    freed = (lender.desired_replicas - action.replicas) * lender.cards_per_replica
-    if freed <= 0:
-        return None
-    return i, lender, freed, policy.pools[lender.pool].priority
+def _position(taker: _Taker) -> int:
+    return taker.position
 
 
-def _taker(j: int, action: Action, state: ClusterState, policy: Policy) -> _Taker | None:
-    """The scale-up at position `j` as a possible beneficiary, or None if it cannot be one."""
-    if not _sane(action):
-        return None
-    if type(action) is not PlaceReplica and type(action) is not ScaleWorkload:
-        return None
-    taker = state.workload(action.workload)
-    if taker is None or taker.pool not in policy.pools:
-        return None
-    depth = taker.queue_depth
-    if not depth.usable or depth.value is None or depth.value <= 0:
-        return None
-    node: str | None
-    if type(action) is PlaceReplica:
-        gained = taker.cards_per_replica
-        node = action.node
-    else:
-        assert type(action) is ScaleWorkload
-        gained = (action.replicas - taker.desired_replicas) * taker.cards_per_replica
-        node = None
-    if gained <= 0:
-        return None
-    priority = policy.pools[taker.pool].priority
-    return _Taker(j, taker, priority, gained, depth.value, node)
+_Lender = tuple[int, Workload, int, int]
+"""A scale-down as a possible lender: (its position, its workload, the cards it frees, its
+pool's priority)."""
+
+
+def _sides(plan: Plan, state: ClusterState, policy: Policy) -> tuple[list[_Lender], list[_Taker]]:
+    """The plan's scale-downs that free cards (possible lenders) and its scale-ups of a pool
+    with fresh queued demand (possible beneficiaries), in plan order: one pass, each action's
+    workload read once."""
+    pools = policy.pools
+    lenders: list[_Lender] = []
+    takers: list[_Taker] = []
+    for i, action in enumerate(plan.actions):
+        if not _sane(action):
+            continue  # an absurd action is denied by policy.targets, never an offer
+        assert type(action) is ScaleWorkload or type(action) is PlaceReplica
+        workload = state.workload(action.workload)
+        if workload is None or workload.pool not in pools:
+            continue
+        node: str | None = None
+        if type(action) is ScaleWorkload:
+            gained = (action.replicas - workload.desired_replicas) * workload.cards_per_replica
+            if gained < 0:
+                lenders.append((i, workload, -gained, pools[workload.pool].priority))
+                continue
+        else:
+            assert type(action) is PlaceReplica
+            gained = workload.cards_per_replica
+            node = action.node
+        if gained <= 0:
+            continue
+        depth = workload.queue_depth
+        if not depth.usable or depth.value is None or depth.value <= 0:
+            continue
+        priority = pools[workload.pool].priority
+        takers.append(_Taker(i, workload, priority, gained, depth.value, node))
+    return lenders, takers
 
 
 def _sane(action: Action) -> bool:

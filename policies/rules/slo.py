@@ -6,13 +6,13 @@ Rule id: slo.queue_wait.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Ledger
+from policies.rules.ledger import Context, Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 QUEUE_WAIT = "slo.queue_wait"
 
 
-def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
+def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     if type(action) is not ScaleWorkload:
         return []
     workload = ctx.state.workload(action.workload)

@@ -1,0 +1,89 @@
+"""What the observed workloads add up to, per pool and per node: worked out once per version set.
+
+Every judgement reads the same sums of an observation's workloads — cards and ready replicas
+per pool, the worst queue wait per pool, the nodes each pool's replicas run on, the replicas
+on each node. A real backend hands over fresh workload objects on every observation, so these
+cannot be kept by object identity; they can be kept by what the producer's versions name. A
+`Census` is built from one observation's workloads and reused by the next one whose workloads
+are the same names at the same versions, in the same order. A workload of unknown version ("")
+makes the census be built afresh every time.
+
+It holds names and positions, never the workload objects: a rule that needs a workload reads
+it from the observation it judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+from tools.derived import placed_on
+from tools.model import Workload
+
+Tally = tuple[int, int, int]
+"""(the workload's position in the observation, its ready replicas on the node, its replicas on
+the node). A position, not a name: an observation may list two workloads of one name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Census:
+    pool_cards: dict[str, int]
+    pool_ready: dict[str, int]
+    total_cards: int
+    worst_queue_wait: dict[str, float]
+    """pool -> the highest fresh queue wait among its workloads (pools with one only)."""
+    pool_placed: dict[str, frozenset[str]]
+    """pool -> the nodes its workloads' replicas run on."""
+    on_node: dict[str, list[Tally]]
+    """node -> the workloads with a replica on it, in workload order."""
+
+
+_key_of = attrgetter("name", "version")
+_last: tuple[tuple[tuple[str, str], ...], Census] | None = None
+
+
+def census(workloads: Sequence[Workload]) -> Census:
+    """The census of `workloads`: the last one built if every name and version is the same."""
+    global _last  # noqa: PLW0603 - the last versioned census, for the next observation
+    key = tuple(map(_key_of, workloads))
+    if _last is not None and _last[0] == key:
+        return _last[1]
+    found = _count(workloads)
+    if all(version for _, version in key):
+        _last = key, found
+    return found
+
+
+def _count(workloads: Sequence[Workload]) -> Census:
+    pool_cards: dict[str, int] = {}
+    pool_ready: dict[str, int] = {}
+    total = 0
+    worst: dict[str, float] = {}
+    placed: dict[str, list[frozenset[str]]] = {}
+    on_node: dict[str, list[Tally]] = {}
+    for i, w in enumerate(workloads):
+        pool = w.pool
+        pool_cards[pool] = pool_cards.get(pool, 0) + w.cards
+        pool_ready[pool] = pool_ready.get(pool, 0) + w.ready_replicas
+        total += w.cards
+        wait = w.queue_wait_s
+        if wait.usable and wait.value is not None:
+            worst[pool] = max(wait.value, worst.get(pool, wait.value))
+        placed.setdefault(pool, []).append(placed_on(w))
+        counts: dict[str, list[int]] = {}
+        for replica in w.placement:
+            for node in set(replica.nodes):
+                tally = counts.setdefault(node, [0, 0])
+                tally[0] += 1 if replica.ready else 0
+                tally[1] += 1
+        for node, (ready, there) in counts.items():
+            on_node.setdefault(node, []).append((i, ready, there))
+    return Census(
+        pool_cards=pool_cards,
+        pool_ready=pool_ready,
+        total_cards=total,
+        worst_queue_wait=worst,
+        pool_placed={pool: frozenset().union(*sets) for pool, sets in placed.items()},
+        on_node=on_node,
+    )
