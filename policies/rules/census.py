@@ -5,8 +5,8 @@ per pool, the worst queue wait per pool, the nodes each pool's replicas run on, 
 on each node. A real backend hands over fresh workload objects on every observation, so these
 cannot be kept by object identity; they can be kept by what the producer's versions name. A
 `Census` is built from one observation's workloads and reused by the next one whose workloads
-are the same names at the same versions, in the same order. A workload of unknown version ("")
-makes the census be built afresh every time.
+are the same names at the same versions (readings included), in the same order. A workload of
+unknown version ("") makes the census be built afresh every time.
 
 It holds names and positions, never the workload objects: a rule that needs a workload reads
 it from the observation it judges.
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
+from tools.bases import versions_of
 from tools.derived import placed_on
 from tools.model import Workload
 
@@ -39,7 +39,12 @@ class Census:
     """node -> the workloads with a replica on it, in workload order."""
 
 
-_key_of = attrgetter("name", "version")
+def _key_of(workload: Workload) -> tuple[str, str]:
+    # Both versions: the worst queue wait is a reading, which a metric source replaces under
+    # the producer's version (tools.bases.versions_of).
+    return workload.name, versions_of(workload)
+
+
 _last: tuple[tuple[tuple[str, str], ...], Census] | None = None
 
 

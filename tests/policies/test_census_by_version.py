@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 from policies.engine import judge
 from policies.rules import census as census_module
 from policies.rules.census import census
+from tests.policies.builders import homelab
 from tests.policies.strategies import T0, scenario
-from tools.model import ClusterState, Metric, Workload, new_version
+from tools.bases import new_version
+from tools.model import ClusterState, Metric, Workload
 
 CHANGES = st.lists(
     st.tuples(
@@ -89,3 +91,22 @@ def test_a_census_is_reused_only_for_the_same_names_at_the_same_versions() -> No
 
 def _parsed_workload(w: Workload) -> Workload:
     return Workload.model_validate_json(w.model_dump_json())
+
+
+def test_new_readings_under_the_same_version_are_counted_again() -> None:
+    """A metric source keeps a workload's version and sets its readings_version: the worst
+    queue wait must come from the new readings, not from the census of the last ones."""
+    state = homelab()
+    base = tuple(w.model_copy(update={"version": new_version()}) for w in state.workloads)
+    first = base[0]
+    waits = []
+    for wait in (1.0, 60.0):
+        merged = first.model_copy(
+            update={
+                "queue_wait_s": Metric.fresh(wait, T0, "prometheus"),
+                "version": first.version,
+                "readings_version": new_version(),
+            }
+        )
+        waits.append(census((merged, *base[1:])).worst_queue_wait[first.pool])
+    assert waits[1] >= 60.0 and waits[0] < 60.0
