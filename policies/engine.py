@@ -26,6 +26,7 @@ from policies.effects import action_key
 from policies.history import History
 from policies.judgement import Decision, Finding, Judgement, Verdict
 from policies.model import Policy, Window
+from policies.plan_findings import Found, finding_of, merged, withdrawn_offer
 from policies.rules import (
     approvals,
     budgets,
@@ -59,9 +60,6 @@ _LIMIT_RULES = {
     pools.IDLE_BEFORE_ZERO,
     protection.NEVER_BELOW_CURRENT,
 }
-_Found = tuple[str, str, tuple[int, ...]]
-"""A plan-level finding in the making: rule id, message, plan positions."""
-_BUDGET_RULES = {budgets.ACTIONS_PER_HOUR, budgets.BLAST_RADIUS}
 RULE_IDS: tuple[str, ...] = (
     NOOP,
     WITHIN,
@@ -118,7 +116,7 @@ def judge(
         nodes_of_interest=drained,
     )
     offers = priority.offers(plan, state, policy)
-    withdrawn: list[_Found] = []
+    withdrawn: list[Found] = []
     while True:
         books = _Books(ctx, plan, offers)
         verdicts = [books.judge(index, action) for index, action in enumerate(plan.actions)]
@@ -135,21 +133,10 @@ def judge(
             break
         for offer in failed:  # each pass drops at least one offer: at most len(offers) passes
             del offers[offer.index]
-            withdrawn.append(_withdrawn(offer, verdicts))
+            withdrawn.append(withdrawn_offer(offer, verdicts))
     return Judgement.model_construct(
-        now=ctx.now, verdicts=tuple(verdicts), findings=_merged([*books.findings, *withdrawn])
+        now=ctx.now, verdicts=tuple(verdicts), findings=merged([*books.findings, *withdrawn])
     )
-
-
-def _withdrawn(offer: priority.Offer, verdicts: list[Verdict]) -> _Found:
-    taker, lender = verdicts[offer.beneficiary], verdicts[offer.index]
-    why = (
-        f"action #{offer.beneficiary + 1} is {taker.decision} ({', '.join(taker.rule_ids)})"
-        if taker.decision != "allow"
-        else f"action #{offer.index + 1} itself is {lender.decision} ({', '.join(lender.rule_ids)})"
-    )
-    message = f"no preemption by priority for action #{offer.index + 1}: {why}"
-    return priority.PRIORITY_PREEMPTION, message, (offer.index, offer.beneficiary)
 
 
 class _Books:
@@ -165,7 +152,7 @@ class _Books:
         self.base = Ledger.of(ctx.state, ctx.census)
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
-        self.findings: list[_Found] = []
+        self.findings: list[Found] = []
         self._on_committed: Effect | None = None
         self._on_pending: Effect | None = None
         """The last judged action's effect on the committed and the pending ledger, reused to
@@ -248,11 +235,11 @@ class _Books:
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending
-        found: list[_Found] = []
+        found: list[Found] = []
         denials = cooldowns.check(action, ctx, pending)
         if denials and denials[0].rule_id == cooldowns.DUPLICATE:
             earlier = pending.keys[action_key(action)]
-            found.append(_finding(denials[0], (earlier, index)))
+            found.append(finding_of(denials[0], (earlier, index)))
         if ctx.active_windows:
             denials += windows.check(action, ctx)
         if type(action) is RotateMode:
@@ -270,13 +257,13 @@ class _Books:
             for check in checks:
                 denials += check(action, effect, ctx, ledger)
         for denial in budgets.check(action, self._on_pending, ctx, pending):
-            found.append(_finding(denial, (index,)))
+            found.append(finding_of(denial, (index,)))
             denials.append(denial)
         combined = self._combined(action, denials)
         if combined is not None:
             denial, together_with = combined
             denials.append(denial)
-            found.append(_finding(denial, (*together_with, index)))
+            found.append(finding_of(denial, (*together_with, index)))
         if record:
             self.findings += found
         return denials
@@ -337,35 +324,8 @@ class _Books:
         return candidate, f". Would allow: scale {action.workload} to {bound} {replicas}"
 
 
-def _merged(findings: list[_Found]) -> tuple[Finding, ...]:
-    """One finding per budget rule (listing every action it stopped); others as they are."""
-    groups: dict[str, list[_Found]] = {}
-    order: list[list[_Found]] = []
-    for found in findings:
-        rule_id = found[0]
-        if rule_id in _BUDGET_RULES and rule_id in groups:
-            groups[rule_id].append(found)
-            continue
-        group = [found]
-        order.append(group)
-        if rule_id in _BUDGET_RULES:
-            groups[rule_id] = group
-    merged = []
-    for group in order:
-        rule_id, message, _ = group[0]
-        if len(group) > 1:
-            message += f" (and {len(group) - 1} more stopped)"
-        actions = tuple(i for _, _, indices in group for i in indices)
-        merged.append(Finding(rule_id=rule_id, message=message, actions=actions))
-    return tuple(merged)
-
-
 def _rule_text(name: str, window: Window | None) -> str:
     return f"{name} ({window.describe()})" if window else name
-
-
-def _finding(denial: Denial, actions: tuple[int, ...]) -> _Found:
-    return denial.rule_id, denial.message, actions
 
 
 def _verdict(  # noqa: PLR0917 - one call shape, internal
