@@ -12,6 +12,7 @@ from evals.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
 from tools.metrics.prometheus.queries import FAMILY_LIST
+from tools.metrics.prometheus.source import Answer
 from tools.model import ClusterState, Gpu, Workload
 
 
@@ -141,7 +142,8 @@ def test_the_default_queries_read_what_the_same_queries_as_overrides_read(
     at = time.time() - 2  # every target scraped since, at 1 s intervals
     try:
         for when, label in ((at, "now"), (at + 200, "later")):
-            read = [s.merge(bare(truth()), s.ask(when)) for s in sources]
+            answers = _same_samples(sources, when)
+            read = [s.merge(bare(truth()), a) for s, a in zip(sources, answers, strict=True)]
             assert read[0] == read[1], label
     finally:
         for source in sources:
@@ -149,3 +151,15 @@ def test_the_default_queries_read_what_the_same_queries_as_overrides_read(
     card = _gpu(read[0], "GPU-gpu-a-0")
     assert card.utilization.status == "stale" and card.utilization.value == 97.0
     assert "old (bound 90 s)" in card.utilization.source
+
+
+def _same_samples(sources: list[PrometheusSource], when: float) -> list[dict[str, Answer]]:
+    """Each source's answers at `when`, asked of the same stored samples. Evaluated at a time
+    still to come, a query also reads samples scraped while the sources ask one after the
+    other: the first is asked again after the others, and all are asked anew until its two
+    answers agree, so that no scrape landed in between."""
+    for _ in range(20):
+        answers = [s.ask(when) for s in sources]
+        if repr(sources[0].ask(when)) == repr(answers[0]):  # NaN != NaN; their reprs agree
+            return answers
+    raise AssertionError("every attempt had a scrape land between the sources' queries")
