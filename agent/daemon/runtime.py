@@ -241,7 +241,16 @@ class Runtime:
         runs here too, when due (agent.daemon.heap.tidy_heap), after the last decision's
         observation is let go (LoopContext.let_go); and so do the WAL checkpoints of the
         decision log and of the graph's checkpoints, which SQLite would otherwise run (and
-        sync) inside whichever append or step crossed its threshold."""
+        sync) inside whichever append or step crossed its threshold.
+
+        Before the observation is let go, its digest is taken (`ClusterState.digest`): what it
+        hashes is each node and workload once per version, so a later tick that acts — whose
+        intent and execution records carry its observation's digest — hashes only what
+        changed since, not the whole cluster (~100 ms at 1,000 nodes) while its decision
+        waits."""
+        latest = self.ctx.latest()
+        if latest is not None:
+            latest.digest()
         self.ctx.let_go()
         tidy_heap()
         if time.monotonic() - self._saved_at >= SAVE_EVERY_S:

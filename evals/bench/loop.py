@@ -12,7 +12,9 @@ decision log with fsync, the simulated cluster saved when something changed):
   does between two decisions runs untimed before each: the periodic save of the simulated
   cluster (`housekeep`, every second of wall time, as the daemon does it), 15 s of simulated
   world time, and parsing the observation they produced — the backend's work at the edge, timed
-  apart as `parse`. An observation an action made within the tick is parsed inside it (and
+  apart as `parse`; `housekeep` times the daemon's own work between ticks (the saves, the
+  garbage collector, the digest of the observation just decided on), which no decision waits
+  for but the process pays. An observation an action made within the tick is parsed inside it (and
   counted there); `tick_cpu` is the same ticks' CPU time (all the process's threads): on a
   shared machine a tick whose wall time is far above it waited for a core or a disk, not for its
   own work;
@@ -28,6 +30,7 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
     with tempfile.TemporaryDirectory(prefix="steward-bench-") as tmp:
         fleet = _fleet(nodes, scrape_every)
         cpu_ms: list[float] = []
+        housekeep_ms: list[float] = []
         fleet_tick, sim = _ticks(
             Path(tmp) / "fleet",
             fleet,
@@ -69,9 +73,11 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
             runs,
             "tick",
             cpu_ms=cpu_ms,
+            housekeep_ms=housekeep_ms,
             max_age_s=max_age_s(scrape_every),
         )
         parsed = figures("parse", sim.parse_ms[-runs:])
+        housekept = figures("housekeep", housekeep_ms[-runs:])
         changed = sorted(sim.changed[-runs:])
         parses = len(sim.parse_ms)
         simulated = measure("sim", lambda: _sim_tick(sim), runs)
@@ -89,6 +95,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         "tick": fleet_tick.model_dump(),
         "tick_cpu": figures("tick_cpu", cpu_ms).model_dump(),
         "parse": parsed.model_dump(),
+        "housekeep": housekept.model_dump(),
         "parse_by_version": by_version.model_dump(),
         "observations": {
             "node_scrape_interval_s": scrape_every,
@@ -120,10 +127,13 @@ def max_age_s(scrape_every_s: float) -> float:
 BY_VERSION_RUNS = 20
 
 
-def _between(runtime: Runtime, sim: FreshSim) -> None:
-    """What `Runtime.tick` does around a decision, untimed: the save due after the previous
-    one (`housekeep`), 15 s of the world, and the backend parsing what it observes."""
+def _between(runtime: Runtime, sim: FreshSim, housekeep_ms: list[float]) -> None:
+    """What `Runtime.tick` does around a decision, untimed: the daemon's work after the
+    previous one (`housekeep`, its time appended to `housekeep_ms`), 15 s of the world, and the
+    backend parsing what it observes."""
+    start = time.perf_counter()
     runtime.housekeep()
+    housekeep_ms.append((time.perf_counter() - start) * 1000)
     sim.advance(INTERVAL_S)
     sim.prepare()
 
@@ -161,9 +171,11 @@ def _ticks(
     name: str,
     *,
     cpu_ms: list[float] | None = None,
+    housekeep_ms: list[float] | None = None,
     max_age_s: float | None = None,
 ) -> tuple[Figures, FreshSim]:
-    """`runs` timed decisions (after WARMUP); each timed one's CPU time appended to `cpu_ms`.
+    """`runs` timed decisions (after WARMUP); each timed one's CPU time appended to `cpu_ms`,
+    and the untimed housekeeping before it to `housekeep_ms`.
     `max_age_s`: steward.yaml's `metrics.max_age_s` (None: the default)."""
     sim = FreshSim(scenario)
     sim.save(data_dir)
@@ -173,10 +185,11 @@ def _ticks(
         data_dir, sim, policy or load_policy(DEFAULT_POLICY), thresholds=thresholds
     )
 
+    kept = housekeep_ms if housekeep_ms is not None else []
     try:
         runtime.start()
         figures_ = measure(name, runtime.decide, runs, warmup=WARMUP,
-                           setup=lambda: _between(runtime, sim), cpu_ms=cpu_ms)  # fmt: skip
+                           setup=lambda: _between(runtime, sim, kept), cpu_ms=cpu_ms)  # fmt: skip
         return figures_, sim
     finally:
         runtime.close()
