@@ -29,9 +29,11 @@ from agent.cli.common import (
     emit_json,
     fail,
 )
+from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from policies.errors import PolicyError
 from tools.errors import InvalidInput
+from tools.model import ClusterState
 
 DecisionArg = Annotated[
     str, typer.Argument(help="The decision id `steward pending` shows.", callback=decision_id_arg)
@@ -113,7 +115,7 @@ def _answer(  # noqa: PLR0917 - the two commands' options, passed on
         fail(str(exc))
     inbox = Inbox.open(root)
     try:
-        state = open_backend(config(), root).parts.cluster().observe()
+        state = _observe_as_of_log(root)
         found = inbox.get(decision_id)
         if found is not None and found.status == "waiting":
             lost = _unresumable(root, decision_id)
@@ -160,3 +162,21 @@ def _unresumable(root: Path, decision_id: str) -> str | None:
         return why_unresumable(root, audit, decision_id)
     finally:
         audit.close()
+
+
+def _observe_as_of_log(root: Path) -> ClusterState:
+    """The cluster the answer is judged on. A simulated one is brought, in memory, up to the
+    decision log's last time first: the daemon saves it between ticks (at most every second)
+    and after its actions, not when a decision starts to wait, so the saved world can be a tick
+    older than the decision being answered, and the gate would take it for a world that went
+    back."""
+    parts = open_backend(config(), root).parts
+    try:
+        audit = AuditLog.open(root, readonly=True)
+    except AuditError:
+        return parts.cluster().observe()  # no log yet: nothing to be older than
+    try:
+        catch_up(parts, audit.last_time())
+    finally:
+        audit.close()
+    return parts.cluster().observe()
