@@ -66,4 +66,4 @@ def _available(name: str, ctx: Context, ledger: Ledger) -> bool:
     """Schedulable after the plan so far: not cordoned by it, ready, no NoSchedule taint (as
     observed, or once uncordoned: a cordon the plan lifts)."""
     facts = ctx.state.node_facts(name)
-    return facts is not None and facts.serviceable and ledger.schedulable(name)
+    return facts is not None and facts.serviceable and ledger.schedulable(name, facts)

@@ -14,7 +14,7 @@ NEVER_DRAINED = "protected.never_drained"
 
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
-    protected = set(ctx.policy.protected)
+    protected = ctx.protected
     if not protected:
         return []
     if type(action) is DrainNode:
