@@ -184,7 +184,7 @@ class _Books:
         denials = targets.check(action, self.ctx)
         if not denials:
             denials = self._denials(index, action, record=suggest)
-        offer = self._offer(index, action, denials)
+        offer = self._offer(index, action, denials) if self.offers else None
         if offer is not None:
             self.waived[index] = denials
             denials = []
@@ -231,7 +231,7 @@ class _Books:
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        return _verdict(index, action, "deny", rule_ids, message + ".", instead, retry_at=retry_at)
+        return _verdict(index, action, "deny", rule_ids, message + ".", instead, (), retry_at)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending
