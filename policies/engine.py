@@ -42,7 +42,8 @@ from policies.rules import (
     windows,
 )
 from policies.rules.checks import ON_LEDGER
-from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.trusted import trusted

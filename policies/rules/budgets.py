@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from policies.rules.ledger import HOUR, Context, Denial, Effect, Ledger
+from policies.rules.context import HOUR, Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 ACTIONS_PER_HOUR = "budget.actions_per_hour"

@@ -16,7 +16,8 @@ from datetime import timedelta
 from policies.durations import format_duration
 from policies.effects import action_key
 from policies.history import Executed
-from policies.rules.ledger import Context, Denial, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action
 
 DUPLICATE = "plan.duplicate_target"

@@ -11,7 +11,8 @@ Rule ids: nodes.last_of_pool, nodes.last_of_mode.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, CordonNode, DrainNode
 
 LAST_OF_POOL = "nodes.last_of_pool"

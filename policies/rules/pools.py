@@ -14,7 +14,8 @@ from datetime import timedelta
 
 from policies.activity import pool_busy
 from policies.durations import format_duration
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 MAX_CARDS = "pool.max_cards"

@@ -6,7 +6,8 @@ Rule ids: protected.never_below_current, protected.never_drained.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, DrainNode, ScaleWorkload
 
 NEVER_BELOW_CURRENT = "protected.never_below_current"

@@ -6,7 +6,8 @@ Rule id: slo.queue_wait.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 QUEUE_WAIT = "slo.queue_wait"

@@ -8,7 +8,8 @@ policy manages.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, mode_group_workloads
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, mode_group_workloads
 from tools.actions import (
     Action,
     CordonNode,
