@@ -42,7 +42,8 @@ from policies.rules import (
     windows,
 )
 from policies.rules.checks import ON_LEDGER
-from policies.rules.ledger import Context, Denial, Effect, Ledger, effect_of
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.trusted import trusted
@@ -184,7 +185,7 @@ class _Books:
         denials = targets.check(action, self.ctx)
         if not denials:
             denials = self._denials(index, action, record=suggest)
-        offer = self._offer(index, action, denials)
+        offer = self._offer(index, action, denials) if self.offers else None
         if offer is not None:
             self.waived[index] = denials
             denials = []
@@ -231,7 +232,7 @@ class _Books:
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        return _verdict(index, action, "deny", rule_ids, message + ".", instead, retry_at=retry_at)
+        return _verdict(index, action, "deny", rule_ids, message + ".", instead, (), retry_at)
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending
@@ -244,19 +245,18 @@ class _Books:
             denials += windows.check(action, ctx)
         if type(action) is RotateMode:
             denials += modes.check(action, ctx)
-        ledgers = [self.committed]
-        effect = effect_of(action, ctx, self.committed)
-        # Unless the approvals in waiting touch something this action reads: the same answer.
+        committed = self.committed
+        effect = effect_of(action, ctx, committed)
         self._on_committed = self._on_pending = effect
-        if pending is not self.committed and pending.diverges_for(action, effect, self.committed):
-            ledgers.append(pending)
-            self._on_pending = effect_of(action, ctx, pending)
         checks = ON_LEDGER[type(action)]
-        for ledger in ledgers:
-            effect = self._on_committed if ledger is self.committed else self._on_pending
+        for check in checks:
+            denials += check(action, effect, ctx, committed)
+        # Unless the approvals in waiting touch something this action reads: the same answer.
+        if pending is not committed and pending.diverges_for(action, effect, committed):
+            effect = self._on_pending = effect_of(action, ctx, pending)
             for check in checks:
-                denials += check(action, effect, ctx, ledger)
-        for denial in budgets.check(action, self._on_pending, ctx, pending):
+                denials += check(action, effect, ctx, pending)
+        for denial in budgets.check(action, effect, ctx, pending):
             found.append(finding_of(denial, (index,)))
             denials.append(denial)
         combined = self._combined(action, denials)
@@ -314,13 +314,14 @@ class _Books:
         if workload is None or (upper is not None and lower > upper):
             return None, ""
         current = self.committed.desired_of(workload)
-        replicas = max(lower, action.replicas if upper is None else min(action.replicas, upper))
+        asked = action.replicas
+        replicas = max(lower, asked if upper is None else min(asked, upper))
         if replicas == current:
             return None, f". Would allow: no change from the current {current} replica(s)"
         candidate = ScaleWorkload(workload=action.workload, replicas=replicas, reason=action.reason)
         if self._verdict(index, candidate, suggest=False).decision == "deny":
             return None, ""
-        bound = "at most" if replicas < action.replicas else "at least"
+        bound = "at most" if replicas < asked else "at least"
         return candidate, f". Would allow: scale {action.workload} to {bound} {replicas}"
 
 

@@ -9,7 +9,7 @@ approval.rotate_working_hours, approval.cordon_protected_node).
 from __future__ import annotations
 
 from policies.model import ApprovalRule
-from policies.rules.ledger import Context
+from policies.rules.context import Context
 from tools.actions import Action
 
 

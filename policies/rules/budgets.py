@@ -8,7 +8,10 @@ Rule ids: budget.actions_per_hour, plan.blast_radius.
 
 from __future__ import annotations
 
-from policies.rules.ledger import HOUR, Context, Denial, Effect, Ledger
+from functools import lru_cache
+
+from policies.rules.context import HOUR, Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 ACTIONS_PER_HOUR = "budget.actions_per_hour"
@@ -17,8 +20,7 @@ BLAST_RADIUS = "plan.blast_radius"
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     denials = []
-    budget = ctx.policy.change_budget
-    limit = budget.actions_per_hour
+    limit, radius = ctx.change_budget
     if limit is not None:
         done = ctx.done_last_hour
         used = done + ledger.actions
@@ -37,23 +39,25 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
                     retry_at=slot if slot is not None and slot > ctx.now else None,
                 )
             )
-    radius = budget.cards_per_tick
-    if radius is not None and ledger.cards_changed + effect.cards_changed > radius:
+    changed = effect.cards_changed
+    if radius is not None and ledger.cards_changed + changed > radius:
         left = max(0, radius - ledger.cards_changed)
         lower = upper = None
         if type(action) is ScaleWorkload and effect.changes:
             w = effect.changes[0].workload
-            if w.cards_per_replica:
-                step = left // w.cards_per_replica
+            unit = w.cards_per_replica
+            if unit:
+                step = left // unit
                 old = ledger.desired_of(w)
                 lower, upper = old - step, old + step
-        denials.append(
-            Denial(
-                BLAST_RADIUS,
-                f"this action changes {effect.cards_changed} card(s) and the plan may change "
-                f"{radius} per tick ({left} left)",
-                lower=lower,
-                upper=upper,
-            )
-        )
+        denials.append(Denial(BLAST_RADIUS, _radius_message(changed, radius, left), lower, upper))
     return denials
+
+
+@lru_cache(maxsize=256)
+def _radius_message(changed: int, radius: int, left: int) -> str:
+    """Said once per distinct count: a plan past its blast radius says it for every action."""
+    return (
+        f"this action changes {changed} card(s) and the plan may change {radius} per tick "
+        f"({left} left)"
+    )

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from policies.rules import nodes, placement, pools, protection, slo
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import (
     Action,
     CordonNode,

@@ -16,7 +16,8 @@ from datetime import timedelta
 from policies.durations import format_duration
 from policies.effects import action_key
 from policies.history import Executed
-from policies.rules.ledger import Context, Denial, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action
 
 DUPLICATE = "plan.duplicate_target"
@@ -37,26 +38,27 @@ def check(action: Action, ctx: Context, ledger: Ledger) -> list[Denial]:
                 "(one change per thing per plan)",
             )
         )
-    by_type = ctx.cooldown_by_type.get(action.type)
+    action_type = action.type
+    by_type = ctx.cooldown_by_type.get(action_type)
     if by_type:
-        last = ctx.history.last_on(key, action.type)
-        denial = _cooling(f"cooldown.{action.type}", action, last, by_type, ctx)
-        if denial:
-            denials.append(denial)
-    targets = ctx.policy.cooldowns.by_target
+        last = ctx.history.last_on(key, action_type)
+        if last is not None:  # nothing done on it yet: nothing cooling (the usual case)
+            denial = _cooling(f"cooldown.{action_type}", action, last, by_type, ctx)
+            if denial:
+                denials.append(denial)
+    targets = ctx.cooldown_by_target
     by_target = targets.get(action.target) if targets else None
     if by_target:
-        denial = _cooling(BY_TARGET, action, ctx.history.last_on(key), by_target, ctx)
+        last = ctx.history.last_on(key)
+        denial = _cooling(BY_TARGET, action, last, by_target, ctx) if last is not None else None
         if denial:
             denials.append(denial)
     return denials
 
 
 def _cooling(
-    rule_id: str, action: Action, last: Executed | None, cooldown: timedelta, ctx: Context
+    rule_id: str, action: Action, last: Executed, cooldown: timedelta, ctx: Context
 ) -> Denial | None:
-    if last is None:
-        return None
     done = min(last.at, ctx.now)
     if ctx.now - done >= cooldown:
         return None

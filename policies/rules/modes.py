@@ -11,7 +11,8 @@ Rule ids: mode.already_active, mode.min_dwell, mode.link_fraction, mode.gid_inde
 from __future__ import annotations
 
 from policies.durations import aware, format_duration
-from policies.rules.ledger import Context, Denial
+from policies.rules.context import Context
+from policies.rules.ledger import Denial
 from tools.actions import Action, RotateMode
 from tools.model import ClusterState, Mode
 

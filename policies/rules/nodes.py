@@ -11,7 +11,8 @@ Rule ids: nodes.last_of_pool, nodes.last_of_mode.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, CordonNode, DrainNode
 
 LAST_OF_POOL = "nodes.last_of_pool"
@@ -66,4 +67,4 @@ def _available(name: str, ctx: Context, ledger: Ledger) -> bool:
     """Schedulable after the plan so far: not cordoned by it, ready, no NoSchedule taint (as
     observed, or once uncordoned: a cordon the plan lifts)."""
     facts = ctx.state.node_facts(name)
-    return facts is not None and facts.serviceable and ledger.schedulable(name)
+    return facts is not None and facts.serviceable and ledger.schedulable(name, facts)

@@ -6,7 +6,8 @@ Rule ids: place.node_unschedulable, place.node_selector, pool.gpu_model.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, PlaceReplica
 
 UNSCHEDULABLE = "place.node_unschedulable"

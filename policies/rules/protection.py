@@ -6,7 +6,8 @@ Rule ids: protected.never_below_current, protected.never_drained.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, DrainNode, ScaleWorkload
 
 NEVER_BELOW_CURRENT = "protected.never_below_current"
@@ -14,7 +15,7 @@ NEVER_DRAINED = "protected.never_drained"
 
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
-    protected = set(ctx.policy.protected)
+    protected = ctx.protected
     if not protected:
         return []
     if type(action) is DrainNode:

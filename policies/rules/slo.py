@@ -6,7 +6,8 @@ Rule id: slo.queue_wait.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, Effect, Ledger
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 QUEUE_WAIT = "slo.queue_wait"
@@ -15,19 +16,23 @@ QUEUE_WAIT = "slo.queue_wait"
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     if type(action) is not ScaleWorkload:
         return []
+    breaching = ctx.slo_breaching
+    if not breaching:  # the usual case: every pool within its target
+        return []
     workload = ctx.state.workload(action.workload)
     assert workload is not None
-    target = ctx.policy.slo.get(workload.pool)
+    pool = workload.pool
+    found = breaching.get(pool)
+    if found is None:
+        return []
     current = ledger.desired_of(workload)
-    if target is None or action.replicas >= current:
+    if action.replicas >= current:
         return []
-    worst = ctx.worst_queue_wait.get(workload.pool)
-    if worst is None or worst <= target.queue_wait_s:
-        return []
+    worst, target = found
     return [
         Denial(
             QUEUE_WAIT,
-            f"pool {workload.pool} queue wait is {worst:g} s, above its {target.queue_wait_s:g} s "
+            f"pool {pool} queue wait is {worst:g} s, above its {target:g} s "
             "target; it is not scaled down while breaching",
             lower=current,
         )

@@ -8,7 +8,8 @@ policy manages.
 
 from __future__ import annotations
 
-from policies.rules.ledger import Context, Denial, mode_group_workloads
+from policies.rules.context import Context
+from policies.rules.ledger import Denial, mode_group_workloads
 from tools.actions import (
     Action,
     CordonNode,
@@ -79,7 +80,7 @@ def _workload(name: object, ctx: Context) -> list[Denial]:
     workload = ctx.state.workload(name) if isinstance(name, str) else None
     if workload is None:
         return [Denial(TARGET_UNKNOWN, f"there is no workload {name!r} in the cluster")]
-    if workload.pool not in ctx.policy.pools:
+    if workload.pool not in ctx.limits:  # the pools the policy lists, read once per judgement
         return [_unmanaged(workload.name, workload.pool)]
     return []
 

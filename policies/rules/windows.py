@@ -8,7 +8,8 @@ Rule ids: window.<name> (e.g. window.quiet_hours).
 from __future__ import annotations
 
 from policies.effects import direction
-from policies.rules.ledger import Context, Denial
+from policies.rules.context import Context
+from policies.rules.ledger import Denial
 from tools.actions import Action
 
 

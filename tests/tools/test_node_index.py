@@ -117,3 +117,48 @@ def test_a_node_of_unknown_version_is_read_again() -> None:
     assert unversioned.version == ""
     facts = _observe({node.name: unversioned}).node_facts(node.name)
     assert facts is not None and not facts.schedulable and facts.serviceable
+
+
+_steps = st.lists(
+    st.lists(
+        st.sampled_from(["same", "rescraped", "relabelled", "remodelled", "unversioned"]),
+        min_size=len(NAMES),
+        max_size=len(NAMES),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+def _changed(node: Node, how: str) -> Node:
+    if how == "same":
+        return node
+    if how == "rescraped":  # a new version, nothing the groupings read changed
+        return node.model_copy(update={"cordoned": not node.cordoned, "version": new_version()})
+    if how == "relabelled":
+        labels = {**node.labels, "role": "serve" if node.labels["role"] == "render" else "render"}
+        return node.model_copy(update={"labels": labels, "version": new_version()})
+    if how == "remodelled":
+        gpus = tuple(g.model_copy(update={"model": "GB10"}) for g in node.gpus)
+        return node.model_copy(update={"gpus": gpus, "version": new_version()})
+    return node.model_copy(update={"ready": not node.ready})  # a copy: version ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(_steps, st.booleans())
+def test_the_same_nodes_in_the_same_order_answer_as_read_afresh(
+    steps: list[list[str]], repeat_one: bool
+) -> None:
+    """The usual tick: the same names in the same order, some at a new version. Only those are
+    read again (a step from the last observation); the answers are those of the nodes."""
+    nodes = [_node(n, "render", "a", "H200", False, False) for n in NAMES]
+    _assert_true_to(_observe({n.name: n for n in nodes}))
+    for step in steps:
+        nodes = [_changed(n, how) for n, how in zip(nodes, step, strict=True)]
+        _assert_true_to(_observe({n.name: n for n in nodes}))
+        if repeat_one:  # a name twice: the last one of it is the node, as a dict would keep
+            pools = tuple(Pool(name=f"p{i}", node_selector=s) for i, s in enumerate(SELECTORS))
+            twice = ClusterState(observed_at=AT, nodes=(*nodes, nodes[0]), pools=pools)
+            parsed = ClusterState.model_validate_json(twice.model_dump_json())
+            assert parsed.node(nodes[0].name) == nodes[0]
+            _assert_true_to(parsed)
