@@ -232,7 +232,9 @@ class _Books:
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)
             message += note
-        return _verdict(index, action, "deny", rule_ids, message + ".", instead, (), retry_at)
+        return _verdict(
+            index, action, "deny", rule_ids, message + ".", instead=instead, retry_at=retry_at
+        )
 
     def _denials(self, index: int, action: Action, *, record: bool) -> list[Denial]:
         ctx, pending = self.ctx, self.pending

@@ -174,9 +174,10 @@ def _observe_as_of_log(root: Path) -> ClusterState:
     try:
         audit = AuditLog.open(root, readonly=True)
     except AuditError:
-        return parts.cluster().observe()  # no log yet: nothing to be older than
-    try:
-        catch_up(parts, audit.last_time())
-    finally:
-        audit.close()
+        audit = None  # no log yet: nothing to be older than
+    if audit is not None:
+        try:
+            catch_up(parts, audit.last_time())
+        finally:
+            audit.close()
     return parts.cluster().observe()

@@ -32,7 +32,7 @@ from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
 from agent.daemon.leader import Leadership, LeaseLeadership, Sole
-from agent.loop.assess import AssessSettings
+from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings

@@ -47,7 +47,7 @@ from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
 from agent.daemon.telemetry import Telemetry
-from agent.loop.assess import AssessSettings
+from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell

@@ -36,6 +36,7 @@ from agent.daemon import pause
 from agent.daemon.notifier import Notice
 from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
+from agent.loop.decision_notices import refused_notice, waiting_notice
 from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
@@ -151,7 +152,7 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
         # last time first (agent.daemon.catchup: a restart, `steward approve`), so no answer is
         # judged on a world older than this decision.
         ctx.audit.write_intent(_intent(d, ctx.snapshot(d.decision_id).digest()))
-        ctx.notify(_waiting_notice(d, ctx))
+        ctx.notify(waiting_notice(d, ctx.policy))
     ctx.inbox.ensure_waiting(
         d.decision_id,
         [v.action for _, v in waiting],
@@ -162,23 +163,6 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("approve")
     answer = Approval.model_validate(interrupt({"decision_id": d.decision_id}))
     return {"approval": answer, "stage": "act"}
-
-
-def _waiting_notice(d: Decision, ctx: LoopContext) -> Notice:
-    assert d.observed_at is not None
-    groups = ctx.policy.approvers.groups
-    asks = []
-    for i, v in enumerate(d.verdicts):
-        if v.decision == "needs_approval":
-            who = [f"{g} ({', '.join(groups[g].members) or 'no members'})" for g in v.approvers]
-            asks.append(f"#{i + 1} {v.action.describe()} — may approve: {', '.join(who) or '?'}")
-    return Notice(
-        kind="needs_approval",
-        decision_id=d.decision_id,
-        text=f"decision {d.decision_id} waits for approval: {'; '.join(asks)}",
-        at=d.observed_at,
-        details={"approve": f"steward approve {d.decision_id}"},
-    )
 
 
 def act(d: Decision, ctx: LoopContext) -> Update:
@@ -217,7 +201,7 @@ def act(d: Decision, ctx: LoopContext) -> Update:
     refused = [g for g in gate if g.refused_at_execution]
     if refused:
         ctx.telemetry.refused_at_execution.inc(len(refused))
-        ctx.notify(_refused_notice(d, refused, state.observed_at))
+        ctx.notify(refused_notice(d, refused, state.observed_at))
     outcomes: list[ActionOutcome] = []
     held = pause.read(ctx.data_dir)
     # A paused agent decides and records, but runs nothing: the log says who paused it.
@@ -268,22 +252,6 @@ def _approvals(d: Decision) -> list[ApprovalRecord]:
         for i, v in enumerate(d.verdicts)
         if v.decision == "needs_approval"
     ]
-
-
-def _refused_notice(d: Decision, refused: list[GateVerdict], at: datetime) -> Notice:
-    lines = [
-        f"#{g.index + 1} {d.verdicts[g.index].action.describe()}: {', '.join(g.rule_ids)} — "
-        f"{g.message}"
-        for g in refused
-    ]
-    return Notice(
-        kind="refused_at_execution",
-        decision_id=d.decision_id,
-        text=f"decision {d.decision_id}: refused at execution, nothing of it ran: "
-        + "; ".join(lines),
-        at=at,
-        details={"rule_ids": sorted({r for g in refused for r in g.rule_ids})},
-    )
 
 
 def _persist(ctx: LoopContext) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from agent.loop.assess import AssessSettings
+from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import WorkloadSignals
 from tools.model import ClusterState, Workload
 
