@@ -18,25 +18,23 @@ busy card; a replica whose cards all read fresh has nothing to name).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import cast
 
 from policies.model import Policy
-from tools.derived import Derived
 from tools.model import ClusterState, Metric, Node, Workload
+from tools.node_table import NodeTable
 
 QUEUELESS_KINDS = frozenset({"render", "batch"})
 """Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""
 
 _ABSENT = -1.0
-T = TypeVar("T")
 
 
 def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when the readings cannot tell (see the module docstring)."""
     limits = policy.activity
     threshold = limits.busy_utilization_percent
-    by_node = _by_node(state, ("cards", threshold), _readings(threshold))
+    by_node = _readings(threshold)(state)
     seen = False
     unknown = False
     # Once the answer is unknown: the nodes with a busy card, the only ones that can change it.
@@ -87,7 +85,7 @@ def unread(
     count = 0
     named: list[str] = []
     oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
-    by_node = _by_node(state, ("readings",), _card_readings_of)
+    by_node = card_readings(state)
 
     def note(what: str, metric: Metric) -> None:
         nonlocal count
@@ -114,7 +112,7 @@ def unread(
                 found = by_node.get(node_name)
                 if found is None:
                     continue
-                node, (unseen, fresh_at, fresh_since) = found
+                unseen, fresh_at, fresh_since = found
                 if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
                     continue  # every card of the replica here reads fresh, and young enough
                 if len(named) >= limit and unseen.issuperset(cards):
@@ -128,6 +126,8 @@ def unread(
                     if len(named) >= limit:
                         count += 1  # counted, not named: no need to find the card
                         continue
+                    node = state.node(node_name)
+                    assert node is not None  # the table has only the observation's nodes
                     card = next(g for g in node.gpus if g.uuid == uuid)
                     note(f"{node_name} card {card.index} utilization", card.utilization)
     return count, tuple(named)
@@ -146,7 +146,7 @@ Cards = tuple[frozenset[str], frozenset[str], frozenset[str]]
 cards whose utilization is stale or missing."""
 
 
-def _readings(threshold: float) -> Derived[Node, Cards]:
+def _readings(threshold: float) -> NodeTable[Cards]:
     """Per node, which cards read fresh, which busy and which not at all: derived once per
     version of the node (between two scrapes a node keeps its version, so a 1,000-node fleet
     reads only the nodes scraped since, however the observation was built), one table per
@@ -160,11 +160,11 @@ def _readings(threshold: float) -> Derived[Node, Cards]:
             unread_cards = (g.uuid for g in node.gpus if not g.utilization.usable)
             return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
-        found = _by_threshold[threshold] = Derived(cards, readings=True)
+        found = _by_threshold[threshold] = NodeTable(cards, readings=True)
     return found
 
 
-_by_threshold: dict[float, Derived[Node, Cards]] = {}
+_by_threshold: dict[float, NodeTable[Cards]] = {}
 
 
 CardReadings = tuple[frozenset[str], dict[str, float], float]
@@ -183,27 +183,10 @@ def _derive_card_readings(node: Node) -> CardReadings:
     return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
 
 
-card_readings: Derived[Node, CardReadings] = Derived(_derive_card_readings, readings=True)
-"""A node's card readings, derived once per version of the node: for naming the readings that
-hold a pool (a replica's cards are then checked a set at a time, and one card at a time only
-where one is unread), and for the loop's stale-metrics finding."""
-
-
-def _card_readings_of(node: Node) -> tuple[Node, CardReadings]:
-    return node, card_readings(node)
-
-
-def _by_node(
-    state: ClusterState, key: tuple[object, ...], derive: Callable[[Node], T]
-) -> dict[str, T]:
-    """`derive` of every node by name, once per observation (kept in `ClusterState.derived`):
-    a pool's replicas then look their nodes up in one table, where asking the per-version cache
-    for each of thousands of replicas cost more than all the rest of the pass."""
-    full = ("policies.activity", *key)
-    found = state.derived.get(full)
-    if found is None:
-        found = state.derived[full] = {n.name: derive(n) for n in state.nodes}
-    return cast(dict[str, T], found)
+card_readings: NodeTable[CardReadings] = NodeTable(_derive_card_readings, readings=True)
+"""Every node's card readings by name, derived once per version of the node: for naming the
+readings that hold a pool (a replica's cards are then checked a set at a time, and one card at a
+time only where one is unread), and for the loop's stale-metrics finding."""
 
 
 def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:
@@ -212,6 +195,6 @@ def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:
     key = ("policies.activity", "busy", threshold)
     found = state.derived.get(key)
     if found is None:
-        cards = _by_node(state, ("cards", threshold), _readings(threshold))
+        cards = _readings(threshold)(state)
         found = state.derived[key] = frozenset(n for n, (_, busy, _) in cards.items() if busy)
     return cast(frozenset[str], found)

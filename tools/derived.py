@@ -138,7 +138,16 @@ class NodeIndex:
     are looked up by position in the base then, not hashed again into a dict of their own.
     """
 
-    __slots__ = ("_groups", "by_name", "facts")
+    __slots__ = (
+        "_groups",
+        "_readings",
+        "by_name",
+        "facts",
+        "names",
+        "nodes",
+        "settled",
+        "versions",
+    )
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         global _BASE  # noqa: PLW0603 - the observation the next index is compared with
@@ -149,17 +158,34 @@ class NodeIndex:
         if base is not None and names and names == base.names and "" not in versions:
             facts, self._groups = _step(nodes, versions, base)
             positions = base.positions
+            names = base.names  # the same list: the next comparison with it starts by identity
             _BASE = base._replace(versions=versions, facts=facts, groups=self._groups)
+            settled = True
         else:
             facts, self._groups, versioned = _full(nodes, base)
             positions = {name: i for i, name in enumerate(names)}
+            settled = versioned and len(positions) == len(names)
             if versioned:
                 # Facts and groupings only, no node: holding the nodes would keep this whole
                 # observation alive until the next one's index is built.
-                unique = len(positions) == len(names)
-                _BASE = _Base(names if unique else [], versions, positions, facts, self._groups)
+                _BASE = _Base(names if settled else [], versions, positions, facts, self._groups)
         self.by_name = ByName(nodes, positions)
         self.facts: dict[str, NodeFacts] = facts
+        self.nodes = nodes
+        self.names = names
+        """The nodes' names, in order."""
+        self.versions = versions
+        """The nodes' producer versions, in order."""
+        self.settled = settled
+        """Every node has a version and a name of its own: what is derived per node can be
+        stepped from one such observation to the next (tools.node_table)."""
+        self._readings: list[str] | None = None
+
+    def readings_versions(self) -> list[str]:
+        """The nodes' readings versions, in order (read on first asking)."""
+        if self._readings is None:
+            self._readings = list(map(_READINGS, self.nodes))
+        return self._readings
 
     def with_model(self, model: str) -> frozenset[str]:
         """The nodes carrying a card of this model."""
@@ -279,5 +305,6 @@ workload_digest: Derived[Workload, bytes] = Derived(content_digest, readings=Tru
 _BASE: _Base | None = None
 _NAME = attrgetter("name")
 _VERSION = attrgetter("version")
+_READINGS = attrgetter("readings_version")
 _FACTS: Derived[Node, NodeFacts] = Derived(_node_facts, readings=False)
 """Each node's facts at the version last seen."""

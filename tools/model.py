@@ -271,6 +271,11 @@ class ClusterState(Frozen):
         once costs more than what is then read of it)."""
         return NodeIndex(self.nodes)
 
+    @property
+    def node_index(self) -> NodeIndex:
+        """The nodes by name, with their names and versions in order (tools.derived)."""
+        return self._nodes
+
     @cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}

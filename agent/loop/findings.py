@@ -23,7 +23,6 @@ a restart neither repeats an appearance nor forgets a clearing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import get_args
 
@@ -35,7 +34,7 @@ from agent.daemon.notifier import Notice
 from agent.daemon.telemetry import Telemetry
 from agent.loop.state import Signals
 from policies.activity import card_readings
-from tools.model import ClusterState, Node, Workload
+from tools.model import ClusterState, Workload
 from tools.placement import default_catalog, max_tokens, standard_context
 
 KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
@@ -75,17 +74,14 @@ def findings_of(
         name = entry.split("/", 1)[0]
         text = f"{name}: demand metrics stale or missing ({entry})"
         found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
-    # The nodes by name from this same pass: the observation's own index (state.node) would
-    # be one more pass over a thousand objects new to the processor's caches, for the few
-    # workloads that look up a node here.
-    by_name: dict[str, Node] = {}
+    # The card readings of every node, read once per version of it (the same table
+    # policies.activity holds a pool on): no pass over the nodes themselves.
     now = state.observed_at.timestamp()  # once: a datetime's timestamp() costs ~2 µs
-    for node in state.nodes:
-        by_name[node.name] = node
-        if _cards_stale(node, now, max_age_s):
-            found.append(_node_stale(node.name))
+    for name, (unread, _, oldest) in card_readings(state).items():
+        if unread or now - oldest > max_age_s:
+            found.append(_node_stale(name))
     for workload in state.workloads:
-        found += _workload_findings(workload, by_name)
+        found += _workload_findings(workload, state)
     return {f.key: f for f in found}
 
 
@@ -97,15 +93,7 @@ def _node_stale(node: str) -> Finding:
     return Finding(kind="stale_metrics", key=f"stale_metrics:{node}", text=text)
 
 
-def _cards_stale(node: Node, now: float, max_age_s: float) -> bool:
-    """Whether a card of the node has no fresh utilization reading, or one older than
-    `max_age_s` at `now` (POSIX): the same readings policies.activity holds a pool on, read
-    once per version of the node (this runs every tick)."""
-    unread, _, oldest = card_readings(node)
-    return bool(unread) or now - oldest > max_age_s
-
-
-def _workload_findings(workload: Workload, nodes: Mapping[str, Node]) -> list[Finding]:
+def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]:
     found: list[Finding] = []
     waiting = [r for r in workload.placement if not r.nodes]
     if waiting:
@@ -122,7 +110,7 @@ def _workload_findings(workload: Workload, nodes: Mapping[str, Node]) -> list[Fi
     placed = next((r for r in workload.placement if r.nodes and r.ready), None)
     if placed is None:
         return found
-    node = nodes.get(placed.nodes[0])
+    node = state.node(placed.nodes[0])
     card = next((g for g in node.gpus if g.uuid in placed.gpus), None) if node else None
     card = card or (node.gpus[0] if node is not None and node.gpus else None)
     if card is None:

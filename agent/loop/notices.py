@@ -14,6 +14,7 @@ from itertools import chain
 from agent.loop.state import LinkSignal
 from tools.derived import Derived
 from tools.model import ClusterState, Node, Workload
+from tools.node_table import NodeTable
 
 
 def sharing_suspects(state: ClusterState) -> ClusterState:
@@ -22,13 +23,20 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     A node whose scheduler count does not exceed what it advertises, and whose cards are each
     exclusive with at most one client, cannot hold one; skipping those keeps a 1,000-node tick
     cheap. Placement's `sharing_anomalies` then judges the rest exactly as it would the whole.
-    What a node or a workload says by itself is worked out once per version of it.
+    What a node or a workload says by itself is worked out once per version of it, and the
+    nodes are not read at all but for the suspects (tools.node_table).
     """
     uses = Counter(chain.from_iterable(_placed_cards(w) for w in state.workloads))
     shared = {uuid for uuid, count in uses.items() if count > 1}
-    suspects = tuple(node for node in state.nodes if _suspect(node, shared))
-    if len(suspects) == len(state.nodes):
+    names = [
+        name
+        for name, (suspect, cards) in _by_itself(state).items()
+        if suspect or (shared and not cards.isdisjoint(shared))
+    ]
+    if len(names) == len(state.nodes):
         return state
+    node = state.node
+    suspects = tuple(found for found in map(node, names) if found is not None)
     return ClusterState.model_construct(
         observed_at=state.observed_at,
         source=state.source,
@@ -39,11 +47,6 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
         active_mode=state.active_mode,
         links=state.links,
     )
-
-
-def _suspect(node: Node, shared: set[str]) -> bool:
-    suspect, cards = _by_itself(node)
-    return suspect or (bool(shared) and not cards.isdisjoint(shared))
 
 
 def _suspect_by_itself(node: Node) -> tuple[bool, frozenset[str]]:
@@ -58,7 +61,8 @@ def _cards_placed(workload: Workload) -> tuple[str, ...]:
     return tuple(uuid for r in workload.placement for uuid in r.gpus)
 
 
-_by_itself = Derived(_suspect_by_itself, readings=False)
+_by_itself = NodeTable(_suspect_by_itself, readings=False)
+"""Every node's own say, by name, once per version of it."""
 _placed_cards = Derived(_cards_placed, readings=False)
 
 
