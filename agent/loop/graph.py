@@ -24,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent.daemon import dbfile
 from agent.loop import nodes
+from agent.loop.checkpoints import ChannelSaver
 from agent.loop.context import LoopContext
 from agent.loop.state import SERIALIZED_TYPES, Decision
 from tools.actions import ACTION_TYPES
@@ -99,6 +100,7 @@ def open_checkpointer(data_dir: Path) -> SqliteSaver:
 
     WAL with synchronous=NORMAL: a committed step survives the process being killed (kill -9),
     which is the failure the checkpoints are for; the decision log itself syncs every record.
+    Each channel's value is stored once per version of it (agent.loop.checkpoints).
     """
     conn = dbfile.connect(
         data_dir / CHECKPOINT_DB,
@@ -109,7 +111,7 @@ def open_checkpointer(data_dir: Path) -> SqliteSaver:
     conn.execute("PRAGMA synchronous = NORMAL")
     allowed = [(t.__module__, t.__name__) for t in (*SERIALIZED_TYPES, *ACTION_TYPES)]
     allowed += LEGACY_SERIALIZED
-    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))
+    return ChannelSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))
 
 
 def settle_checkpoints(saver: SqliteSaver) -> None:
