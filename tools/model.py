@@ -22,7 +22,8 @@ from typing import Any, Literal, Self
 from pydantic import Field
 
 from tools.bases import Frozen, Versioned
-from tools.derived import NodeFacts, NodeIndex, node_digest, workload_digest
+from tools.derived import NodeFacts, NodeIndex, content_digest, node_digest, workload_digest
+from tools.node_table import NodeTable
 
 MetricStatus = Literal["fresh", "stale", "missing"]
 SharingMode = Literal["exclusive", "mps", "time-slicing", "mig"]
@@ -366,8 +367,12 @@ class ClusterState(Frozen):
         costs ~95 ms, every tick that acts). The producers' versions are left out."""
         found = hashlib.sha256(self.model_dump_json(exclude=set(_PARTS)).encode())
         found.update(f"|{len(self.nodes)}|{len(self.workloads)}|".encode())
-        for node in self.nodes:
-            found.update(node_digest(node))
+        digests = node_digests(self)
+        if len(digests) == len(self.nodes):
+            found.update(b"".join(digests.values()))  # in the nodes' order, as below
+        else:  # a name twice: every node hashed, as the table holds one per name
+            for node in self.nodes:
+                found.update(node_digest(node))
         for workload in self.workloads:
             found.update(workload_digest(workload))
         return found.hexdigest()
@@ -383,3 +388,7 @@ _INDEXES = (
 )
 _PARTS = frozenset({"nodes", "workloads"})
 """What `digest` hashes one object at a time."""
+
+
+node_digests: NodeTable[bytes] = NodeTable(content_digest, readings=True)
+"""Every node's content digest by name, stepped across observations (tools.node_table)."""

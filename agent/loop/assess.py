@@ -17,16 +17,16 @@ from datetime import datetime
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.notices import degraded_links, sharing_suspects
 from agent.loop.state import (
-    MEMORY_SAMPLES,
     Memory,
     Signals,
     WorkloadMemory,
     WorkloadSignals,
 )
-from policies.activity import QUEUELESS_KINDS, unread
+from agent.loop.workload_signals import signals_of
+from policies.activity import unread
 from policies.history import History
 from policies.model import Policy
-from tools.model import ClusterState, Metric, Mode, Workload
+from tools.model import ClusterState, Mode
 from tools.placement import sharing_anomalies
 
 
@@ -48,7 +48,7 @@ def assess(
     for workload in state.workloads:
         since = pools.idle_since(workload.pool) if workload.pool in policy.pools else None
         idle_for = None if since is None else (now - since).total_seconds()
-        signal, mem = _workload(
+        signal, mem = signals_of(
             workload, now, memory.workloads.get(workload.name), settings, idle_for or None
         )
         workload_signals.append(signal)
@@ -194,76 +194,6 @@ def _calm_long(
     workload = state.workload(w.workload)
     per_replica = workload.cards_per_replica if workload else 1
     return pool_cards.get(w.pool, 0) - per_replica >= settings.min_cards.get(w.pool, 0)
-
-
-def _workload(
-    workload: Workload,
-    now: datetime,
-    mem: WorkloadMemory | None,
-    settings: AssessSettings,
-    idle_for_s: float | None,
-) -> tuple[WorkloadSignals, WorkloadMemory]:
-    depth = _value(workload.queue_depth, now, settings)
-    wait = _value(workload.queue_wait_s, now, settings)
-    served = _value(workload.tokens_per_s, now, settings)
-    mem = mem or WorkloadMemory()
-    slo = settings.slo_wait_s.get(workload.pool, settings.default_slo_wait_s)
-    if depth is None:
-        # No queue reading. A render or batch workload has no request queue: its demand is its
-        # cards' activity, read through the pool's idleness. Anything else is held as it is.
-        queueless = workload.kind in QUEUELESS_KINDS and workload.queue_depth.status == "missing"
-        signal = WorkloadSignals(
-            workload=workload.name,
-            pool=workload.pool,
-            kind=workload.kind,
-            desired_replicas=workload.desired_replicas,
-            ready_replicas=workload.ready_replicas,
-            slo_wait_s=slo,
-            idle_for_s=idle_for_s if queueless else None,
-            stale=not queueless,
-        )
-        return signal, mem
-    per_replica = depth / max(workload.ready_replicas, 1)
-    calm = (wait or 0.0) < settings.calm_ratio * slo and per_replica < (
-        settings.calm_depth_per_replica
-    )
-    calm_since = (mem.calm_since or now) if calm else None
-    samples = (*mem.samples, (now.timestamp(), depth))[-MEMORY_SAMPLES:]
-    signal = WorkloadSignals(
-        workload=workload.name,
-        pool=workload.pool,
-        kind=workload.kind,
-        desired_replicas=workload.desired_replicas,
-        ready_replicas=workload.ready_replicas,
-        queue_depth=depth,
-        queue_wait_s=wait,
-        tokens_per_s=served,
-        slo_wait_s=slo,
-        demand_trend=trend_per_min(samples),
-        idle_for_s=idle_for_s,
-        calm_for_s=None if calm_since is None else (now - calm_since).total_seconds(),
-    )
-    return signal, WorkloadMemory(calm_since=calm_since, samples=samples)
-
-
-def _value(metric: Metric, now: datetime, settings: AssessSettings) -> float | None:
-    aged = metric.aged(now, settings.metric_max_age_s)
-    return aged.value if aged.usable else None
-
-
-def trend_per_min(samples: tuple[tuple[float, float], ...]) -> float | None:
-    """Least-squares slope of queue depth over time, per minute (None with fewer than 3)."""
-    if len(samples) < 3:
-        return None
-    t0 = samples[0][0]
-    xs = [(t - t0) / 60.0 for t, _ in samples]
-    ys = [d for _, d in samples]
-    mean_x = sum(xs) / len(xs)
-    mean_y = sum(ys) / len(ys)
-    var = sum((x - mean_x) ** 2 for x in xs)
-    if var == 0:
-        return None
-    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / var
 
 
 def _idle_cards(state: ClusterState, signals: list[WorkloadSignals]) -> int:
