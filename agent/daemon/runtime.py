@@ -8,11 +8,10 @@ instead of running anything twice), intents without a thread are closed as inter
 
 Each `tick()` lets the interval pass (a simulated world is advanced by it; a real one moves by
 itself), goes on with long actions whose wait is over, resumes decisions a human has answered,
-then runs one new decision through the graph. Every decision runs as a `Suspendable`
-(tools/suspend.py): a drain or a rotation that waits suspends its decision instead of holding the
-loop, so ticks keep their interval, /healthz stays 200 and other pools keep being decided while
-it runs (the workloads and nodes it holds are left alone). SIGTERM and SIGINT let the current
-step finish; then the log is closed and the cluster's state saved.
+then runs one new decision through the graph (agent/daemon/threads.py: a drain or a rotation
+that waits suspends its decision instead of holding the loop, so ticks keep their interval and
+/healthz stays 200). SIGTERM and SIGINT let the current step finish; then the log is closed and
+the cluster's state saved.
 """
 
 from __future__ import annotations
@@ -27,10 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol, runtime_checkable
 
 import structlog
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from agent import __version__
@@ -47,24 +44,22 @@ from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
 from agent.daemon.telemetry import Telemetry
+from agent.daemon.threads import DecisionThreads, config, decision_of
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
 from agent.loop.state import Decision, Memory
-from agent.planners.base import Planner
+from agent.planners.base import Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
-from policies.history import History
 from policies.model import Policy
-from tools.actions import DrainNode, RotateMode
+from tools.actions import RotateMode
 from tools.backends.base import Cluster
 from tools.backends.parts import Parts
 from tools.clock import LoopClock
 from tools.errors import TemporaryError
-from tools.model import ClusterState
-from tools.suspend import Suspendable
 
 VERSION = __version__
 SAVE_EVERY_S = 1.0
@@ -72,13 +67,6 @@ SAVE_EVERY_S = 1.0
 (and always at the end): what `steward status` shows of a running agent lags by up to this."""
 
 log = structlog.get_logger("steward.loop")
-
-
-@runtime_checkable
-class ReadsHistory(Protocol):
-    """A planner that can look up what was done lately (the LLM planner's `history`)."""
-
-    history: Callable[[], History] | None
 
 
 class Runtime:
@@ -100,12 +88,8 @@ class Runtime:
         self._saved_at = time.monotonic()
         self._memory_due = False
         """A decision changed the memory since it was last written (housekeep writes it)."""
-        self._failed: list[str] = []
-        self._running: dict[str, Suspendable[dict[str, Any]]] = {}
-        self._ran: list[str] = []
-        """Actions carried out since the last tick's report (see TickReport.ran)."""
-        self._reported: dict[str, set[int]] = {}
-        """Per decision still going on, the outcomes already reported as ran."""
+        self.threads = DecisionThreads(graph, self.clock, ctx.latest)
+        """The decisions' graph threads, those in a long action among them."""
         self.leadership: Leadership = Sole()
         self.chores: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         """Work other threads hand to the tick thread (a rotation asked for in Slack): run
@@ -184,27 +168,11 @@ class Runtime:
     def start(self) -> list[str]:
         """Finish what a killed process left; returns the decision ids resumed or closed."""
         self.leadership.start()
-        finished: list[str] = []
-        waiting: list[str] = []
         # A rotation killed mid-way finishes first (its commit or its rollback), from its journal.
         open_rotation(
             self.ctx.cluster, self.data_dir, self.ctx.policy, self.ctx.audit, parts=self.parts
         ).resume()
-        for thread in self.open_threads():
-            snapshot = self.graph.get_state(_config(thread))
-            if snapshot.interrupts:
-                waiting.append(thread)
-            elif snapshot.next:
-                log.info("resuming", decision=thread, at=list(snapshot.next))
-                result = self._invoke(thread, None)
-                if result is not None:
-                    self._finish(thread, result)
-                if result is not None and "__interrupt__" in result:
-                    waiting.append(thread)  # killed on its way to wait: it waits now
-                else:
-                    finished.append(thread)
-            else:
-                self._delete(thread)
+        finished, waiting = self.threads.resume_open()
         # The log is the truth of what waits: the inbox is rebuilt from it, and a request whose
         # decision can no longer be resumed is closed as lost (never reported "resumed").
         settle_inbox(self.ctx.inbox, self.ctx.audit, waiting)
@@ -221,13 +189,6 @@ class Runtime:
         )
         settle_heap()
         return finished + closed
-
-    def open_threads(self) -> list[str]:
-        """Graph threads still in the checkpoints: killed mid-way or waiting for a human."""
-        seen: dict[str, None] = {}
-        for item in self._saver().list(None):
-            seen[str(item.config["configurable"]["thread_id"])] = None
-        return list(seen)
 
     @property
     def memory(self) -> Memory:
@@ -263,7 +224,7 @@ class Runtime:
         if saving:
             self.parts.save(self.data_dir)
             self.ctx.audit.checkpoint()
-            settle_checkpoints(self._saver())
+            settle_checkpoints(self.threads.saver())
             self._saved_at = time.monotonic()
 
     def close(self) -> None:
@@ -339,17 +300,17 @@ class Runtime:
         # Paused: answered decisions keep waiting (they run once resumed); a long action that
         # had started goes on to its end, as stopping a drain half-way would leave it worse.
         paused = pause.read(self.data_dir)
-        resumed = self.continue_long_actions() + (() if paused else self.resume_answered())
+        resumed = self.threads.continue_long_actions() + (() if paused else self.resume_answered())
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
-        retrying = bool(self._failed)
-        decision_id = self._failed[0] if retrying else new_decision_id()
+        retrying = bool(self.threads.failed)
+        decision_id = self.threads.failed[0] if retrying else new_decision_id()
         first = Decision(decision_id=decision_id, tick=self.tick_no)
         failed = False
-        self.ctx.held = self._held()
+        self.ctx.held = self.threads.held()
         try:
-            outcome = self._invoke(decision_id, None if retrying else first)
-            result = outcome if outcome is not None else self._values(decision_id)
+            outcome = self.threads.invoke(decision_id, None if retrying else first)
+            result = outcome if outcome is not None else self.threads.values(decision_id)
         except TemporaryError as exc:
             # The step that failed was not committed: the thread goes on from it next tick.
             log.warning("tick failed; the decision goes on next tick", decision=decision_id,
@@ -357,20 +318,24 @@ class Runtime:
             failed = True
             result = first.model_dump()
         if retrying and not failed:
-            self._failed.remove(decision_id)
+            self.threads.failed.remove(decision_id)
         elif failed and not retrying:
-            self._failed.append(decision_id)
+            self.threads.failed.append(decision_id)
         waiting = "__interrupt__" in result
-        final = _decision(result)
-        if not waiting and not failed and decision_id not in self._running:
-            self._delete(decision_id)
+        final = decision_of(result)
+        if not waiting and not failed and decision_id not in self.threads.running:
+            self.threads.delete(decision_id)
         if not failed:
             at = final.observed_at.isoformat() if final.observed_at else None
-            self._note_ran(decision_id, final, done=decision_id not in self._running, at=at)
+            self.threads.note_ran(
+                decision_id, final, done=decision_id not in self.threads.running, at=at
+            )
         report = report_of(self.tick_no, final, waiting, resumed, 0.0)
-        report = dataclasses.replace(report, in_progress=tuple(self._running), ran=tuple(self._ran))
-        self._ran.clear()
-        self.ctx.telemetry.long_actions.set(len(self._running))
+        report = dataclasses.replace(
+            report, in_progress=tuple(self.threads.running), ran=tuple(self.threads.ran)
+        )
+        self.threads.ran.clear()
+        self.ctx.telemetry.long_actions.set(len(self.threads.running))
         self.ctx.telemetry.pending_approvals.set(len(self.ctx.inbox.listed("waiting")))
         if report.decided or resumed:
             self._memory_due = True  # written by housekeep, right after: not while this waits
@@ -418,13 +383,13 @@ class Runtime:
         expire_due(self.ctx.inbox, self.ctx.policy, now)
         for pending in self.ctx.inbox.to_resume():
             thread = pending.decision_id
-            snapshot = self.graph.get_state(_config(thread))
+            snapshot = self.graph.get_state(config(thread))
             if snapshot.interrupts:
                 answer = resume_answer(pending, now)
-                self.ctx.held = self._held()
-                result = self._invoke(thread, Command(resume=answer.model_dump(mode="json")))
+                self.ctx.held = self.threads.held()
+                result = self.threads.invoke(thread, Command(resume=answer.model_dump(mode="json")))
                 if result is not None:
-                    self._finish(thread, result)
+                    self.threads.finish(thread, result)
                 log.info("resumed", decision=thread, answer=answer.answer, by=answer.principal)
             if any(isinstance(a, RotateMode) for a in pending.actions):
                 self.ctx.memory = restart_mode_dwell(self.ctx.memory, self.clock.now())
@@ -434,107 +399,15 @@ class Runtime:
 
     # -- long actions -----------------------------------------------------------------------------
 
-    def _invoke(self, thread: str, given: Decision | Command[Any] | None) -> dict[str, Any] | None:
-        """Run a decision's graph thread until it ends, waits for a human, or suspends in a long
-        action (then None: it goes on in `continue_long_actions` on a later tick)."""
-        task: Suspendable[dict[str, Any]] = Suspendable(
-            lambda: self.graph.invoke(given, _config(thread), durability="sync"),
-            name=f"decision-{thread}",
-        )
-        if task.start():
-            return task.result()
-        self._running[thread] = task
-        log.info("long action in progress", decision=thread)
-        return None
-
-    def continue_long_actions(self) -> tuple[str, ...]:
-        """Let every suspended decision whose wait is over go on; returns those that ended."""
-        now = self.clock.now().timestamp()
-        ended: list[str] = []
-        for thread, task in list(self._running.items()):
-            if not task.due(now) or not task.resume():
-                continue
-            del self._running[thread]
-            try:
-                result = task.result()
-            except TemporaryError as exc:
-                log.warning("long action failed; the decision goes on next tick",
-                            decision=thread, error=str(exc))  # fmt: skip
-                self._failed.append(thread)
-                continue
-            self._finish(thread, result)
-            log.info("long action done", decision=thread)
-            ended.append(thread)
-        return tuple(ended)
-
     @property
     def in_progress(self) -> tuple[str, ...]:
         """Decisions whose long action is still going on."""
-        return tuple(self._running)
+        return tuple(self.threads.running)
 
-    def _values(self, thread: str) -> dict[str, Any]:
-        values: dict[str, Any] = dict(self.graph.get_state(_config(thread)).values)
-        return values
+    def continue_long_actions(self) -> tuple[str, ...]:
+        """Let every suspended decision whose wait is over go on; returns those that ended."""
+        return self.threads.continue_long_actions()
 
-    def _held(self) -> frozenset[str]:
-        """What the long actions in progress hold: their targets, a drained node's workloads,
-        and for a rotation every node and workload of every mode."""
-        if not self._running:
-            return frozenset()
-        latest = self.ctx.latest()
-        held: set[str] = set()
-        for thread in self._running:
-            d = _decision(self._values(thread))
-            for v in d.verdicts:
-                held.add(v.action.target)
-                if latest is not None:
-                    held |= _holds(v.action, latest)
-        return frozenset(held)
-
-    def _finish(self, thread: str, result: dict[str, Any]) -> None:
-        if "__interrupt__" not in result:
-            self._note_ran(thread, _decision(result), done=True)
-            self._delete(thread)
-
-    def _note_ran(self, thread: str, d: Decision, *, done: bool, at: str | None = None) -> None:
-        """Add the decision's actions carried out ok, not yet reported, to this tick's `ran`
-        (stamped `at`, else now: when a resumed or long decision ended)."""
-        seen = (
-            self._reported.pop(thread, set()) if done else self._reported.setdefault(thread, set())
-        )
-        at = at or self.clock.now().isoformat()
-        for o in d.outcomes:
-            if (
-                o.executed
-                and o.ok
-                and not o.dry_run
-                and o.index not in seen
-                and o.index < len(d.verdicts)
-            ):
-                seen.add(o.index)
-                self._ran.append(f"{at} {d.verdicts[o.index].action.describe()}")
-
-    def _delete(self, thread: str) -> None:
-        self._saver().delete_thread(thread)
-
-    def _saver(self) -> SqliteSaver:
-        saver = self.graph.checkpointer
-        assert isinstance(saver, SqliteSaver), "Runtime.open gives the graph a SQLite saver"
-        return saver
-
-
-def _holds(action: object, state: ClusterState) -> set[str]:
-    if isinstance(action, RotateMode):
-        return {name for m in state.modes for name in (*m.nodes, *m.workloads)}
-    if isinstance(action, DrainNode):
-        return {w.name for w in state.workloads for r in w.placement if action.node in r.nodes}
-    return set()
-
-
-def _config(thread: str) -> Any:
-    return {"configurable": {"thread_id": thread}}
-
-
-def _decision(result: dict[str, Any]) -> Decision:
-    values = {k: v for k, v in result.items() if not k.startswith("__")}
-    return Decision.model_validate(values)
+    def open_threads(self) -> list[str]:
+        """Graph threads still in the checkpoints: killed mid-way or waiting for a human."""
+        return self.threads.open_threads()

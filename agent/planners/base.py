@@ -11,10 +11,12 @@ when it raises `PlannerFailed` — so the loop can log it and count it in /metri
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from policies.history import History
 from tools.actions import Plan
 from tools.model import ClusterState
 
@@ -56,3 +58,11 @@ class ReportingPlanner(Planner, Protocol):
     """A planner that keeps a `PlannerReport` of its last decision."""
 
     last_report: PlannerReport | None
+
+
+@runtime_checkable
+class ReadsHistory(Protocol):
+    """A planner that can look up what was done lately (the LLM planner's `history`): the
+    daemon gives it the loop's own when it has none."""
+
+    history: Callable[[], History] | None

@@ -240,8 +240,8 @@ def test_a_merge_versions_the_readings_and_keeps_the_nodes_own_version() -> None
     assert first.version == second.version == state.nodes[0].version
     assert "" != first.readings_version != second.readings_version
     assert ticks[0].node_facts("gpu-a") is ticks[1].node_facts("gpu-a")
-    _, first_at, _ = card_readings(first)
-    _, second_at, _ = card_readings(second)
+    _, first_at, _ = card_readings(ticks[0])[first.name]
+    _, second_at, _ = card_readings(ticks[1])[second.name]
     assert first_at[GPU] - second_at[GPU] == 35
     assert second.gpus[0].utilization.value == 12.0
     assert [w.version for w in ticks[1].workloads] == [w.version for w in state.workloads]
