@@ -14,6 +14,7 @@ into the log (once) and its request into the inbox.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -121,8 +122,8 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
     verdicts = judgement.verdicts
     expected = tuple(expected_effect(v.action, state) for v in verdicts)
-    for v in verdicts:
-        ctx.telemetry.decisions.labels(verdict=v.decision).inc()
+    for decision, count in Counter(v.decision for v in verdicts).items():
+        ctx.telemetry.decisions.labels(verdict=decision).inc(count)
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
     denied = {
         hold_key(v.action, state): hold_until(state.observed_at, v.retry_at)
