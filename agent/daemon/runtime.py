@@ -404,10 +404,6 @@ class Runtime:
         """Decisions whose long action is still going on."""
         return tuple(self.threads.running)
 
-    def continue_long_actions(self) -> tuple[str, ...]:
-        """Let every suspended decision whose wait is over go on; returns those that ended."""
-        return self.threads.continue_long_actions()
-
     def open_threads(self) -> list[str]:
         """Graph threads still in the checkpoints: killed mid-way or waiting for a human."""
         return self.threads.open_threads()
