@@ -25,9 +25,10 @@ class CardIndex:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.canonical: dict[str, str] = {
-            gpu.uuid: gpu.uuid for node in state.nodes for gpu in node.gpus
-        }
+        self.order: list[str] = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+        """Every card's UUID, node by node and card by card: the order the new observation's
+        cards are built in."""
+        self.canonical: dict[str, str] = dict(zip(self.order, self.order, strict=True))
         """Each UUID to the observation's own string: keys a series names by an equal string of
         its own answer are swapped for it, so that later lookups by the card's UUID compare
         pointers, not characters."""

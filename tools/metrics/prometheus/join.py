@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import cast
 
@@ -73,47 +74,57 @@ def collect(
     return found if found is not None else _each(family, answer, cards, workloads)
 
 
-def _rows(
+def _read(
     family: Resolved,
     *,
-    values: list[tuple[dict[str, str], float]],
-    slot: Slot,
-    stamp: Callable[[object], object],
+    labels: list[dict[str, str]],
+    dated: Callable[[list[dict[str, str]]], list[object] | None],
+    part: str | None,
+    parted: bool,
     cards: CardIndex,
     workloads: WorkloadIndex,
-) -> list[tuple[str | None, object, object, bool, float]]:
-    """Per value series, from one read of its labels: its part, what dates it (`stamp` of its
-    slot: the oldest sample of the timestamp series that share its dating labels, or its own
-    `steward_t`), what names its card or workload, whether it is marked as taken from host
-    memory, and its value. KeyError when a series lacks a dating label."""
+) -> tuple[list[object], list[object], list[str | None]] | None:
+    """The value series' columns, each read label by label over all of them in C (`map` of
+    `dict.get`), not series by series: their parts, what dates them (`dated`: the oldest sample
+    of the timestamp series that share their dating labels, or their own `steward_t`), what
+    names their card or workload, and whether they are marked as taken from host memory. None
+    when a series lacks a dating label, or its `steward_part` is not `part` (None: it has none).
+
+    The default queries keep only the labels the join reads (`by (…)`), so no series of theirs
+    can carry a part: theirs are not read (`parted` False)."""
+    dates = dated(labels)
+    if dates is None:
+        return None
+    get = dict.get
+    if parted and list(map(get, labels, repeat(PART))).count(part) != len(labels):
+        return None  # a timestamp series after a value series, or a series of neither part
+    marks = list(map(get, labels, repeat(UNIFIED_LABEL)))
     target = family.family.target
+    found: list[object]
     if target == "gpu":
-        card = cards.canonical.get
-        return [
-            (lb.get(PART), stamp(slot(lb)), card(lb.get("UUID", "")), UNIFIED_LABEL in lb, raw)
-            for lb, raw in values
-        ]
-    if target == "workload":
+        canonical = cast("Callable[[str | None], str | None]", cards.canonical.get)
+        found = list(map(canonical, map(get, labels, repeat("UUID"))))
+    elif target == "workload":
         pods = workloads.pods
-        return [
-            (
-                lb.get(PART),
-                stamp(slot(lb)),
+        exported = list(map(get, labels, repeat("exported_pod")))
+        exported += map(get, labels, repeat("exported_namespace"))
+        if exported.count(None) == len(exported):  # no label renamed by Prometheus
+            namespaces = map(get, labels, repeat("namespace"), repeat(""))
+            slots = zip(namespaces, map(get, labels, repeat("pod")), strict=True)
+            found = list(map(pods.__getitem__, slots))
+        else:
+            found = [
                 pods[
                     (
                         lb.get("exported_namespace") or lb.get("namespace") or "",
                         lb.get("exported_pod") or lb.get("pod"),
                     )
-                ],
-                UNIFIED_LABEL in lb,
-                raw,
-            )
-            for lb, raw in values
-        ]
-    pool = workloads.pool_key
-    return [
-        (lb.get(PART), stamp(slot(lb)), pool(lb), UNIFIED_LABEL in lb, raw) for lb, raw in values
-    ]
+                ]
+                for lb in labels
+            ]
+    else:
+        found = list(map(workloads.pool_key, labels))
+    return dates, found, marks
 
 
 def _at_once(
@@ -124,10 +135,8 @@ def _at_once(
     carrying them (overrides) — read with list operations that run in C. None when it is not so
     shaped: `_each` then reads it series by series.
 
-    A fleet's answer is tens of thousands of label dicts and strings scattered in memory, where
-    each pass over them costs more in cache misses than the work it does (measured: ~500 ns a
-    dict on a 2-core EPYC, against ~50 ns in cache): each is read once (`_rows`), all that is
-    needed of it taken then, and what follows works on the small tuples read from it."""
+    A fleet's answer is tens of thousands of label dicts: each label the join needs is read
+    from all of them in one call (`_read`), and what follows works on those columns."""
     series = answer.series
     if not series:
         return None
@@ -136,9 +145,11 @@ def _at_once(
     stamped = 0
     part: str | None = "v"
     """What every value series' `steward_part` must say."""
-    stamp: Callable[[object], object] = by.get
+    parted = True
+    """Whether the answer's series may carry a part at all (their parts are checked)."""
     time_of: Callable[[object], float | None] = _as_time
     first = series[0][0]
+    dated: Callable[[list[dict[str, str]]], list[object] | None] = _undated
     if first.get(PART) == "t":
         stamped = _stamped(series)
         size = len(first)
@@ -158,26 +169,33 @@ def _at_once(
             for _, _, at, raw in dating:
                 old = by.get(at)
                 by[at] = raw if old is None or raw < old else old
+
+        def dated(labels: list[dict[str, str]]) -> list[object] | None:
+            try:
+                return list(map(by.get, map(slot, labels)))
+            except KeyError:  # a value series without the labels that date it
+                return None
+
     elif STAMP in first:  # the default queries': each series carries its sample time
-        # Its text as it is (`str` of a str is itself): made a number once per distinct one.
-        slot, stamp, part, time_of = _OWN_TIME, str, None, _posix
-    else:
-        slot = _slot((PART,))  # dated by nothing: no slot is in `by`
-    try:
-        rows = _rows(
-            family,
-            values=series[stamped:],
-            slot=slot,
-            stamp=stamp,
-            cards=cards,
-            workloads=workloads,
-        )
-    except KeyError:  # a value series without the labels that date it
+        # Its text as it is: made a number once per distinct one. An override so shaped
+        # has each series' part checked: none may have one.
+        dated, part, time_of, parted = _own_time, None, _posix, not family.default
+    rest = series[stamped:]
+    labels = list(map(itemgetter(0), rest))
+    read = _read(
+        family,
+        labels=labels,
+        dated=dated,
+        part=part,
+        parted=parted,
+        cards=cards,
+        workloads=workloads,
+    )
+    if read is None:
         return None
-    parts, dates, found, marks, raws = _columns(rows)
-    if parts.count(part) != len(rows):
-        return None  # a timestamp series after a value series, or a series of neither part
-    keys = _keys(family, found=found, values=series[stamped:], cards=cards, workloads=workloads)
+    dates, found, marks = read
+    raws: list[float] = list(map(itemgetter(1), rest))
+    keys = _keys(family, found=found, labels=labels, cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
     # One sample time per scrape target (or pod), not per series: each made a number once.
     when = {date: time_of(date) for date in set(dates)}
@@ -187,8 +205,10 @@ def _at_once(
     out = Readings()
     if None in keys:
         out.unmatched = keys.count(None)
-    if True in marks:
-        out.marked = {k for k, mark in zip(keys, marks, strict=True) if k is not None and mark}
+    if marks.count(None) != len(marks):
+        out.marked = {
+            k for k, mark in zip(keys, marks, strict=True) if k is not None and mark is not None
+        }
     scale, summed = family.family.scale, family.family.aggregate == "sum"
     total = sum(raws)
     if not out.unmatched and total == total:  # noqa: PLR0124 - no NaN among them
@@ -208,7 +228,16 @@ def _at_once(
     return _combined(out, keys, raws, stamps, age_of, scale=scale, summed=summed)
 
 
-_OWN_TIME: Slot = itemgetter(STAMP)  # KeyError when a series lacks one: read series by series
+def _own_time(labels: list[dict[str, str]]) -> list[object] | None:
+    """Each series' own `steward_t`; None when one lacks it (the answer is read series by
+    series)."""
+    dates: list[object] = list(map(dict.get, labels, repeat(STAMP)))
+    return None if None in dates else dates
+
+
+def _undated(labels: list[dict[str, str]]) -> list[object]:
+    """Dated by nothing: no series has a sample time."""
+    return [None] * len(labels)
 
 
 def _as_time(found: object) -> float | None:
@@ -224,29 +253,10 @@ def _posix(text: object) -> float | None:
         return None
 
 
-def _columns(
-    rows: list[tuple[str | None, object, object, bool, float]],
-) -> tuple[
-    tuple[str | None, ...],
-    tuple[object, ...],
-    tuple[object, ...],
-    tuple[bool, ...],
-    tuple[float, ...],
-]:
-    """The rows' five columns, transposed in one pass in C."""
-    if not rows:
-        return (), (), (), (), ()
-    return cast(
-        "tuple[tuple[str | None, ...], tuple[object, ...], tuple[object, ...], "
-        "tuple[bool, ...], tuple[float, ...]]",
-        tuple(zip(*rows, strict=True)),
-    )
-
-
 def _combined(
     out: Readings,
     keys: Sequence[str | None],
-    raws: tuple[float, ...],
+    raws: list[float],
     stamps: tuple[float | None, ...],
     age_of: dict[float | None, float],
     *,
@@ -294,23 +304,23 @@ def _keys(
     family: Resolved,
     *,
     found: Sequence[object],
-    values: list[tuple[dict[str, str], float]],
+    labels: list[dict[str, str]],
     cards: CardIndex,
     workloads: WorkloadIndex,
 ) -> Sequence[str | None]:
-    """The keys `_rows` found, with those it could not settle from the labels it read: a card
+    """The keys `_read` found, with those it could not settle from the labels it read: a card
     without a known UUID, by its node and index; a workload's series without a pod, by its
     model. Their labels are read again, only theirs."""
     target = family.family.target
     if target == "gpu" and None in found:
         return [
-            cast("str | None", k) if k is not None else cards.key(labels)
-            for k, (labels, _) in zip(found, values, strict=True)
+            cast("str | None", k) if k is not None else cards.key(lb)
+            for k, lb in zip(found, labels, strict=True)
         ]
     if target == "workload" and PODLESS in found:
         return [
-            cast("str | None", k) if k is not PODLESS else workloads.key(labels)
-            for k, (labels, _) in zip(found, values, strict=True)
+            cast("str | None", k) if k is not PODLESS else workloads.key(lb)
+            for k, lb in zip(found, labels, strict=True)
         ]
     return cast("Sequence[str | None]", found)
 

@@ -191,7 +191,7 @@ class PrometheusSource:
         cards: CardIndex,
     ) -> tuple[Node, ...]:
         """Every card with its readings: one lookup per card and field, the rest shared."""
-        uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+        uuids = cards.order
         plain = [
             (f, found.every(uuids, cards.uuids))
             for f in ("utilization", "memory_used_bytes", "power_w")
