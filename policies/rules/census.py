@@ -5,8 +5,9 @@ per pool, the worst queue wait per pool, the nodes each pool's replicas run on, 
 on each node. A real backend hands over fresh workload objects on every observation, so these
 cannot be kept by object identity; they can be kept by what the producer's versions name. A
 `Census` is built from one observation's workloads and reused by the next one whose workloads
-are the same names at the same versions (readings included), in the same order. A workload of
-unknown version ("") makes the census be built afresh every time.
+are the same names at the same versions (readings included), in the same order; when only the
+readings changed (a metric source's every tick), only the worst queue waits are worked out again.
+A workload of unknown version ("") makes the census be built afresh every time.
 
 It holds names and positions, never the workload objects: a rule that needs a workload reads
 it from the observation it judges.
@@ -39,31 +40,72 @@ class Census:
     """node -> the workloads with a replica on it, in workload order."""
 
 
-_TOKENS = attrgetter("name", "version", "readings_version")
-"""A workload's name and both versions: the readings version too, as the worst queue wait is a
-reading, which a metric source replaces under the producer's version (tools.bases.versions_of).
-Read in C over all the workloads (a pydantic field costs ~150 ns a read from Python)."""
+_SHAPE = attrgetter("name", "version")
+"""A workload's name and version: what its cards, replicas and placement are kept by. Read in C
+over all the workloads (a pydantic field costs ~150 ns a read from Python)."""
+_READINGS = attrgetter("readings_version")
+"""A workload's readings version: the worst queue wait is a reading, which a metric source
+replaces under the producer's version (tools.bases.versions_of)."""
 
-_last: tuple[tuple[tuple[str, str, str], ...], Census] | None = None
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The census but for the readings: what the workloads' versions alone decide."""
+
+    pool_cards: dict[str, int]
+    pool_ready: dict[str, int]
+    total_cards: int
+    pool_placed: dict[str, frozenset[str]]
+    on_node: dict[str, list[Tally]]
+
+
+_last_shape: tuple[tuple[tuple[str, str], ...], _Shape] | None = None
+_last: tuple[tuple[tuple[str, str], ...], tuple[str, ...], Census] | None = None
 
 
 def census(workloads: Sequence[Workload]) -> Census:
-    """The census of `workloads`: the last one built if every name and version is the same."""
-    global _last  # noqa: PLW0603 - the last versioned census, for the next observation
-    key = tuple(map(_TOKENS, workloads))
-    if _last is not None and _last[0] == key:
-        return _last[1]
-    found = _count(workloads)
-    if all(version for _, version, _ in key):
-        _last = key, found
+    """The census of `workloads`: the last one built if every name and version is the same; its
+    sums of cards, replicas and placement kept when only readings changed (every tick on a
+    cluster whose queues move)."""
+    global _last, _last_shape  # noqa: PLW0603 - the last versioned census, for the next one
+    shape_key = tuple(map(_SHAPE, workloads))
+    readings_key = tuple(map(_READINGS, workloads))
+    if _last is not None and _last[0] == shape_key and _last[1] == readings_key:
+        return _last[2]
+    versioned = all(version for _, version in shape_key)
+    if _last_shape is not None and _last_shape[0] == shape_key:
+        shape = _last_shape[1]
+    else:
+        shape = _count(workloads)
+        if versioned:
+            _last_shape = shape_key, shape
+    found = Census(
+        pool_cards=shape.pool_cards,
+        pool_ready=shape.pool_ready,
+        total_cards=shape.total_cards,
+        worst_queue_wait=_worst(workloads),
+        pool_placed=shape.pool_placed,
+        on_node=shape.on_node,
+    )
+    if versioned:  # a readings version "" is the producer's own readings: `version` covers them
+        _last = shape_key, readings_key, found
     return found
 
 
-def _count(workloads: Sequence[Workload]) -> Census:
+def _worst(workloads: Sequence[Workload]) -> dict[str, float]:
+    worst: dict[str, float] = {}
+    for w in workloads:
+        wait = w.queue_wait_s
+        if wait.usable and wait.value is not None:
+            pool = w.pool
+            worst[pool] = max(wait.value, worst.get(pool, wait.value))
+    return worst
+
+
+def _count(workloads: Sequence[Workload]) -> _Shape:
     pool_cards: dict[str, int] = {}
     pool_ready: dict[str, int] = {}
     total = 0
-    worst: dict[str, float] = {}
     placed: dict[str, list[frozenset[str]]] = {}
     on_node: dict[str, list[Tally]] = {}
     for i, w in enumerate(workloads):
@@ -71,9 +113,6 @@ def _count(workloads: Sequence[Workload]) -> Census:
         pool_cards[pool] = pool_cards.get(pool, 0) + w.cards
         pool_ready[pool] = pool_ready.get(pool, 0) + w.ready_replicas
         total += w.cards
-        wait = w.queue_wait_s
-        if wait.usable and wait.value is not None:
-            worst[pool] = max(wait.value, worst.get(pool, wait.value))
         placed.setdefault(pool, []).append(placed_on(w))
         counts: dict[str, list[int]] = {}
         for replica in w.placement:
@@ -83,11 +122,10 @@ def _count(workloads: Sequence[Workload]) -> Census:
                 tally[1] += 1
         for node, (ready, there) in counts.items():
             on_node.setdefault(node, []).append((i, ready, there))
-    return Census(
+    return _Shape(
         pool_cards=pool_cards,
         pool_ready=pool_ready,
         total_cards=total,
-        worst_queue_wait=worst,
         pool_placed={pool: frozenset().union(*sets) for pool, sets in placed.items()},
         on_node=on_node,
     )

@@ -2,8 +2,10 @@
 
 policies.rules.census keeps what an observation's workloads add up to (cards and ready replicas
 per pool, the worst queue wait, the replicas on each node) while the next observation's workloads
-are the same names at the same versions. Over random successive observations — parsed afresh
-from JSON, with random workloads changed (and given a new version) in between — every judgement
+are the same names at the same versions (and only the worst queue wait, when only a metric
+source's readings changed). Over random successive observations — parsed afresh from JSON, with
+random workloads changed (a new version) or their readings alone (a new readings version) in
+between — every judgement
 equals the one on the same state with every workload version unknown, where nothing is reused.
 """
 
@@ -31,6 +33,7 @@ CHANGES = st.lists(
         st.sampled_from(
             [Metric.fresh(1.0, T0, "v"), Metric.fresh(60.0, T0, "v"), Metric.missing()]
         ),
+        st.booleans(),
     ),
     max_size=4,
 )
@@ -45,7 +48,13 @@ def _parsed(state: ClusterState) -> ClusterState:
     return ClusterState.model_validate_json(state.model_dump_json())
 
 
-def _changed(w: Workload, desired: int, ready: int, wait: Metric) -> Workload:
+def _changed(w: Workload, desired: int, ready: int, wait: Metric, readings: bool) -> Workload:
+    """`w` changed by its producer (a new version), or only its readings by a metric source
+    (the producer's version kept, a new readings version)."""
+    if readings:
+        return w.model_copy(
+            update={"queue_wait_s": wait, "version": w.version, "readings_version": new_version()}
+        )
     update = {"desired_replicas": desired, "ready_replicas": min(ready, desired)}
     return w.model_copy(update={**update, "queue_wait_s": wait, "version": new_version()})
 
@@ -58,7 +67,7 @@ def _changed(w: Workload, desired: int, ready: int, wait: Metric) -> Workload:
 )
 @given(scenario(), st.lists(CHANGES, min_size=1, max_size=3))
 def test_reused_sums_judge_as_with_no_reuse(
-    case: dict[str, Any], steps: list[list[tuple[int, int, int, Metric]]]
+    case: dict[str, Any], steps: list[list[tuple[int, int, int, Metric, bool]]]
 ) -> None:
     policy, history, now = case["policy"], case["history"], case["now"]
     start = case["state"]
@@ -66,15 +75,20 @@ def test_reused_sums_judge_as_with_no_reuse(
     state = _parsed(_with_workloads(start, versioned))
     for step in steps:
         workloads = list(state.workloads)
-        for at, desired, ready, wait in step:
+        for at, desired, ready, wait, readings in step:
             if workloads:
                 i = at % len(workloads)
-                workloads[i] = _changed(workloads[i], desired, ready, wait)
+                workloads[i] = _changed(workloads[i], desired, ready, wait, readings)
         state = _parsed(_with_workloads(state, tuple(workloads)))
-        unknown = tuple(w.model_copy(update={"version": ""}) for w in state.workloads)
+        unknown = tuple(
+            w.model_copy(update={"version": "", "readings_version": ""}) for w in state.workloads
+        )
         reference = _with_workloads(state, unknown)
         for plan in case["plans"][:3]:
-            with patch.object(census_module, "_last", None):  # nothing reused, nothing kept
+            with (  # nothing reused, nothing kept
+                patch.object(census_module, "_last", None),
+                patch.object(census_module, "_last_shape", None),
+            ):
                 expected = judge(plan, reference, policy, history, now)
             assert judge(plan, state, policy, history, now) == expected
 
@@ -83,8 +97,12 @@ def test_a_census_is_reused_only_for_the_same_names_at_the_same_versions() -> No
     w = Workload(name="a", kind="inference", pool="p", desired_replicas=2, ready_replicas=2)
     first = (w.model_copy(update={"version": "v-a1"}),)
     assert census(first) is census(tuple(_parsed_workload(x) for x in first))
-    moved = (_changed(first[0], 3, 3, Metric.missing()),)
+    moved = (_changed(first[0], 3, 3, Metric.missing(), readings=False),)
     assert census(moved).pool_cards == {"p": 3}
+    waiting = (_changed(moved[0], 3, 3, Metric.fresh(9.0, T0, "prometheus"), readings=True),)
+    again = census(waiting)
+    assert again.on_node is census(moved).on_node  # the sums kept, the reading counted
+    assert again.worst_queue_wait == {"p": 9.0}
     unknown = (w.model_copy(update={"version": ""}),)
     assert census(unknown) is not census(unknown)
 
