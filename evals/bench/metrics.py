@@ -2,7 +2,9 @@
 
 The fleet of `steward bench policy` (N nodes of eight H200, ~70 % of the cards serving) gets a
 reading on every card and engine; it is served under DCGM's and vLLM's names
-(tools.metrics.exposition), a real Prometheus (the `prometheus` binary) scrapes it, and the
+(tools.metrics.exposition) — a DCGM exporter per node, as its DaemonSet runs, each its own scrape
+target with its own sample times (`--targets one`: a single exporter for every card) — a real
+Prometheus (the `prometheus` binary) scrapes it, and the
 source asks its families and joins the answers to the same fleet with no readings. The join —
 matching the series to cards and workloads and building the new observation — is timed apart
 from the queries (HTTP, Prometheus's evaluation, JSON decoding), which a deployment's network
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from pydantic import BaseModel
@@ -32,6 +35,7 @@ from tools.metrics.serve import MetricsServer
 from tools.model import MISSING, ClusterState, Gpu, Metric
 
 TARGET_P99_MS = 100.0
+Targets = Literal["per-node", "one"]
 WORKLOAD_READINGS = (
     "queue_depth",
     "queue_wait_s",
@@ -48,8 +52,13 @@ class MetricsBench(BaseModel):
     workloads: int
     series: int
     """Series in one tick's answers (value and timestamp series of every family)."""
+    scrape_targets: int
+    """Exporters Prometheus scrapes: a DCGM exporter per node (or one for all), and the
+    engines'."""
     matched_cards: int
     matched_workloads: int
+    card_sample_times: int
+    """Distinct sample times among the cards' readings: one per DCGM exporter scraped."""
     median_ms: float
     """The join, median."""
     p99_ms: float
@@ -127,31 +136,59 @@ def without_readings(state: ClusterState) -> ClusterState:
     return state.model_copy(update={"nodes": nodes, "workloads": workloads})
 
 
-def run_bench(nodes: int, runs: int) -> MetricsBench:
+def run_bench(nodes: int, runs: int, targets: Targets = "per-node") -> MetricsBench:
     truth = with_readings(fleet_state(nodes))
     engines = EngineExporter()
     engines.update(truth)
     later = truth.model_copy(update={"observed_at": truth.observed_at + timedelta(seconds=1)})
     engines.update(later)
-    body = render([*card_lines(truth), *engines.lines()])
-    server = MetricsServer(lambda: body).start()
+    engine_body = render(engines.lines())
+    if targets == "per-node":
+        # A DCGM exporter per node, as its DaemonSet runs: each a target of its own (its own
+        # `instance`), scraped at its own moment, so that the cards' readings carry a
+        # thousand sample times, not one.
+        routes = {
+            f"/dcgm/{node.name}/metrics": _body(
+                render(card_lines(truth.model_copy(update={"nodes": (node,)})))
+            )
+            for node in truth.nodes
+        }
+    else:
+        routes = {"/dcgm/all/metrics": _body(render(card_lines(truth)))}
+    routes["/engines/metrics"] = _body(engine_body)
+    server = MetricsServer(routes=routes).start()
+    address = f"127.0.0.1:{server.port}"
+    groups = [
+        {"targets": [address], "labels": {"__metrics_path__": path, "instance": path}}
+        for path in routes
+    ]
+    jobs = [{"job_name": "exporters", "scrape_timeout": "5s", "static_configs": groups}]
     try:
         with tempfile.TemporaryDirectory(prefix="steward-bench-prom-") as tmp:
-            prometheus = RealPrometheus(Path(tmp), [f"127.0.0.1:{server.port}"], interval="5s")
+            prometheus = RealPrometheus(Path(tmp), [], interval="5s", jobs=jobs)
             with prometheus:
                 prometheus.wait_for_scrapes(2, timeout_s=120)
                 settings = PrometheusSettings(url=prometheus.url, window="1m", timeout_s=60)
                 source = PrometheusSource(settings)
                 try:
-                    return _measure(source, truth, runs, prometheus)
+                    return _measure(source, truth, runs, prometheus, targets=len(routes))
                 finally:
                     source.close()
     finally:
         server.stop()
 
 
+def _body(payload: bytes) -> Callable[[], bytes]:
+    return lambda: payload
+
+
 def _measure(
-    source: PrometheusSource, truth: ClusterState, runs: int, prometheus: RealPrometheus
+    source: PrometheusSource,
+    truth: ClusterState,
+    runs: int,
+    prometheus: RealPrometheus,
+    *,
+    targets: int,
 ) -> MetricsBench:
     bare = without_readings(truth)
     answers = source.ask()
@@ -176,8 +213,10 @@ def _measure(
         cards=len(cards),
         workloads=len(joined.workloads),
         series=sum(len(a.series) for a in answers.values() if not isinstance(a, str)),
+        scrape_targets=targets,
         matched_cards=sum(1 for g in cards if g.utilization.usable and g.power_w.usable),
         matched_workloads=sum(1 for w in joined.workloads if w.queue_depth.usable),
+        card_sample_times=len({g.utilization.observed_at for g in cards}),
         median_ms=join.median_ms,
         p99_ms=join.p99_ms,
         join_cpu_median_ms=round(statistics.median(cpu), 3),
@@ -192,18 +231,27 @@ def _measure(
 def metrics(
     nodes: Annotated[int, typer.Option("--nodes", min=1, max=5000)] = 1000,
     runs: Annotated[int, typer.Option("--runs", min=3, max=1000)] = 30,
+    targets: Annotated[
+        Targets,
+        typer.Option(
+            "--targets",
+            help="per-node: a DCGM exporter per node, as a DaemonSet runs it; one: a single "
+            "exporter for every card",
+        ),
+    ] = "per-node",
     json_out: JsonOpt = False,
 ) -> None:
     """One tick of the Prometheus source (queries, then the join) at N nodes of 8 cards."""
     try:
-        figures = run_bench(nodes, runs)
+        figures = run_bench(nodes, runs, targets)
     except PrometheusMissing as exc:
         fail(str(exc), EXIT_BAD_INPUT)
     if json_out:
         emit_json(figures)
     else:
         console.print(
-            f"{figures.nodes} nodes, {figures.cards} cards, {figures.series} series: join "
+            f"{figures.nodes} nodes, {figures.cards} cards, {figures.series} series from "
+            f"{figures.scrape_targets} targets: join "
             f"{figures.median_ms:.1f} ms median, {figures.p99_ms:.1f} ms p99 (target "
             f"{TARGET_P99_MS:g}); queries {figures.query_median_ms:.1f} ms median, "
             f"{figures.query_p99_ms:.1f} ms p99; matched {figures.matched_cards} cards, "

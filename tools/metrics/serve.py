@@ -1,6 +1,7 @@
 """`MetricsServer`: serves a scrape body on loopback, the way an exporter's /metrics does.
 
-A threading HTTP server that answers GET /metrics with whatever `body()` returns at that moment,
+A threading HTTP server that answers GET /metrics with whatever `body()` returns at that moment
+(or each of several paths with its own body, as many exporters behind one address would),
 in the classic Prometheus text format (Prometheus asks for OpenMetrics first; it gets the
 classic format, as a real vLLM or DCGM exporter serving text/plain gives). It binds 127.0.0.1
 unless told otherwise; port 0 picks a free port (see `port`).
@@ -9,7 +10,7 @@ unless told otherwise; port 0 picks a free port (see `port`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tools.metrics.exposition import CONTENT_TYPE
@@ -23,20 +24,35 @@ class _Server(ThreadingHTTPServer):
 
 
 class MetricsServer:
-    """GET /metrics -> body(); started in a daemon thread by `start`, stopped by `stop`."""
+    """GET /metrics -> body() (or GET path -> routes[path]()); started in a daemon thread by
+    `start`, stopped by `stop`."""
 
-    def __init__(self, body: Callable[[], bytes], port: int = 0, host: str = "127.0.0.1"):
-        self._body = body
+    def __init__(
+        self,
+        body: Callable[[], bytes] | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        *,
+        routes: Mapping[str, Callable[[], bytes]] | None = None,
+    ):
+        if routes is None:
+            if body is None:
+                raise ValueError("MetricsServer needs a body or routes to serve")
+            routes = {"/metrics": body}
+        elif body is not None:
+            raise ValueError("MetricsServer serves one body or routes, not both")
+        self._routes = routes
         self.scrapes = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path.split("?")[0] != "/metrics":
-                    self.send_error(404, "only /metrics is served here")
+                make = server._routes.get(self.path.split("?")[0])
+                if make is None:
+                    self.send_error(404, "no exporter at this path")
                     return
                 try:
-                    payload = server._body()
+                    payload = make()
                 except Exception as exc:  # an exporter that cannot read answers 500, like DCGM
                     self.send_error(500, f"reading failed: {exc}")
                     return

@@ -30,6 +30,17 @@ def fresh(value: float, at: datetime, source: str) -> Metric:
     return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
 
 
+def fresh_all(values: list[float], ats: list[datetime], source: str) -> list[Metric]:
+    """`fresh(value, at, source)` of each value and its time, made in one batch."""
+    return trusted_all(
+        Metric,
+        [
+            {"value": v, "status": "fresh", "observed_at": at, "source": source}
+            for v, at in zip(values, ats, strict=True)
+        ],
+    )
+
+
 class Bucket(dict[float, Metric]):
     """Fresh readings of one time and source, by value: a reading made on first asking.
 
@@ -102,6 +113,8 @@ class FieldReadings:
         """Series scraped together share their age: one datetime per age, not per series."""
         self._metrics: dict[str, Metric] = {}
         self._uniform: Bucket | None = None
+        self._fresh = False
+        """Every reading in `metrics` is this tick's, fresh and unmarked."""
         self._pending: tuple[Readings, float, Shared] | None = None
         """The readings not yet made into `Metric`s: made on first asking, as a family's may
         never be (a card's free memory only completes its total, from the values)."""
@@ -129,9 +142,15 @@ class FieldReadings:
         self._ready()
         return self._uniform
 
+    @property
+    def fresh(self) -> bool:
+        """Every reading in `metrics` is this tick's, fresh and not marked otherwise: what is
+        worked out from them can be made in one batch too."""
+        self._ready()
+        return self._fresh
+
     def _make(self, readings: Readings, bound: float, shared: Shared) -> None:
         source, marked, ages, times = self.source, readings.marked, readings.ages, self.times
-        out = self._metrics
         if marked or (ages and max(ages.values()) > bound):
             self._make_each(readings, bound, shared)
             return
@@ -142,15 +161,14 @@ class FieldReadings:
             one.add(values.values())  # the readings not made yet, all at once
             self._metrics = dict(zip(values, map(one.__getitem__, values.values()), strict=True))
             self._uniform = one
+            self._fresh = True
             return
-        last: datetime | None = None
-        bucket: dict[float, Metric] = {}
-        for key, value in values.items():
-            # A target's series come together, so the bucket of their time rarely changes.
-            at = times[ages[key]]
-            if at is not last:
-                bucket, last = shared.bucket(at, source), at
-            out[key] = bucket[value]
+        # A sample time per scrape target (a DCGM exporter per node): readings of one time
+        # and value are rare, so each is made, all in one batch.
+        keys = list(values)
+        ats = list(map(times.__getitem__, map(ages.__getitem__, keys)))
+        self._metrics = dict(zip(keys, fresh_all(list(values.values()), ats, source), strict=True))
+        self._fresh = True
 
     def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
         """`_make` where some readings are stale or marked as taken from host memory."""
@@ -203,3 +221,4 @@ class FieldReadings:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self.metrics[key] = found
         self._uniform = None
+        self._fresh = False

@@ -25,7 +25,7 @@ from tools.metrics.prometheus.client import (
     QueryRefused,
     Vector,
 )
-from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
+from tools.metrics.prometheus.fields import FieldReadings, Shared, fresh_all, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import collect
 from tools.metrics.prometheus.queries import Resolved, resolve
@@ -271,16 +271,20 @@ class _Totals:
         """By the used reading's identity (alive all tick, so never reused) and the free value."""
 
     def batch(self, used: FieldReadings, uuids: list[str]) -> list[Metric] | None:
-        """`every` when every card has this tick's free value and a fresh used reading of one
-        sample time (`used.uniform`): the totals added and made in one batch, all in C. None
-        otherwise."""
-        bucket, read = used.uniform, used.readings
-        if bucket is None or read is None or len(used.metrics) != len(uuids):
+        """`every` when every card has this tick's free value and a fresh used reading
+        (`used.fresh`): the totals added and made in one batch — in the bucket of their one
+        sample time when they have one (`used.uniform`). None otherwise."""
+        read = used.readings
+        if read is None or not used.fresh or len(used.metrics) != len(uuids):
             return None  # some card's used reading is missing, stale or said otherwise
         free = list(map(self.values.get, uuids))
         if None in free:
             return None
         totals = list(map(add, map(read.values.__getitem__, uuids), free))
+        bucket = used.uniform
+        if bucket is None:  # a sample time per scrape target
+            ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
+            return fresh_all(totals, ats, used.source)
         bucket.add(totals)
         return list(map(bucket.__getitem__, totals))
 

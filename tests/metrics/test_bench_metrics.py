@@ -1,0 +1,42 @@
+"""`steward bench metrics` measures the join a user's Prometheus gives: a DCGM exporter per node,
+each a scrape target of its own, so the cards' readings carry one sample time per node."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from evals.bench.metrics import run_bench
+from tools.metrics.serve import MetricsServer
+
+
+def test_routes_serve_each_exporter_at_its_path() -> None:
+    server = MetricsServer(routes={"/a/metrics": lambda: b"a 1\n", "/b/metrics": lambda: b"b 2\n"})
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{server.port}"
+        assert httpx.get(f"{base}/a/metrics").text == "a 1\n"
+        assert httpx.get(f"{base}/b/metrics?x=1").text == "b 2\n"
+        assert httpx.get(f"{base}/metrics").status_code == 404
+        assert server.scrapes == 2
+    finally:
+        server.stop()
+
+
+def test_a_server_serves_one_body_or_routes() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        MetricsServer(lambda: b"", routes={"/metrics": lambda: b""})
+    with pytest.raises(ValueError, match="needs a body or routes"):
+        MetricsServer()
+
+
+@pytest.mark.slow
+def test_the_bench_scrapes_a_dcgm_exporter_per_node() -> None:
+    figures = run_bench(nodes=6, runs=3)
+    assert figures.scrape_targets == 6 + 1  # the nodes' exporters and the engines'
+    assert figures.matched_cards == figures.cards == 48
+    assert figures.matched_workloads == figures.workloads
+    assert figures.card_sample_times > 1  # the targets were scraped at their own moments
+    one = run_bench(nodes=6, runs=3, targets="one")
+    assert one.scrape_targets == 2 and one.card_sample_times == 1
+    assert one.matched_cards == 48
