@@ -10,7 +10,7 @@ from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
+from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
 from tools.metrics.prometheus.source import _Totals
 
@@ -34,7 +34,7 @@ def _alike(
     workloads: WorkloadIndex,
 ) -> Readings:
     """The whole-answer reading of `series`, checked against the series-by-series one."""
-    whole = _at_once(family, Vector(NOW, series), cards, workloads)
+    whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
     assert whole is not None
     assert whole == _each(family, Vector(NOW, series), cards, workloads)
     return whole
@@ -139,7 +139,7 @@ def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() 
     later = ({"UUID": "GPU-gpu-b-0", **other, PART: "v"}, 50.0)
     series = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), ({**other, PART: "t"}, NOW - 9), later]
     answer = Vector(NOW, series)
-    assert _at_once(family, answer, cards, workloads) is None
+    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
     got = collect(family, answer, cards, workloads)
     assert got == _each(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}
@@ -292,7 +292,7 @@ def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -
     family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
     dated = ({"UUID": "GPU-gpu-a-0", **TARGET, STAMP: repr(NOW - 5)}, 97.0)
     answer = Vector(NOW, [dated, ({"UUID": "GPU-gpu-b-0", **TARGET}, 50.0)])
-    assert _at_once(family, answer, cards, workloads) is None
+    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
     got = collect(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}
 

@@ -67,12 +67,33 @@ class Bucket(dict[float, Metric]):
         return found
 
 
+class Instants(dict[float, datetime]):
+    """Sample times by their age at `now`, each worked out on first asking: a scrape target's
+    series of every family share theirs."""
+
+    def __init__(self, now: datetime) -> None:
+        super().__init__()
+        self.now = now
+
+    def __missing__(self, age: float) -> datetime:
+        found = self[age] = self.now - timedelta(seconds=age)
+        return found
+
+
 class Shared:
     """Fresh readings of one tick, one object per (value, time, source)."""
 
     def __init__(self) -> None:
         self.buckets: dict[tuple[datetime, str], Bucket] = {}
         """Per (time, source): the readings made, by value."""
+        self._instants: dict[datetime, Instants] = {}
+
+    def instants(self, now: datetime) -> Instants:
+        """The sample times of this tick's readings by their age at `now`."""
+        found = self._instants.get(now)
+        if found is None:
+            found = self._instants[now] = Instants(now)
+        return found
 
     def bucket(self, at: datetime, source: str) -> Bucket:
         found = self.buckets.get((at, source))
@@ -120,9 +141,11 @@ class FieldReadings:
         never be (a card's free memory only completes its total, from the values)."""
         if readings is not None:
             assert now is not None
-            for age in set(readings.ages.values()):  # one per scrape target, not per card
-                self.times[age] = now - timedelta(seconds=age)
-            self._pending = (readings, bound, shared or Shared())
+            shared = shared or Shared()
+            # One per scrape target, not per card; the same for every family of one target.
+            ages = list(set(readings.ages.values()))
+            self.times = dict(zip(ages, map(shared.instants(now).__getitem__, ages), strict=True))
+            self._pending = (readings, bound, shared)
 
     def _ready(self) -> None:
         if self._pending is not None:

@@ -57,8 +57,21 @@ def _slot(names: tuple[str, ...]) -> Slot:
     return itemgetter(*names)  # KeyError when a series lacks one: it is not dated by these
 
 
+class SampleTimes(dict[object, float | None]):
+    """`steward_t` labels' texts, each made a number on first sight: the series of every
+    family scraped from one target share theirs (one tick's, as the texts change each tick)."""
+
+    def __missing__(self, text: object) -> float | None:
+        found = self[text] = _posix(text)
+        return found
+
+
 def collect(
-    family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
+    family: Resolved,
+    answer: Vector,
+    cards: CardIndex,
+    workloads: WorkloadIndex,
+    times: SampleTimes | None = None,
 ) -> Readings:
     """One family's series, combined per card or workload (the timed part of a tick's join).
 
@@ -70,7 +83,7 @@ def collect(
 
     Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
     read with whole-list operations (`_at_once`); any other is read series by series."""
-    found = _at_once(family, answer, cards, workloads)
+    found = _at_once(family, answer, cards, workloads, SampleTimes() if times is None else times)
     return found if found is not None else _each(family, answer, cards, workloads)
 
 
@@ -128,7 +141,11 @@ def _read(
 
 
 def _at_once(
-    family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex
+    family: Resolved,
+    answer: Vector,
+    cards: CardIndex,
+    workloads: WorkloadIndex,
+    texts: SampleTimes,
 ) -> Readings | None:
     """The answer as the queries give it — every series dated by its own `steward_t` (the
     defaults), or timestamp series first, all with the same label names, every value series
@@ -179,7 +196,7 @@ def _at_once(
     elif STAMP in first:  # the default queries': each series carries its sample time
         # Its text as it is: made a number once per distinct one. An override so shaped
         # has each series' part checked: none may have one.
-        dated, part, time_of, parted = _own_time, None, _posix, not family.default
+        dated, part, time_of, parted = _own_time, None, texts.__getitem__, not family.default
     rest = series[stamped:]
     labels = list(map(itemgetter(0), rest))
     read = _read(
@@ -198,7 +215,8 @@ def _at_once(
     keys = _keys(family, found=found, labels=labels, cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
     # One sample time per scrape target (or pod), not per series: each made a number once.
-    when = {date: time_of(date) for date in set(dates)}
+    distinct = list(set(dates))
+    when = dict(zip(distinct, map(time_of, distinct), strict=True))
     times = set(when.values())
     age_of: dict[float | None, float] = {t: max(0.0, evaluated - t) for t in times if t is not None}
     age_of[None] = 0.0

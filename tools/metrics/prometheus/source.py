@@ -27,7 +27,7 @@ from tools.metrics.prometheus.client import (
 )
 from tools.metrics.prometheus.fields import FieldReadings, Shared, fresh_all, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import collect
+from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
@@ -130,11 +130,13 @@ class PrometheusSource:
         cards = CardIndex(state)
         self._workloads.refresh(state)
         self._unmatched = 0
-        shared = Shared()
+        shared, times = Shared(), SampleTimes()
         fields: dict[str, FieldReadings] = {}
         for family in self.families:
             answer = answers.get(family.name, "not asked")
-            fields[family.family.field] = self._field(family, answer, state, cards, shared)
+            fields[family.family.field] = self._field(
+                family, answer, state, cards, shared=shared, times=times
+            )
         nodes = self._nodes(state, fields, shared, cards)
         workloads = self._workloads_with(state, fields)
         return state.model_copy(update={"nodes": nodes, "workloads": workloads})
@@ -145,7 +147,9 @@ class PrometheusSource:
         answer: Answer,
         state: ClusterState,
         cards: CardIndex,
+        *,
         shared: Shared,
+        times: SampleTimes,
     ) -> FieldReadings:
         name = family.name
         source = f"prometheus:{name}"
@@ -154,7 +158,7 @@ class PrometheusSource:
             # The last good readings, stale, with this tick's reason; missing where none.
             why = f"{source}: {answer}"
             return FieldReadings(metric(None, "missing", None, why), previous=before)
-        readings = collect(family, answer, cards, self._workloads)
+        readings = collect(family, answer, cards, self._workloads, times)
         self._unmatched += readings.unmatched
         out = FieldReadings(
             metric(None, "missing", None, f"{source}: no series"),
