@@ -30,15 +30,24 @@ def fresh(value: float, at: datetime, source: str) -> Metric:
     return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
 
 
-def fresh_all(values: list[float], ats: list[datetime], source: str) -> list[Metric]:
-    """`fresh(value, at, source)` of each value and its time, made in one batch."""
-    return trusted_all(
+def fresh_all(
+    values: list[float], ats: list[datetime], source: str, *, alike: bool = False
+) -> list[Metric]:
+    """`fresh(value, at, source)` of each value and its time, made in one batch. `alike`: many
+    share a value and time (the cards of one node and model have the same total memory), so
+    one reading is made per distinct pair, all in C but the making."""
+    pairs = list(zip(values, ats, strict=True))
+    distinct = list(set(pairs)) if alike else pairs
+    made = trusted_all(
         Metric,
         [
             {"value": v, "status": "fresh", "observed_at": at, "source": source}
-            for v, at in zip(values, ats, strict=True)
+            for v, at in distinct
         ],
     )
+    if not alike:
+        return made
+    return list(map(dict(zip(distinct, made, strict=True)).__getitem__, pairs))
 
 
 class Bucket(dict[float, Metric]):

@@ -288,7 +288,7 @@ class _Totals:
         bucket = used.uniform
         if bucket is None:  # a sample time per scrape target
             ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
-            return fresh_all(totals, ats, used.source)
+            return fresh_all(totals, ats, used.source, alike=True)
         bucket.add(totals)
         return list(map(bucket.__getitem__, totals))
 
