@@ -6,7 +6,10 @@ builder keeps the previous snapshot's frozen objects and rebuilds only what the 
 dirty, interning identical `Metric` objects on the way; everything else is shared between
 successive snapshots (they are immutable, so sharing is safe). A rebuilt node or workload gets
 a new `version` (tools.model.new_version: unique in the process, so two simulated clusters never
-hand out one version for different content); one that is shared keeps its own.
+hand out one version for different content); one that is shared keeps its own. A workload whose
+serving readings alone changed (its queue moves every tick) keeps its `version` and gets a new
+`readings_version`, as under a metric source, so that what is derived from its shape — its
+pool's sums, the nodes it runs on — is not worked out again.
 
 Freshness: a reading is fresh until 2.5 scrape intervals old, then stale (its last value kept),
 and missing after five minutes (Prometheus' lookback): a lost node's readings are never invented.
@@ -77,6 +80,8 @@ class SnapshotBuilder:
         ] = {}
         self._state: ClusterState | None = None
         self._version = -1
+        self._shapes: dict[str, tuple[tuple[object, ...], str]] = {}
+        """Per workload: what its `version` covers (all but its readings), and that version."""
 
     def at(self, t: float) -> datetime:
         dt = self._times.get(t)
@@ -275,6 +280,14 @@ class SnapshotBuilder:
             return self.metric(s[i] if s else None, t, "gateway")
 
         placement = tuple(self._placement(r) for r in run.replicas)
+        ready = sum(1 for r in run.replicas if r.phase == "ready")
+        shape = (spec, run.desired, ready, placement, run.accepting)
+        known = self._shapes.get(name)
+        if known is not None and known[0][0] is spec and known[0][1:] == shape[1:]:
+            version, readings_version = known[1], new_version()  # only its readings changed
+        else:
+            version, readings_version = new_version(), ""
+            self._shapes[name] = (shape, version)
         return trusted(
             Workload,
             {
@@ -282,7 +295,7 @@ class SnapshotBuilder:
                 "kind": spec.kind,
                 "pool": spec.pool,
                 "desired_replicas": run.desired,
-                "ready_replicas": sum(1 for r in run.replicas if r.phase == "ready"),
+                "ready_replicas": ready,
                 "cards_per_replica": spec.cards_per_replica,
                 "nodes_per_replica": spec.nodes_per_replica,
                 "model": spec.model,
@@ -301,8 +314,8 @@ class SnapshotBuilder:
                 "annotations": dict(spec.annotations)
                 if run.accepting
                 else {**spec.annotations, CLOSED: "false"},
-                "version": new_version(),
-                "readings_version": "",
+                "version": version,
+                "readings_version": readings_version,
             },
         )
 
