@@ -55,6 +55,7 @@ from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
 from policies.model import Policy
+from policies.rules.census import census
 from tools.actions import RotateMode
 from tools.backends.base import Cluster
 from tools.backends.parts import Parts
@@ -211,10 +212,13 @@ class Runtime:
         hashes is each node and workload once per version, so a later tick that acts — whose
         intent and execution records carry its observation's digest — hashes only what
         changed since, not the whole cluster (~100 ms at 1,000 nodes) while its decision
-        waits."""
+        waits. So is its workloads' census (policies.rules.census): a later tick that acts
+        counts again only if a workload's shape changed since, not every replica of the fleet
+        while its guard judges."""
         latest = self.ctx.latest()
         if latest is not None:
             latest.digest()
+            census(latest.workloads)
         self.ctx.let_go()
         tidy_heap()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S
