@@ -8,7 +8,7 @@ from tests.metrics.cluster import bare, truth
 from tools.bases import new_version
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
-from tools.metrics.prometheus.fields import Shared
+from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
@@ -174,6 +174,60 @@ def test_totals_made_in_one_batch_are_those_made_card_by_card() -> None:
         got = [gpu.memory_total_bytes for node in merged.nodes for gpu in node.gpus]
         assert got == by_card
     assert by_card[-1].status == "missing" and "fb_free" in by_card[-1].source
+
+
+def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
+    """A DCGM exporter per node: each node's series carry its own sample time (the default
+    queries' `steward_t`). The readings, made in one batch, and the totals, made in one batch,
+    are what the card-by-card paths make; every card of a node has its node's time."""
+    state = bare(truth())
+    families = {f.name: f for f in resolve(PrometheusSettings())}
+
+    def answer(raw: float) -> list[tuple[dict[str, str], float]]:
+        return [
+            (
+                {
+                    "UUID": gpu.uuid,
+                    "gpu": str(gpu.index),
+                    "Hostname": node.name,
+                    "instance": f"10.0.0.{i}:9400",
+                    "job": "dcgm",
+                    STAMP: repr(NOW - 5 - i),
+                },
+                raw + i + gpu.index,
+            )
+            for i, node in enumerate(state.nodes)
+            for gpu in node.gpus
+        ]
+
+    answers = {"gpu_util": answer(10.0), "fb_used": answer(1000.0), "fb_free": answer(9000.0)}
+    for name, series in answers.items():  # dated alike whole and series by series
+        _alike(families[name], series, CardIndex(state), WorkloadIndex())
+    source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1", queries={"power": ""}))
+    try:
+        merged = source.merge(state, {k: Vector(NOW, v) for k, v in answers.items()})
+    finally:
+        source.close()
+    used = source._last["fb_used"]
+    assert used.fresh and used.uniform is None  # the batch of many sample times
+    uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+    bound = source.settings.staleness_s
+    assert used.readings is not None
+    one_by_one = FieldReadings(used.default, now=state.observed_at, source=used.source)
+    one_by_one.times = used.times
+    one_by_one._make_each(used.readings, bound, Shared())
+    assert [used.get(u) for u in uuids] == [one_by_one.get(u) for u in uuids]
+    totals = _Totals(source._last["fb_free"], Shared())
+    assert totals.batch(used, uuids) == totals.every([used.get(u) for u in uuids], uuids)
+    assert len(merged.nodes) > 1
+    for i, node in enumerate(merged.nodes):
+        times = {g.utilization.observed_at for g in node.gpus}
+        times |= {g.memory_total_bytes.observed_at for g in node.gpus}
+        assert len(times) == 1
+        (at,) = times
+        assert at is not None
+        assert (state.observed_at - at).total_seconds() == 5 + i
+        assert all(g.utilization.status == "fresh" for g in node.gpus)
 
 
 def test_a_series_gone_since_the_last_tick_leaves_its_last_reading_stale() -> None:
