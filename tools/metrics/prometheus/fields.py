@@ -3,11 +3,12 @@
 A family's answer (tools.metrics.prometheus.join.Readings: a value and an age per card UUID or
 workload name) becomes one `Metric` per key — fresh, or stale by its age — made in one pass
 over the keys, so that building the observation is a dictionary lookup per card and field.
-Readings that say the same thing share one `Metric` (they are immutable): a scrape target's
-series share their sample time, so every card of a node at 100 % utilization, or every card of
-one model with the same total memory, is the same object — a fleet's tick makes thousands of
-readings, not tens of thousands. A field whose family failed this tick answers from the last one
-that did not, stale; a key with nothing at all answers the field's default (why there is none).
+Where readings of one sample time are many — every card scraped from one exporter — those that
+say the same thing share one `Metric` (they are immutable): every card at 100 % utilization is
+the same object. With an exporter per node each node's readings have their own time, so they are
+made in one batch instead, sharing only the cards' total memory (one per node and card model).
+A field whose family failed this tick answers from the last one that did not, stale; a key with
+nothing at all answers the field's default (why there is none).
 """
 
 from __future__ import annotations
