@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import cast
 
 from tools.metrics.prometheus.client import Vector
+from tools.metrics.prometheus.combining import combine, combined
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved
 
@@ -242,8 +243,11 @@ def _at_once(
                 ages = map(age_of.__getitem__, map(when.__getitem__, dates))
                 out.ages = dict(zip(named, ages, strict=True))
             return out
-    stamps = tuple(map(when.__getitem__, dates))
-    return _combined(out, keys, raws, stamps, age_of, scale=scale, summed=summed)
+    stamps = list(map(when.__getitem__, dates))
+    out.values, out.ages, out.no_data = combined(
+        keys, raws, stamps, age_of, scale=scale, summed=summed
+    )
+    return out
 
 
 def _own_time(labels: list[dict[str, str]]) -> list[object] | None:
@@ -269,39 +273,6 @@ def _posix(text: object) -> float | None:
         return float(cast("str", text))
     except ValueError:
         return None
-
-
-def _combined(
-    out: Readings,
-    keys: Sequence[str | None],
-    raws: list[float],
-    stamps: tuple[float | None, ...],
-    age_of: dict[float | None, float],
-    *,
-    scale: float,
-    summed: bool,
-) -> Readings:
-    """`out` with the series combined per key (replicas summed, or the largest kept), NaN
-    ones counted as no data, each key dated by its oldest series."""
-    values: dict[str, float] = {}
-    oldest: dict[str, float] = {}
-    no_data = out.no_data
-    oldest_of = oldest.get
-    for key, raw, stamp in zip(keys, raws, stamps, strict=True):
-        if key is None:
-            continue
-        if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests)
-            no_data.add(key)
-            continue
-        _combine(values, key, raw * scale, summed)
-        if stamp is not None:
-            before = oldest_of(key)
-            if before is None or stamp < before:
-                oldest[key] = stamp
-    out.values = values
-    out.ages = {key: age_of[oldest_of(key)] for key in values}
-    out.no_data = no_data - values.keys()
-    return out
 
 
 def _stamped(series: list[tuple[dict[str, str], float]]) -> int:
@@ -405,7 +376,7 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
                 old = oldest.get(key)
                 if old is None or stamp < old:
                     oldest[key] = stamp
-        _combine(values, key, raw * scale, summed)
+        combine(values, key, raw * scale, summed)
     evaluated = answer.evaluated_at
     out.ages = {
         key: 0.0 if (stamp := oldest.get(key)) is None else max(0.0, evaluated - stamp)
@@ -413,14 +384,3 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
     }
     out.no_data -= values.keys()
     return out
-
-
-def _combine(values: dict[str, float], key: str, value: float, summed: bool) -> None:
-    """Another series of `key`: added (the replicas' waiting requests), or the larger kept."""
-    old = values.get(key)
-    if old is None:
-        values[key] = value
-    elif summed:
-        values[key] = old + value
-    elif value > old:
-        values[key] = value
