@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from evals.twin.engines import EngineExporter
-from evals.twin.mirror import pod_names
+from evals.twin.pods import pod_names
 from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
 from tools.model import ClusterState
 

@@ -35,6 +35,7 @@ from evals.twin.nodes import (
     node_object,
     resource_slice,
 )
+from evals.twin.pods import failed_scheduling, owner_reference, pod_names, pod_object
 from evals.twin.resources import (
     CONFIGMAP,
     DAEMONSET,
@@ -68,17 +69,6 @@ def workload_resource(spec: WorkloadSpec) -> Any:
     if spec.kind == "render":
         return STATEFULSET
     return DEPLOYMENT
-
-
-def pod_names(spec: WorkloadSpec, index: int) -> list[str]:
-    """The pods of one replica, as the workload's controller names them."""
-    if spec.nodes_per_replica > 1:  # LeaderWorkerSet: leader NAME-I, workers NAME-I-K
-        return [spec.name + f"-{index}"] + [
-            f"{spec.name}-{index}-{k}" for k in range(1, spec.nodes_per_replica)
-        ]
-    if spec.kind == "render":
-        return [f"{spec.name}-{index}"]
-    return [f"{spec.name}-{stable_hash(spec.name, 10)}-{stable_hash(f'{spec.name}/{index}', 5)}"]
 
 
 class Mirror:
@@ -343,7 +333,7 @@ class Mirror:
                 "name": name,
                 "namespace": self.namespace,
                 "labels": {"steward.dev/workload": spec.name},
-                "ownerReferences": [_owner(deploy)],
+                "ownerReferences": [owner_reference(deploy)],
             },
             "spec": {
                 "replicas": deploy["spec"]["replicas"],
@@ -364,103 +354,27 @@ class Mirror:
                 node = r.nodes[k] if k < len(r.nodes) else None
                 per_node = len(r.cards) // max(1, len(r.nodes)) if r.nodes else 0
                 cards = r.cards[k * per_node : (k + 1) * per_node] if node else []
-                pod = self._pod(spec, r, name, k=k, node=node, cards=cards, owner=owner)
+                pod = pod_object(
+                    spec,
+                    r,
+                    name,
+                    k=k,
+                    node=node,
+                    cards=cards,
+                    owner=owner,
+                    namespace=self.namespace,
+                    template=self.template(spec),
+                    at=rfc3339(self.sim.clock.at(r.since_s)),
+                    reason=self._reason(spec, r) if node is None else "",
+                )
                 self.store.upsert(POD, self.namespace, name, pod)
-                self._scheduling_event(spec, r, name, pod)
+                if pod["status"]["phase"] == "Pending" and not r.nodes:
+                    self._scheduling_event(name, pod)
         for name in self._workload_pods.get(spec.name, set()) - wanted:
             self.store.remove(POD, self.namespace, name)
             self.pods.pop(name, None)
             self.store.remove(EVENT, self.namespace, f"{name}.failedscheduling")
         self._workload_pods[spec.name] = wanted
-
-    def _pod(
-        self,
-        spec: WorkloadSpec,
-        r: Replica,
-        name: str,
-        *,
-        k: int,
-        node: str | None,
-        cards: list[str],
-        owner: Obj,
-    ) -> Obj:
-        at = rfc3339(self.sim.clock.at(r.since_s))
-        template = self.template(spec)
-        labels = {**template["metadata"]["labels"], "steward.dev/replica": str(r.index)}
-        if spec.nodes_per_replica > 1:
-            labels["leaderworkerset.sigs.k8s.io/worker-index"] = str(k)
-            labels["leaderworkerset.sigs.k8s.io/group-index"] = str(r.index)
-            labels["leaderworkerset.sigs.k8s.io/name"] = spec.name
-        elif spec.kind != "render":
-            labels["pod-template-hash"] = stable_hash(spec.name, 10)
-        meta: Obj = {
-            "name": name,
-            "namespace": self.namespace,
-            "labels": labels,
-            "ownerReferences": [_owner(owner)],
-        }
-        if cards:
-            meta["annotations"] = {"steward.dev/gpus": ",".join(cards)}
-        pspec = {**template["spec"]}
-        status: Obj = {"qosClass": "Burstable"}
-        if node is None:
-            status["phase"] = "Pending"
-            status["conditions"] = [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "lastTransitionTime": at,
-                    "message": self._reason(spec, r),
-                }
-            ]
-            return {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": meta,
-                "spec": pspec,
-                "status": status,
-            }
-        pspec["nodeName"] = node
-        ready = r.phase == "ready"
-        if r.phase == "terminating":
-            meta["deletionTimestamp"] = at
-            meta["deletionGracePeriodSeconds"] = 120
-        ready_at = at
-        cond = "True" if ready else "False"
-        status.update(
-            {
-                "phase": "Running",
-                "hostIP": fake_ip(node),
-                "podIP": fake_ip(name),
-                "startTime": at,
-                "conditions": [
-                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": at},
-                    {"type": "Initialized", "status": "True", "lastTransitionTime": at},
-                    {"type": "ContainersReady", "status": cond, "lastTransitionTime": ready_at},
-                    {"type": "Ready", "status": cond, "lastTransitionTime": ready_at},
-                ],
-                "containerStatuses": [
-                    {
-                        "name": "server",
-                        "ready": ready,
-                        "restartCount": 0,
-                        "started": True,
-                        "image": template["spec"]["containers"][0]["image"],
-                        "imageID": "",
-                        "containerID": f"containerd://{stable_hash(name, 32)}",
-                        "state": {"running": {"startedAt": at}},
-                    }
-                ],
-            }
-        )
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": meta,
-            "spec": pspec,
-            "status": status,
-        }
 
     def _reason(self, spec: WorkloadSpec, r: Replica) -> str:
         key = (spec.name, r.index)
@@ -475,47 +389,9 @@ class Mirror:
                 self._reasons.clear()
         return found
 
-    def _scheduling_event(self, spec: WorkloadSpec, r: Replica, pod_name: str, pod: Obj) -> None:
-        if pod["status"]["phase"] != "Pending" or r.nodes:
-            return
+    def _scheduling_event(self, pod_name: str, pod: Obj) -> None:
+        """The scheduler's FailedScheduling event of a Pending pod, written once."""
         name = f"{pod_name}.failedscheduling"
-        if self.store.find(EVENT, self.namespace, name) is not None:
-            return
-        at = rfc3339(self.sim.now)
-        self.store.upsert(
-            EVENT,
-            self.namespace,
-            name,
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "involvedObject": {
-                    "kind": "Pod",
-                    "namespace": self.namespace,
-                    "name": pod_name,
-                    "uid": pod["metadata"].get("uid", ""),
-                    "apiVersion": "v1",
-                },
-                "reason": "FailedScheduling",
-                "type": "Warning",
-                "message": pod["status"]["conditions"][0]["message"],
-                "source": {"component": "default-scheduler"},
-                "reportingComponent": "default-scheduler",
-                "reportingInstance": "default-scheduler",
-                "firstTimestamp": at,
-                "lastTimestamp": at,
-                "count": 1,
-            },
-        )
-
-
-def _owner(obj: Obj) -> Obj:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+        if self.store.find(EVENT, self.namespace, name) is None:
+            event = failed_scheduling(self.namespace, pod_name, pod, rfc3339(self.sim.now))
+            self.store.upsert(EVENT, self.namespace, name, event)
