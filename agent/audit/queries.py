@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.audit.chain import parse_body, time_text
 from agent.audit.db import connect
-from agent.audit.records import Kind, Record
+from agent.audit.records import Intent, Kind, Outcome, Record
 from agent.audit.story import export_row
 from tools.actions import Action
 
@@ -82,6 +82,41 @@ def find(conn: sqlite3.Connection, decision_id: str, *kinds: str) -> list[Record
         (decision_id, *kinds),
     ).fetchall()
     return records_of(rows)
+
+
+def unfinished(conn: sqlite3.Connection) -> list[Record]:
+    """Intents with neither an outcome nor an interrupted record, oldest first."""
+    rows = conn.execute(
+        "SELECT r.body, r.hash, r.mac FROM records r WHERE r.kind = 'intent' AND NOT "
+        "EXISTS (SELECT 1 FROM records o WHERE o.decision_id = r.decision_id AND "
+        "o.kind IN ('outcome', 'interrupted')) ORDER BY r.seq"
+    ).fetchall()
+    return records_of(rows)
+
+
+def executed_since(conn: sqlite3.Connection, since: datetime) -> list[ExecutedAction]:
+    """The actions the backend carried out since `since`, each with its decision's outcome."""
+    rows = conn.execute(
+        "SELECT o.body, o.hash, o.mac, i.body, i.hash, i.mac FROM records o JOIN "
+        "records i ON i.decision_id = o.decision_id AND i.kind = 'intent' "
+        "WHERE o.kind = 'outcome' AND o.time >= ? ORDER BY o.seq",
+        (time_text(since),),
+    ).fetchall()
+    done: list[ExecutedAction] = []
+    outcomes, intents = records_of(r[:3] for r in rows), records_of(r[3:] for r in rows)
+    for outcome, intent in zip(outcomes, intents, strict=True):
+        assert isinstance(outcome.payload, Outcome) and isinstance(intent.payload, Intent)
+        for result in outcome.payload.results:
+            if result.executed:
+                done.append(
+                    ExecutedAction(
+                        action=intent.payload.proposals[result.index].action,
+                        at=outcome.time,
+                        decision_id=outcome.payload.decision_id,
+                        ok=result.ok,
+                    )
+                )
+    return done
 
 
 def export_stream(path: Path) -> Iterator[dict[str, Any]]:

@@ -32,10 +32,12 @@ from agent.audit.errors import AuditError
 from agent.audit.queries import (
     SELECT_RECORD,
     ExecutedAction,
+    executed_since,
     export_stream,
     find,
     record_of,
     records_of,
+    unfinished,
     where,
 )
 from agent.audit.records import (
@@ -51,11 +53,12 @@ from agent.audit.records import (
     decision_of,
 )
 from agent.audit.verify import (
-    Anchor,
     VerifyReport,
     anchor_mac,
     check,
+    check_key,
     read_witness,
+    snapshot,
     witnessed,
 )
 from policies.history import Executed, History
@@ -143,7 +146,8 @@ class AuditLog:
             conn.executescript(SCHEMA)
             if created:
                 fsync_dir(data_dir)
-            log._check_layout_and_key()
+            check_layout(conn, path, create=True)
+            check_key(conn, path, key, KEY_ENV)
             witness.on_open(data_dir, path, conn, key)
         except BaseException:
             log.close()
@@ -324,12 +328,7 @@ class AuditLog:
     def unfinished_intents(self) -> list[Record]:
         """Intents with neither an outcome nor an interrupted record, oldest first."""
         with self._mutex:
-            rows = self._conn.execute(
-                "SELECT r.body, r.hash, r.mac FROM records r WHERE r.kind = 'intent' AND NOT "
-                "EXISTS (SELECT 1 FROM records o WHERE o.decision_id = r.decision_id AND "
-                "o.kind IN ('outcome', 'interrupted')) ORDER BY r.seq"
-            ).fetchall()
-        return records_of(rows)
+            return unfinished(self._conn)
 
     def reconcile(self, keep: Collection[str] = (), reason: str = INTERRUPTED_REASON) -> list[str]:
         """Close every unfinished intent as interrupted; return their decision ids.
@@ -400,27 +399,7 @@ class AuditLog:
     def executed_actions(self, since: datetime) -> list[ExecutedAction]:
         """Actions the backend carried out since `since` (for policies.history.History)."""
         with self._mutex:
-            rows = self._conn.execute(
-                "SELECT o.body, o.hash, o.mac, i.body, i.hash, i.mac FROM records o JOIN "
-                "records i ON i.decision_id = o.decision_id AND i.kind = 'intent' "
-                "WHERE o.kind = 'outcome' AND o.time >= ? ORDER BY o.seq",
-                (time_text(since),),
-            ).fetchall()
-        done: list[ExecutedAction] = []
-        outcomes, intents = records_of(r[:3] for r in rows), records_of(r[3:] for r in rows)
-        for outcome, intent in zip(outcomes, intents, strict=True):
-            assert isinstance(outcome.payload, Outcome) and isinstance(intent.payload, Intent)
-            for result in outcome.payload.results:
-                if result.executed:
-                    done.append(
-                        ExecutedAction(
-                            action=intent.payload.proposals[result.index].action,
-                            at=outcome.time,
-                            decision_id=outcome.payload.decision_id,
-                            ok=result.ok,
-                        )
-                    )
-        return done
+            return executed_since(self._conn, since)
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database file, off the append path (call it between ticks)."""
@@ -431,32 +410,6 @@ class AuditLog:
         """Check the whole log (one consistent snapshot, safe while the writer appends)."""
         seen = read_witness(self.path.parent)
         with self._mutex:
-            conn = self._conn
-            conn.execute("BEGIN")
-            try:
-                rows = conn.execute(
-                    "SELECT seq, time, kind, decision_id, prev_hash, body, hash, mac "
-                    "FROM records ORDER BY seq"
-                ).fetchall()
-                head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
-            finally:
-                conn.execute("COMMIT")
-        report = check(rows, Anchor._make(head) if head else None, self._key)
+            rows, head = snapshot(self._conn)
+        report = check(rows, head, self._key)
         return witnessed(report, rows, seen, self._key)
-
-    def _check_layout_and_key(self) -> None:
-        conn = self._conn
-        check_layout(conn, self.path, create=True)
-        head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
-        if head is None or head[2] is None:
-            return
-        if self._key is None:
-            raise AuditError(
-                f"the decision log {self.path} is signed (HMAC) but {KEY_ENV} is not set; "
-                "set it to the key the log was written with"
-            )
-        if head[2] != anchor_mac(self._key, head[0], head[1]):
-            raise AuditError(
-                f"{KEY_ENV} does not match the key {self.path} was signed with (or its anchor "
-                "was tampered with: run `steward audit verify`)"
-            )

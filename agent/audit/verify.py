@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -65,6 +66,38 @@ class Anchor(NamedTuple):
     seq: int
     hash: str
     mac: str | None
+
+
+def snapshot(conn: sqlite3.Connection) -> tuple[list[Row], Anchor | None]:
+    """Every row of the log and its head anchor, read in one transaction: one consistent
+    snapshot, safe while the writer appends."""
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute(
+            "SELECT seq, time, kind, decision_id, prev_hash, body, hash, mac "
+            "FROM records ORDER BY seq"
+        ).fetchall()
+        head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
+    finally:
+        conn.execute("COMMIT")
+    return rows, Anchor._make(head) if head else None
+
+
+def check_key(conn: sqlite3.Connection, path: Path, key: bytes | None, key_env: str) -> None:
+    """Refuse a signed log opened without its key (`key_env` unset), or with another one."""
+    head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
+    if head is None or head[2] is None:
+        return
+    if key is None:
+        raise AuditError(
+            f"the decision log {path} is signed (HMAC) but {key_env} is not set; "
+            "set it to the key the log was written with"
+        )
+    if head[2] != anchor_mac(key, head[0], head[1]):
+        raise AuditError(
+            f"{key_env} does not match the key {path} was signed with (or its anchor "
+            "was tampered with: run `steward audit verify`)"
+        )
 
 
 def anchor_mac(key: bytes, seq: int, digest: str) -> str:
