@@ -25,7 +25,7 @@ from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes import endpoint
 from tools.backends.kubernetes.cache import Watched
 from tools.backends.kubernetes.connect import api_client
-from tools.backends.kubernetes.errors import Caller
+from tools.backends.kubernetes.errors import Caller, write_options
 from tools.backends.kubernetes.nodes import NodeOps
 from tools.backends.kubernetes.observe import Builder
 from tools.backends.kubernetes.settings import KubernetesSettings
@@ -35,7 +35,6 @@ from tools.model import ClusterState, Link
 T = TypeVar("T")
 Obj = dict[str, Any]
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
-DRY = "All"
 
 
 class KubernetesCluster:
@@ -222,9 +221,7 @@ class KubernetesCluster:
     def _patch_scale(self, kind: str, name: str, body: Obj, dry_run: bool) -> Obj:
         """A merge patch of the scale subresource; with the resourceVersion it was read at in
         the patch, the API server refuses it (409) if the workload changed in between."""
-        kw: dict[str, Any] = {"_request_timeout": self.timeout}
-        if dry_run:
-            kw["dry_run"] = DRY
+        kw = write_options(self.timeout, dry_run)
         if kind == "Deployment":
             r = self.apps.patch_namespaced_deployment_scale(name, self.ns, body, **kw)
         elif kind == "StatefulSet":
@@ -295,9 +292,7 @@ class KubernetesCluster:
         )
 
     def _patch_workload(self, kind: str, name: str, body: Obj, dry_run: bool) -> Any:
-        kw: dict[str, Any] = {"_request_timeout": self.timeout}
-        if dry_run:
-            kw["dry_run"] = DRY
+        kw = write_options(self.timeout, dry_run)
         if kind == "Deployment":
             return self.apps.patch_namespaced_deployment(name, self.ns, body, **kw)
         if kind == "StatefulSet":

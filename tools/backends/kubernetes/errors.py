@@ -1,4 +1,5 @@
-"""The client's exceptions as Steward's errors, and the one retry policy of every API call.
+"""The client's exceptions as Steward's errors, the one retry policy of every API call, and the
+options every write carries (its timeout, and `dryRun=All` for a dry run).
 
 429, 5xx, conflicts (409) and timeouts are temporary: retried with tenacity (bounded attempts,
 jittered exponential waits). 403 is permanent and names the verb, resource and namespace the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -23,7 +24,17 @@ from tenacity import (
 from tools.errors import ActionFailed, BackendUnavailable, InvalidInput, PermanentError
 
 T = TypeVar("T")
+DRY_RUN = "All"
+"""The `dryRun` value that has the API server validate a write and persist nothing."""
 TEMPORARY_CODES = frozenset({409, 429, 500, 502, 503, 504})
+
+
+def write_options(timeout: float, dry_run: bool) -> dict[str, Any]:
+    """The keyword arguments of a mutating call: its timeout, and `dryRun=All` if asked."""
+    options: dict[str, Any] = {"_request_timeout": timeout}
+    if dry_run:
+        options["dry_run"] = DRY_RUN
+    return options
 
 
 class Conflict(BackendUnavailable):

@@ -18,12 +18,11 @@ from kubernetes.client.exceptions import ApiException
 from tools.backends.base import ActionResult, DrainProgress, DrainResult
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes.drain import Drainer, skipped
-from tools.backends.kubernetes.errors import Caller
+from tools.backends.kubernetes.errors import DRY_RUN, Caller, write_options
 from tools.backends.kubernetes.objects import pod_gpus, template_of, terminated
 from tools.errors import InvalidInput
 
 Obj = dict[str, Any]
-DRY = "All"
 
 
 class NodeOps:
@@ -63,9 +62,7 @@ class NodeOps:
         if bool((obj.get("spec") or {}).get("unschedulable")) == value:
             state = "cordoned" if value else "schedulable"
             return ActionResult(ok=True, dry_run=dry_run, message=f"{node} already {state}")
-        kw: dict[str, Any] = {"_request_timeout": self.timeout}
-        if dry_run:
-            kw["dry_run"] = DRY
+        kw = write_options(self.timeout, dry_run)
         body = {"spec": {"unschedulable": True if value else None}}
         written = self.call(lambda: self.core.patch_node(node, body, **kw), "patch", "nodes")
         if not dry_run:
@@ -184,13 +181,11 @@ class NodeOps:
             "metadata": {"name": name, "namespace": ns},
         }
         if dry_run:
-            body["deleteOptions"] = {"dryRun": [DRY]}
+            body["deleteOptions"] = {"dryRun": [DRY_RUN]}
 
         def once() -> bool:
             try:
-                kw: dict[str, Any] = {"_request_timeout": self.timeout}
-                if dry_run:
-                    kw["dry_run"] = DRY
+                kw = write_options(self.timeout, dry_run)
                 self.core.create_namespaced_pod_eviction(name, ns, body, **kw)  # type: ignore[arg-type]
             except ApiException as exc:
                 if exc.status == 429 and "disruption budget" in (exc.body or ""):
