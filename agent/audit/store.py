@@ -19,7 +19,6 @@ from types import TracebackType
 from typing import Any
 
 from agent.audit import witness
-from agent.audit.chain import body_for, hash_body, mac_of, time_text
 from agent.audit.db import (
     SCHEMA,
     check_layout,
@@ -29,6 +28,7 @@ from agent.audit.db import (
     take_writer_lock,
 )
 from agent.audit.errors import AuditError
+from agent.audit.linking import insert
 from agent.audit.queries import (
     SELECT_RECORD,
     ExecutedAction,
@@ -41,8 +41,6 @@ from agent.audit.queries import (
     where,
 )
 from agent.audit.records import (
-    GENESIS_HASH,
-    SCHEMA_VERSION,
     ApprovalRecord,
     Intent,
     Interrupted,
@@ -50,11 +48,9 @@ from agent.audit.records import (
     Outcome,
     Payload,
     Record,
-    decision_of,
 )
 from agent.audit.verify import (
     VerifyReport,
-    anchor_mac,
     check,
     check_key,
     read_witness,
@@ -196,7 +192,7 @@ class AuditLog:
             try:
                 if precondition is not None:
                     precondition(conn)
-                written = self._insert(conn, payloads)
+                written = insert(conn, payloads, self._key, self._clock())
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -261,53 +257,6 @@ class AuditLog:
                 f"seq {closed[0].seq}; re-observe and record a new decision"
             )
         return intents[0]
-
-    def _insert(self, conn: sqlite3.Connection, payloads: Sequence[Payload]) -> list[Record]:
-        head = conn.execute("SELECT seq, hash FROM head WHERE id = 1").fetchone()
-        seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
-        last = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()
-        # Record times never go backwards, whatever the clock does (a simulated cluster
-        # restored from an older save): a record is stamped no earlier than the one before.
-        floor = datetime.fromisoformat(last[0]) if last else None
-        # One transaction, one time: every record of a batch is stamped when it is written.
-        at = datetime.fromisoformat(time_text(self._clock()))
-        at = max(at, floor) if floor is not None else at
-        stamp = time_text(at)
-        written: list[Record] = []
-        rows: list[tuple[object, ...]] = []
-        for payload in payloads:
-            seq += 1
-            body = body_for(seq, at, payload, prev)
-            digest = hash_body(body)
-            mac = mac_of(self._key, digest) if self._key else None
-            decision = decision_of(payload)
-            rows.append((seq, stamp, payload.kind, decision, prev, body, digest, mac))
-            written.append(
-                Record.model_construct(  # built from checked parts; validated when read back
-                    schema_version=SCHEMA_VERSION,
-                    seq=seq,
-                    time=at,
-                    kind=payload.kind,
-                    decision_id=decision,
-                    prev_hash=prev,
-                    hash=digest,
-                    mac=mac,
-                    payload=payload,
-                )
-            )
-            prev = digest
-        conn.executemany(
-            "INSERT INTO records (seq, time, kind, decision_id, prev_hash, body, hash, mac) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        head_mac = anchor_mac(self._key, seq, prev) if self._key else None
-        conn.execute(
-            "INSERT INTO head (id, seq, hash, mac) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE "
-            "SET seq = excluded.seq, hash = excluded.hash, mac = excluded.mac",
-            (seq, prev, head_mac),
-        )
-        return written
 
     def head(self) -> tuple[int, str] | None:
         """The last seq and its hash (None while the log is empty), for /metrics."""
