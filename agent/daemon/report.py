@@ -89,6 +89,24 @@ def report_of(
     )
 
 
+def standby_report(tick: int, at: str, seconds: float) -> TickReport:
+    """The report of a tick this replica only observed (it did not lead)."""
+    return TickReport(
+        tick=tick,
+        decision_id="",
+        at=at,
+        decided=False,
+        waiting=False,
+        actions=(),
+        verdicts=(),
+        executed=0,
+        resumed=(),
+        findings=(),
+        seconds=round(seconds, 4),
+        standby=True,
+    )
+
+
 def log_fields(report: TickReport, d: Decision) -> dict[str, object]:
     """The fields of the `decision` log line (each action with its verdict and rules)."""
     return {

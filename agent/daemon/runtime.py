@@ -42,7 +42,7 @@ from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
-from agent.daemon.report import RunSummary, TickReport, log_fields, report_of
+from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
 from agent.daemon.telemetry import Telemetry
 from agent.daemon.threads import DecisionThreads, config, decision_of
 from agent.loop.assess_settings import AssessSettings
@@ -364,20 +364,7 @@ class Runtime:
             failed, at = True, ""
         seconds = time.perf_counter() - started
         self.ctx.telemetry.tick_done(seconds, failed=failed)
-        return TickReport(
-            tick=self.tick_no,
-            decision_id="",
-            at=at,
-            decided=False,
-            waiting=False,
-            actions=(),
-            verdicts=(),
-            executed=0,
-            resumed=(),
-            findings=(),
-            seconds=round(seconds, 4),
-            standby=True,
-        )
+        return standby_report(self.tick_no, at, seconds)
 
     def resume_answered(self) -> tuple[str, ...]:
         """Resume every decision a human approved or denied since the last tick, and every one
