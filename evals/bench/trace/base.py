@@ -14,6 +14,7 @@ one Ray deployment per workload), is called every `interval_s` of simulated time
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,7 +96,7 @@ class Entry:
     initial: Callable[[Target, Timeline, bool], int | None]
 
 
-class Baseline:
+class Baseline(ABC):
     """Defaults shared by the re-implemented autoscalers."""
 
     name = "baseline"
@@ -104,8 +105,9 @@ class Baseline:
     def initial(self, target: Target, timeline: Timeline, jobs: bool) -> int | None:
         return None
 
+    @abstractmethod
     def decide(self, world: World) -> None:
-        raise NotImplementedError  # each family has its own
+        """One control step over `world`: each family has its own."""
 
     def between(self) -> None:
         return None
