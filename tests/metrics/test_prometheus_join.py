@@ -3,6 +3,8 @@ order, and identical readings one object."""
 
 from __future__ import annotations
 
+import pytest
+
 from policies.activity import card_readings
 from tests.metrics.cluster import bare, truth
 from tools.bases import new_version
@@ -230,10 +232,32 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
         assert all(g.utilization.status == "fresh" for g in node.gpus)
 
 
-def test_a_series_gone_since_the_last_tick_leaves_its_last_reading_stale() -> None:
-    """Gone for two ticks, the card keeps its last value, stale with the reason; back, fresh."""
-    both = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), _card("GPU-gpu-b-0", 40.0)]
-    one = both[:2]
+def _dated(uuid: str, value: float) -> tuple[dict[str, str], float]:
+    """A default query's series: dated by its own `steward_t`."""
+    return {"UUID": uuid, **TARGET, STAMP: repr(NOW - 5)}, value
+
+
+def _every_card(value: float) -> list[tuple[dict[str, str], float]]:
+    """A default query's answer with every card once: read as a column."""
+    state = bare(truth())
+    cards = [g.uuid for n in state.nodes for g in n.gpus if g.uuid != "GPU-gpu-b-0"]
+    return [_dated("GPU-gpu-b-0", 40.0), *(_dated(uuid, value) for uuid in cards)]
+
+
+@pytest.mark.parametrize(
+    "both",
+    [
+        [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), _card("GPU-gpu-b-0", 40.0)],
+        _every_card(97.0),
+    ],
+    ids=["by-keys", "column"],
+)
+def test_a_series_gone_since_the_last_tick_leaves_its_last_reading_stale(
+    both: list[tuple[dict[str, str], float]],
+) -> None:
+    """Gone for two ticks, the card keeps its last value, stale with the reason; back, fresh.
+    (Read by keys throughout, or first as a column — every card once — then by keys.)"""
+    one = [s for s in both if s[0].get("UUID") != "GPU-gpu-b-0"]
     source = _source()
     states = []
     try:

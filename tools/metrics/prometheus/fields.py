@@ -6,7 +6,9 @@ over the keys, so that building the observation is a dictionary lookup per card 
 Where readings of one sample time are many — every card scraped from one exporter — those that
 say the same thing share one `Metric` (they are immutable): every card at 100 % utilization is
 the same object. With an exporter per node each node's readings have their own time, so they are
-made in one batch instead, sharing only the cards' total memory (one per node and card model).
+made in one batch instead, sharing only the cards' total memory (one per node and card model);
+a card family read as a column (tools.metrics.prometheus.readings) is made down that column, in
+the card order the new observation is built in, and by key only when asked.
 A field whose family failed this tick answers from the last one that did not, stale; a key with
 nothing at all answers the field's default (why there is none).
 """
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 
-from tools.metrics.prometheus.join import Readings
+from tools.metrics.prometheus.readings import CardColumn, Readings
 from tools.model import Metric
 from tools.trusted import trusted, trusted_all
 
@@ -37,17 +39,17 @@ def fresh_all(
     """`fresh(value, at, source)` of each value and its time, made in one batch. `alike`: many
     share a value and time (the cards of one node and model have the same total memory), so
     one reading is made per distinct pair, all in C but the making."""
-    pairs = list(zip(values, ats, strict=True))
-    distinct = list(set(pairs)) if alike else pairs
-    made = trusted_all(
-        Metric,
-        [
-            {"value": v, "status": "fresh", "observed_at": at, "source": source}
-            for v, at in distinct
-        ],
-    )
     if not alike:
-        return made
+        return trusted_all(
+            Metric,
+            [
+                {"value": v, "status": "fresh", "observed_at": at, "source": source}
+                for v, at in zip(values, ats, strict=True)
+            ],
+        )
+    pairs = list(zip(values, ats, strict=True))
+    distinct = list(set(pairs))
+    made = fresh_all([v for v, _ in distinct], [at for _, at in distinct], source)
     return list(map(dict(zip(distinct, made, strict=True)).__getitem__, pairs))
 
 
@@ -142,7 +144,13 @@ class FieldReadings:
         """Keys whose series went away: their last value and its time (kept stale)."""
         self.times: dict[float, datetime] = {}
         """Series scraped together share their age: one datetime per age, not per series."""
-        self._metrics: dict[str, Metric] = {}
+        self._metrics: dict[str, Metric] | None = {}
+        """By key (None: made from `_column` on first asking)."""
+        self._column: list[Metric] | None = None
+        """The readings in the card order, when the answer was read as a column (`CardColumn`)
+        and nothing was said otherwise of any card since."""
+        self._instants: list[datetime] | None = None
+        """Beside `_column`: each card's sample time."""
         self._uniform: Bucket | None = None
         self._fresh = False
         """Every reading in `metrics` is this tick's, fresh and unmarked."""
@@ -153,7 +161,7 @@ class FieldReadings:
             assert now is not None
             shared = shared or Shared()
             # One per scrape target, not per card; the same for every family of one target.
-            ages = list(set(readings.ages.values()))
+            ages = list(readings.distinct_ages())
             self.times = dict(zip(ages, map(shared.instants(now).__getitem__, ages), strict=True))
             self._pending = (readings, bound, shared)
 
@@ -166,7 +174,25 @@ class FieldReadings:
     @property
     def metrics(self) -> dict[str, Metric]:
         self._ready()
+        if self._metrics is None:  # made down a column: by key only once asked so
+            readings = self.readings
+            assert self._column is not None and readings is not None
+            assert readings.column is not None
+            self._metrics = dict(zip(readings.column.order, self._column, strict=True))
         return self._metrics
+
+    def column(self, order: list[str]) -> list[Metric] | None:
+        """Every card's reading in the card order `order`, when this tick's answer was read as
+        a column in it (none missing, none said otherwise since); else None: ask by key."""
+        self._ready()
+        readings = self.readings
+        if self._column is None or readings is None or not readings.covers(order):
+            return None
+        return self._column
+
+    def instants(self, order: list[str]) -> list[datetime] | None:
+        """Beside `column(order)`: each card's sample time."""
+        return self._instants if self.column(order) is not None else None
 
     @property
     def uniform(self) -> Bucket | None:
@@ -183,11 +209,14 @@ class FieldReadings:
         return self._fresh
 
     def _make(self, readings: Readings, bound: float, shared: Shared) -> None:
-        source, marked, ages, times = self.source, readings.marked, readings.ages, self.times
-        if marked or (ages and max(ages.values()) > bound):
+        source, times = self.source, self.times
+        if readings.marked or (times and max(times) > bound):  # `times`: by every age read
             self._make_each(readings, bound, shared)
             return
-        values = readings.values
+        if readings.column is not None:
+            self._make_column(readings.column, shared)
+            return
+        ages, values = readings.ages, readings.values
         if len(times) == 1:  # one sample time (one scrape target): one bucket, read in C
             (at,) = times.values()
             one = shared.bucket(at, source)
@@ -203,19 +232,36 @@ class FieldReadings:
         self._metrics = dict(zip(keys, fresh_all(list(values.values()), ats, source), strict=True))
         self._fresh = True
 
+    def _make_column(self, column: CardColumn, shared: Shared) -> None:
+        """`_make` of a column: the readings in the card order, made down it in one batch."""
+        values, times = column.values, self.times
+        if len(times) == 1:  # one scrape target for every card: its bucket, as `_make`'s
+            (at,) = times.values()
+            one = shared.bucket(at, self.source)
+            one.add(values)
+            self._column = list(map(one.__getitem__, values))
+            self._instants = [at] * len(values)
+            self._uniform = one
+        else:
+            self._instants = list(map(times.__getitem__, column.ages))
+            self._column = fresh_all(values, self._instants, self.source)
+        self._metrics = None
+        self._fresh = True
+
     def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
         """`_make` where some readings are stale or marked as taken from host memory."""
         source, marked = self.source, readings.marked
         marked_source = f"{source} (unified memory: host memory)"
+        made = self._metrics = {}
         for key, value in readings.values.items():
             age = readings.ages[key]
             at = self.times[age]
             if age > bound:
                 why = f"{source}: sample {age:.0f} s old (bound {bound:g} s)"
-                self._metrics[key] = metric(value, "stale", at, why)
+                made[key] = metric(value, "stale", at, why)
             else:
                 said = marked_source if key in marked else source
-                self._metrics[key] = shared.fresh(value, at, said)
+                made[key] = shared.fresh(value, at, said)
 
     def value(self, key: str) -> float | None:
         readings = self.readings
@@ -253,5 +299,6 @@ class FieldReadings:
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self.metrics[key] = found
+        self._column = self._instants = None
         self._uniform = None
         self._fresh = False

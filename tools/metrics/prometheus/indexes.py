@@ -28,12 +28,20 @@ class CardIndex:
         self.order: list[str] = [gpu.uuid for node in state.nodes for gpu in node.gpus]
         """Every card's UUID, node by node and card by card: the order the new observation's
         cards are built in."""
-        self.canonical: dict[str, str] = dict(zip(self.order, self.order, strict=True))
+        self.position: dict[str, int] = {uuid: i for i, uuid in enumerate(self.order)}
+        """Each UUID's place in `order`: where a card family's column puts its series."""
+        self.uuids: AbstractSet[str] = self.position.keys()
+        self._canonical: dict[str, str] | None = None
+        self._by_slot: dict[tuple[str, str], str] | None = None
+
+    @property
+    def canonical(self) -> dict[str, str]:
         """Each UUID to the observation's own string: keys a series names by an equal string of
         its own answer are swapped for it, so that later lookups by the card's UUID compare
-        pointers, not characters."""
-        self.uuids: AbstractSet[str] = self.canonical.keys()
-        self._by_slot: dict[tuple[str, str], str] | None = None
+        pointers, not characters. (Made for an answer read by keys; a column needs none.)"""
+        if self._canonical is None:
+            self._canonical = dict(zip(self.order, self.order, strict=True))
+        return self._canonical
 
     @property
     def by_slot(self) -> dict[tuple[str, str], str]:

@@ -19,34 +19,16 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
 from typing import cast
 
 from tools.metrics.prometheus.client import Vector
+from tools.metrics.prometheus.columns import card_column
 from tools.metrics.prometheus.combining import combine, combined
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
-from tools.metrics.prometheus.queries import PART, STAMP, Resolved
-
-UNIFIED_LABEL = "memory_source"
-"""Set by `steward gpus --serve` on memory series taken from the host (GB10 unified memory)."""
-
-
-@dataclass
-class Readings:
-    """What one family's answer says, per card UUID or workload name."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    ages: dict[str, float] = field(default_factory=dict)
-    """Seconds between the newest sample of the key's oldest series and the evaluation."""
-    no_data: set[str] = field(default_factory=set)
-    """Keys whose series answered NaN (a quantile over a window without requests)."""
-    marked: set[str] = field(default_factory=set)
-    """Keys with a series marked as taken from host memory."""
-    unmatched: int = 0
-    """Series that matched no card or workload of the observation."""
-
+from tools.metrics.prometheus.queries import PART, STAMP, UNIFIED_LABEL, Resolved
+from tools.metrics.prometheus.readings import Readings
 
 Slot = Callable[[dict[str, str]], object]
 """The values of a timestamp series' labels in a series: what both must share to be dated."""
@@ -83,7 +65,8 @@ def collect(
     key's age is its oldest series'.
 
     Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
-    read with whole-list operations (`_at_once`); any other is read series by series."""
+    read with whole-list operations (`_at_once`) — a card family's of one series per card down
+    the card order (tools.metrics.prometheus.columns); any other is read series by series."""
     found = _at_once(family, answer, cards, workloads, SampleTimes() if times is None else times)
     return found if found is not None else _each(family, answer, cards, workloads)
 
@@ -200,6 +183,17 @@ def _at_once(
         dated, part, time_of, parted = _own_time, None, texts.__getitem__, not family.default
     rest = series[stamped:]
     labels = list(map(itemgetter(0), rest))
+    if dated is _own_time and not parted and family.family.target == "gpu":
+        column = card_column(
+            labels,
+            rest,
+            cards,
+            evaluated=answer.evaluated_at,
+            times=texts.__getitem__,
+            scale=family.family.scale,
+        )
+        if column is not None:  # DCGM's common answer: read in the card order
+            return column
     read = _read(
         family,
         labels=labels,

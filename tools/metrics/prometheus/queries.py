@@ -35,6 +35,8 @@ PART = "steward_part"
 STAMP = "steward_t"
 """The label that carries a value series' sample time (POSIX seconds, as Prometheus writes a
 float) in the answer to a family's default queries."""
+UNIFIED_LABEL = "memory_source"
+"""Set by `steward gpus --serve` on memory series taken from the host (GB10 unified memory)."""
 
 _BY = "pod, namespace, exported_pod, exported_namespace, model_name"
 """The labels a workload's series are joined by, kept through aggregations."""

@@ -29,6 +29,7 @@ from tools.metrics.prometheus.fields import FieldReadings, Shared, fresh_all, me
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
+from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
 from tools.trusted import trusted, trusted_all
@@ -171,13 +172,14 @@ class PrometheusSource:
         no_data = metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
             out.override(key, no_data)
-        read = before.readings.values.keys() if before and before.readings else frozenset()
-        if before is not None and (before.carried or not read <= readings.values.keys()):
-            # A series that was there and is gone (its target stopped answering, a staleness
-            # marker) leaves the last reading stale, while its card or workload is observed.
-            # (Checked by a subset test first: most ticks read again every key of the last.)
+        # A series that was there and is gone (its target stopped answering, a staleness
+        # marker) leaves the last reading stale, while its card or workload is observed. None
+        # is when every card of the observation has a reading (a column); most other ticks read
+        # again every key of the last (checked by a subset test first).
+        if before is not None and not readings.covers(cards.order) and _lost(before, readings):
             gone = f"{source}: no series since its last sample"
             present = cards.uuids if family.family.target == "gpu" else self._workloads.names
+            read = before.readings.values.keys() if before.readings else frozenset()
             had = before.carried.keys() | read
             for key in had - readings.values.keys() - readings.no_data:
                 last = before.last(key)
@@ -197,7 +199,7 @@ class PrometheusSource:
         """Every card with its readings: one lookup per card and field, the rest shared."""
         uuids = cards.order
         plain = [
-            (f, found.every(uuids, cards.uuids))
+            (f, found)
             for f in ("utilization", "memory_used_bytes", "power_w")
             if (found := fields.get(f)) is not None
         ]
@@ -205,8 +207,9 @@ class PrometheusSource:
         if not plain and free is None:
             return state.nodes
         total = _Totals(free, shared) if used is not None and free is not None else None
-        # Column by column, each a lookup in C: a fleet's 8,000 cards, four fields each.
-        columns = {name: list(map(readings.__getitem__, uuids)) for name, readings in plain}
+        # Column by column (each a lookup in C, where the answer was not read as one): a
+        # fleet's 8,000 cards, four fields each.
+        columns = {name: _in_order(readings, cards) for name, readings in plain}
         if total is not None and used is not None:
             column = total.batch(used, uuids)
             if column is None:
@@ -269,25 +272,41 @@ class _Totals:
 
     def __init__(self, free: FieldReadings, shared: Shared) -> None:
         self.free = free
-        self.values = free.readings.values if free.readings is not None else {}
         self.shared = shared
         self.made: dict[tuple[int, float], Metric] = {}
         """By the used reading's identity (alive all tick, so never reused) and the free value."""
+
+    @property
+    def values(self) -> dict[str, float]:
+        """This tick's free value of each card that has one."""
+        return self.free.readings.values if self.free.readings is not None else {}
 
     def batch(self, used: FieldReadings, uuids: list[str]) -> list[Metric] | None:
         """`every` when every card has this tick's free value and a fresh used reading
         (`used.fresh`): the totals added and made in one batch — in the bucket of their one
         sample time when they have one (`used.uniform`). None otherwise."""
-        read = used.readings
-        if read is None or not used.fresh or len(used.metrics) != len(uuids):
+        read, free_read = used.readings, self.free.readings
+        if read is None or not used.fresh:
             return None  # some card's used reading is missing, stale or said otherwise
-        free = list(map(self.values.get, uuids))
-        if None in free:
-            return None
-        totals = list(map(add, map(read.values.__getitem__, uuids), free))
+        ats = used.instants(uuids)
+        if ats is not None and free_read is not None and free_read.column is not None:
+            if not free_read.covers(uuids):
+                return None
+            # Both read as columns in the card order: added down them.
+            assert read.column is not None
+            totals = list(map(add, read.column.values, free_read.column.values))
+        else:
+            if len(used.metrics) != len(uuids):
+                return None
+            free = list(map(self.values.get, uuids))
+            if None in free:
+                return None
+            totals = list(map(add, map(read.values.__getitem__, uuids), free))
+            ats = None
         bucket = used.uniform
         if bucket is None:  # a sample time per scrape target
-            ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
+            if ats is None:
+                ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
             return fresh_all(totals, ats, used.source, alike=True)
         bucket.add(totals)
         return list(map(bucket.__getitem__, totals))
@@ -336,6 +355,22 @@ class _Totals:
         if stale or used.status != "fresh":
             return metric(used.value + free_value, "stale", used.observed_at, used.source)
         return self.shared.fresh(used.value + free_value, used.observed_at, used.source)
+
+
+def _lost(before: FieldReadings, readings: Readings) -> bool:
+    """Whether a key the last tick had (read, or carried stale) may be without a series now."""
+    if before.carried:
+        return True
+    read = before.readings.values.keys() if before.readings else frozenset()
+    return not read <= readings.values.keys()
+
+
+def _in_order(readings: FieldReadings, cards: CardIndex) -> list[Metric]:
+    """A field's reading of every card, in the card order."""
+    column = readings.column(cards.order)
+    if column is not None:
+        return column
+    return list(map(readings.every(cards.order, cards.uuids).__getitem__, cards.order))
 
 
 def _from_pool(average: Metric, workload: Workload) -> Metric:

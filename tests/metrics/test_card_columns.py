@@ -1,0 +1,119 @@
+"""A card family's answer with one series per card, read down the card order: the same readings
+as by keys, and every other shape read by keys."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.metrics.cluster import bare, truth
+from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
+from tools.metrics.prometheus.client import Vector
+from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
+from tools.metrics.prometheus.join import SampleTimes, _at_once, _each
+from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL, resolve
+from tools.metrics.prometheus.readings import Readings
+from tools.model import ClusterState
+
+NOW = 1_000_000.0
+Series = list[tuple[dict[str, str], float]]
+
+
+def _answer(state: ClusterState, base: float) -> Series:
+    """What a DCGM exporter per node answers a default query: every card once, each node's
+    series with its own sample time."""
+    return [
+        (
+            {
+                "UUID": gpu.uuid,
+                "gpu": str(gpu.index),
+                "Hostname": node.name,
+                "instance": f"10.0.0.{i}:9400",
+                "job": "dcgm",
+                STAMP: repr(NOW - 5 - i),
+            },
+            base + 10 * i + gpu.index,
+        )
+        for i, node in enumerate(state.nodes)
+        for gpu in node.gpus
+    ]
+
+
+def _read(state: ClusterState, series: Series) -> tuple[Readings | None, Readings]:
+    """The whole-answer reading and the series-by-series one."""
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    resolved = {f.name: f for f in resolve(PrometheusSettings())}["fb_used"]
+    answer = Vector(NOW, series)
+    return (
+        _at_once(resolved, answer, cards, workloads, SampleTimes()),
+        _each(resolved, answer, cards, workloads),
+    )
+
+
+def test_one_series_per_card_is_read_as_a_column_that_reads_as_by_keys() -> None:
+    state = bare(truth())
+    whole, each = _read(state, _answer(state, 1000.0))
+    assert whole is not None and whole.column is not None
+    assert whole == each
+    assert whole.column.order == [g.uuid for n in state.nodes for g in n.gpus]
+
+
+def _missing(series: Series) -> Series:
+    return series[1:]
+
+
+def _twice(series: Series) -> Series:
+    return [series[0], *series[:-1]]  # the first card twice, the last one not at all
+
+
+def _marked(series: Series) -> Series:
+    labels, raw = series[-1]
+    return [*series[:-1], ({**labels, UNIFIED_LABEL: "host"}, raw)]
+
+
+def _nan(series: Series) -> Series:
+    labels, _ = series[0]
+    return [(labels, float("nan")), *series[1:]]
+
+
+def _stranger(series: Series) -> Series:
+    labels, raw = series[0]
+    return [({**labels, "UUID": "GPU-nowhere"}, raw), *series[1:]]
+
+
+def _by_slot(series: Series) -> Series:
+    labels, raw = series[0]
+    return [({k: v for k, v in labels.items() if k != "UUID"}, raw), *series[1:]]
+
+
+@pytest.mark.parametrize("shape", [_missing, _twice, _marked, _nan, _stranger, _by_slot])
+def test_an_answer_a_column_cannot_hold_is_read_by_keys(shape: Callable[[Series], Series]) -> None:
+    state = bare(truth())
+    whole, each = _read(state, shape(_answer(state, 1000.0)))
+    assert whole is not None and whole.column is None
+    assert whole == each
+
+
+def test_a_merge_read_down_columns_is_the_merge_read_by_keys() -> None:
+    """Every card's readings and total memory, and each node's time, alike both ways: the
+    column path against the same answer with one series of no card added (read by keys)."""
+    state = bare(truth())
+    families = ("gpu_util", "fb_used", "fb_free", "power")
+    full = {name: _answer(state, 100.0 * (k + 1)) for k, name in enumerate(families)}
+    stranger = ({"UUID": "GPU-nowhere", "instance": "x", "job": "dcgm", STAMP: repr(NOW)}, 1.0)
+    merged = []
+    for extra in ([], [stranger]):
+        source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1"))
+        try:
+            answers = {k: Vector(NOW, [*v, *extra]) for k, v in full.items()}
+            merged.append(source.merge(state, answers))
+            used = source._last["fb_used"].readings
+            assert used is not None and (used.column is None) == bool(extra)
+        finally:
+            source.close()
+    columns, keys = ([g for n in m.nodes for g in n.gpus] for m in merged)
+    assert columns == keys
+    assert all(g.memory_total_bytes.status == "fresh" for g in columns)
+    assert len({g.utilization.observed_at for g in columns}) == len(state.nodes)
