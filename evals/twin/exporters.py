@@ -12,15 +12,18 @@ pods, so it writes them itself: scrape it with `honor_labels: true`), and the en
 waiting for each render or batch workload as Kueue's LocalQueue metric
 (`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition and .engines write them.
 
-Every sample carries the twin's simulated time (plus `sample_offset_s`), not the time Prometheus
-scrapes it: a twin advanced tick by tick runs faster than the wall clock, and only its own clock
-says when a reading was taken. Counters and histograms advance once per simulated instant, so
-`rate()` over them is per simulated second. docs/metrics.md says how to point Prometheus at it.
+Every sample carries the twin's simulated time, not the time Prometheus scrapes it: a twin
+advanced tick by tick runs faster than the wall clock, and only its own clock says when a reading
+was taken. A twin in real time (`steward twin --speed 1`) writes none (`stamped` False), as the
+real exporters: its now is the scrape's, and only a series whose samples carry no time of their
+own is marked stale by Prometheus at the scrape it vanishes from (a pod gone). Counters and
+histograms advance once per simulated instant, so `rate()` over them is per simulated second.
+docs/metrics.md says how to point Prometheus at it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -37,11 +40,14 @@ if TYPE_CHECKING:
 class Exporters:
     """The twin's DCGM, engine and Kueue endpoints (see the module docstring)."""
 
-    def __init__(self, twin: Twin, sample_offset_s: float = 0.0) -> None:
+    def __init__(self, twin: Twin, stamped: bool = True) -> None:
         self.twin = twin
-        self.sample_offset_s = sample_offset_s
-        """Added to each sample's simulated time: 0 for a Prometheus that queries at the
-        simulated time; the wall clock minus the simulated one to place the samples now."""
+        self.stamped = stamped
+        """Each sample carries the simulated time (a twin whose clock is not the wall clock's);
+        False: none, and Prometheus stamps it at the scrape (a twin in real time). Stamped, a
+        series that vanishes gets no staleness marker: Prometheus answers its last sample for
+        its whole lookback (5 minutes), and a source dating an exporter's series by their oldest
+        sample reads every card of it as stale 90 s after a pod went."""
         self.engines = EngineExporter(namespace=twin.namespace, epp=True, pods=self._pod)
         self._at: datetime | None = None
         self._state: ClusterState | None = None
@@ -59,8 +65,8 @@ class Exporters:
             self._at, self._state = now, state
         return self._state
 
-    def _stamp(self, state: ClusterState) -> datetime:
-        return state.observed_at + timedelta(seconds=self.sample_offset_s)
+    def _stamp(self, state: ClusterState) -> datetime | None:
+        return state.observed_at if self.stamped else None
 
     async def dcgm(self, _request: web.Request) -> web.Response:
         state = self.observe()

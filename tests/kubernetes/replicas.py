@@ -135,13 +135,8 @@ class Replica:
         self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        if self.proc is not None:
+            terminate(self.proc)
 
     def log_tail(self) -> str:
         path = self.root / f"{self.name}.log"
@@ -150,6 +145,17 @@ class Replica:
     def executed(self) -> list[tuple[datetime, str, int, str]]:
         """(when, decision, index, action) for every action this replica's log says ran."""
         return executed_in(self.data)
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as Kubernetes stops a pod; SIGKILL if it still runs 30 s later."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 def executed_in(data: Path) -> list[tuple[datetime, str, int, str]]:

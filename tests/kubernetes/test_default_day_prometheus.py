@@ -38,15 +38,15 @@ TICKS = 480  # the whole built-in day
 SCRAPE = "250ms"
 
 
-def twin_jobs(twin: Twin) -> list[dict[str, Any]]:
-    target = [{"targets": [f"{twin.host}:{twin.port}"]}]
+def twin_jobs(target: str, timeout: str = SCRAPE) -> list[dict[str, Any]]:
+    """Prometheus's scrape configs for the twin's three exporters at `target` (host:port)."""
     return [
         {
             "job_name": f"twin-{name}",
             "metrics_path": f"/twin/exporters/{name}/metrics",
             "honor_labels": True,  # one endpoint writes every pod's own labels
-            "scrape_timeout": SCRAPE,
-            "static_configs": target,
+            "scrape_timeout": timeout,
+            "static_configs": [{"targets": [target]}],
         }
         for name in ("dcgm", "engines", "kueue")
     ]
@@ -118,7 +118,7 @@ def test_the_day_read_through_prometheus_is_decided_as_the_simulator_decides(
             workdir,
             [],
             interval=SCRAPE,
-            jobs=twin_jobs(twin),
+            jobs=twin_jobs(f"{twin.host}:{twin.port}"),
             storage={"tsdb": {"out_of_order_time_window": "3650d"}},
             flags=("--query.lookback-delta=10s",),
         ) as prometheus:

@@ -1,6 +1,7 @@
 """The twin's exporters speak as DCGM and vLLM do: a card's series carry its UUID, host and
 index, an engine's the name of a pod the API lists, a job queue its workload's name, and every
-sample the simulated time."""
+sample the simulated time — except in real time, which writes none, as the real exporters (only
+untimed samples let Prometheus mark a vanished pod's series stale)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from evals.twin.server import Twin
 from tools.backends.sim import SimCluster
 
 SAMPLE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+) (?P<ms>\d+)$")
+UNTIMED = re.compile(r"^[^{ ]+(\{[^}]*\})? \S+$")
 
 
 def _samples(body: str) -> list[tuple[str, dict[str, str], int]]:
@@ -51,3 +53,17 @@ def test_cards_and_engines_are_exported_under_real_names_at_the_simulated_time()
     assert render is not None and render.queue_depth.usable
     assert [(lb["name"], lb["namespace"]) for _, lb, _ in queues] == [("render", "default")]
     assert {ms for _, _, ms in cards + engines + queues} == {now_ms}
+
+
+def test_a_twin_in_real_time_writes_no_sample_times() -> None:
+    """`steward twin --speed 1` unstamps its exporters: Prometheus then stamps each scrape and
+    marks the series of a pod that went stale at the next one, as it never does for samples with
+    times of their own (tests/kubernetes/test_run_prometheus_process.py shows it end to end)."""
+    with Twin(SimCluster(default_day())) as twin:
+        twin.exporters.stamped = False
+        for name in ("dcgm", "engines", "kueue"):
+            body = httpx.get(f"{twin.url}/twin/exporters/{name}/metrics").text
+            samples = [line for line in body.splitlines() if line and not line.startswith("#")]
+            assert samples, name
+            assert not any(SAMPLE.match(line) for line in samples), samples[:3]
+            assert all(UNTIMED.match(line) for line in samples), samples[:3]

@@ -87,7 +87,7 @@ def test_an_sglang_engine_is_scraped_under_its_names_and_joined_to_its_workload(
             tmp_path,
             [],
             interval=SCRAPE,
-            jobs=twin_jobs(twin),
+            jobs=twin_jobs(f"{twin.host}:{twin.port}"),
             storage={"tsdb": {"out_of_order_time_window": "3650d"}},
             flags=("--query.lookback-delta=10s",),
         ) as prometheus,
