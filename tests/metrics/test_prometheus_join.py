@@ -382,8 +382,10 @@ def test_the_default_queries_keep_the_join_labels_and_join_on_their_times() -> N
     power = families["power"].combined
     assert power.startswith(
         "max by (UUID, gpu, Hostname, node, kubernetes_node, memory_source, instance, job) "
-        "(DCGM_FI_DEV_POWER_USAGE) + on (instance, job) group_left (steward_t) "
-        '(0 * count_values by (instance, job) ("steward_t", min by (instance, job) '
+        "(DCGM_FI_DEV_POWER_USAGE) + on (UUID, gpu, Hostname, node, kubernetes_node, "
+        "memory_source, instance, job) group_left (steward_t) (0 * count_values by (UUID, gpu, "
+        'Hostname, node, kubernetes_node, memory_source, instance, job) ("steward_t", min by '
+        "(UUID, gpu, Hostname, node, kubernetes_node, memory_source, instance, job) "
         "(timestamp(DCGM_FI_DEV_POWER_USAGE))))"
     )
     assert PART not in power

@@ -3,7 +3,7 @@
 One family is one instant query per tick, whatever the size of the cluster: its series are then
 joined to cards or workloads by their labels (tools.metrics.prometheus.join). Each family has a
 value query and a timestamp query that dates its series by their samples' own times
-(`timestamp()` of the raw selector, the oldest per scrape target or per pod); both are sent as
+(`timestamp()` of the raw selector, the oldest per card or pod); both are sent as
 one request (`combined`). The default queries come back as value series that each carry their
 own sample time in a `steward_t` label (Prometheus joins it on, `group_left`), after keeping only
 the labels the join reads; an override's come back as value and timestamp series told apart by a
@@ -68,12 +68,17 @@ class Family(BaseModel):
     scale: float = 1.0
     """Multiplies the value into the model's unit (MiB -> bytes)."""
     dated_by: str = ""
-    """The labels the default timestamp query groups by: a value series is dated by the
-    timestamp of the group with its values of them."""
+    """The labels the default timestamp query groups by (with `keep`): a value series is dated
+    by the timestamp of the group with its values of them — its own oldest sample."""
     keep: str = ""
     """The labels the default value query keeps: its series aggregated by them and `dated_by`,
     by the family's aggregate, so that they are unique without their names (what joining their
     times on needs). "" when the query's own series already are (a `sum by` the join's labels)."""
+
+    @property
+    def group(self) -> str:
+        """What one default value series is, and is dated by: `keep` and `dated_by`."""
+        return f"{self.keep}, {self.dated_by}" if self.keep else self.dated_by
 
 
 def _engine(names: str) -> str:
@@ -96,8 +101,11 @@ MIB = float(2**20)
 
 
 _TARGET = "instance, job"
-"""A scrape target: every series of one scrape shares its sample time (exporters here set no
-timestamps of their own), so one timestamp series per target dates them all."""
+"""A scrape target. A gauge's series are dated per card or pod and target, not per target alone
+(though every series of one scrape shares its sample time): a series that Prometheus still
+answers from an earlier scrape — a pod gone while Prometheus was down gets no staleness marker,
+and is answered for the whole lookback — makes only its own card's reading old, not every card
+of the exporter's."""
 
 
 def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> Family:
@@ -107,7 +115,7 @@ def _gauge(name: str, target: Target, field: str, query: str, **kw: object) -> F
             "target": target,
             "field": field,
             "query": query,
-            "timestamp": f"min by ({_TARGET}) (timestamp({query}))",
+            "timestamp": f"min by ({_KEEP[target]}, {_TARGET}) (timestamp({query}))",
             "dated_by": _TARGET,
             "keep": _KEEP[target],
             **kw,
@@ -184,9 +192,9 @@ class Resolved(BaseModel):
         value and timestamp series, each marked by the `steward_part` label."""
         family = self.family
         if self.default and family.dated_by:
-            by, value = family.dated_by, self.query
+            by, value = family.group, self.query
             if family.keep:  # one series per card or pod and target: the names are dropped
-                value = f"{family.aggregate} by ({family.keep}, {by}) ({value})"
+                value = f"{family.aggregate} by ({by}) ({value})"
             stamp = f'count_values by ({by}) ("{STAMP}", {self.timestamp})'
             return f"{value} + on ({by}) group_left ({STAMP}) (0 * {stamp})"
         value = f'label_replace({self.query}, "{PART}", "v", "", "")'
