@@ -127,7 +127,10 @@ def test_answers_of_every_shape_read_alike_whole_and_series_by_series() -> None:
     ]
     got = _alike(families["gpu_util"], util, cards, workloads)
     assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-b-0"] == 400.0
-    assert (got.unmatched, got.marked) == (1, {"GPU-gpu-a-1"})
+    # Host memory marks a memory reading only (`steward gpus --serve` sets it on those).
+    assert (got.unmatched, got.marked) == (1, set())
+    memory = _alike(families["fb_used"], util, cards, workloads)
+    assert (memory.unmatched, memory.marked) == (1, {"GPU-gpu-a-1"})
     got = _alike(families["waiting"], waiting, cards, workloads)
     assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 2.0, "code": 7.0}
 
@@ -346,7 +349,9 @@ def test_answers_dated_in_labels_read_alike_whole_and_series_by_series() -> None
     got = _alike(families["gpu_util"], util, cards, workloads)
     assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-a-0"] == 400.0
     assert got.values["GPU-gpu-b-1"] == 12.0 and got.ages["GPU-gpu-b-0"] == 5.0
-    assert (got.unmatched, got.marked) == (1, {"GPU-gpu-a-1"})
+    assert (got.unmatched, got.marked) == (1, set())
+    memory = _alike(families["fb_free"], util, cards, workloads)
+    assert (memory.unmatched, memory.marked) == (1, {"GPU-gpu-a-1"})
 
     def engine(raw: float, at: dict[str, str], **labels: str) -> tuple[dict[str, str], float]:
         return {**at, **labels}, raw
@@ -390,8 +395,14 @@ def test_the_default_queries_keep_the_join_labels_and_join_on_their_times() -> N
     )
     assert PART not in power
     tokens = families["generation_tokens"].combined
-    assert tokens.startswith("sum by (pod, namespace, exported_pod, exported_namespace, ")
-    assert "[5m])) + on (pod, namespace, exported_pod, exported_namespace, model_name)" in tokens
+    # A pod Prometheus renamed (`exported_pod`) is moved into `pod` before aggregating, and
+    # outside `timestamp()`, which dates only a series straight from its selector.
+    assert tokens.startswith(
+        "sum by (pod, namespace, model_name) (label_replace(label_replace(rate("
+    )
+    assert '"pod", "$1", "exported_pod", "(.+)"), "namespace", "$1", "exported_namespace"' in tokens
+    assert ") + on (pod, namespace, model_name) group_left (steward_t)" in tokens
+    assert "label_replace(label_replace(timestamp({" in tokens
     overridden = resolve(PrometheusSettings(queries={"power": "DCGM_FI_DEV_POWER_USAGE"}))
     combined = next(f for f in overridden if f.name == "power").combined
     assert STAMP not in combined and f'"{PART}", "t"' in combined

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from pathlib import Path
 
+import httpx
 import pytest
 
 from evals.bench.prometheus_server import RealPrometheus
-from tests.metrics.cluster import GIB, bare, truth
+from tests.metrics.cluster import GIB, Exporters, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
 from tools.metrics.prometheus.queries import FAMILY_LIST
 from tools.metrics.prometheus.source import Answer
@@ -163,3 +165,40 @@ def _same_samples(sources: list[PrometheusSource], when: float) -> list[dict[str
         if repr(sources[0].ask(when)) == repr(answers[0]):  # NaN != NaN; their reprs agree
             return answers
     raise AssertionError("every attempt had a scrape land between the sources' queries")
+
+
+def test_engine_series_of_a_pod_prometheus_renamed_join_to_its_workload(
+    exporters: Exporters, tmp_path: Path
+) -> None:
+    """Scraped through a target that has a `pod` and `namespace` of its own (a gateway that
+    reports per pod), an engine's labels become `exported_pod` and `exported_namespace`: the
+    default queries move them back, and every reading of `chat` is what its pods export."""
+    chat = f"127.0.0.1:{exporters.servers[1].port}"  # the vLLM engine of chat's two pods
+    job = {
+        "job_name": "gateway",
+        "static_configs": [
+            {"targets": [chat], "labels": {"pod": "gateway-0", "namespace": "gateway"}}
+        ],
+    }
+    with RealPrometheus(tmp_path, [], jobs=[job]) as prometheus:
+        prometheus.wait_for_scrapes(7)  # more than the 5 s rate window
+        renamed = httpx.get(
+            f"{prometheus.url}/api/v1/query",
+            params={"query": "vllm:num_requests_waiting"},
+            timeout=5,
+        ).json()["data"]["result"]
+        assert {r["metric"]["exported_pod"] for r in renamed} == {"chat-0", "chat-1"}
+        assert {r["metric"]["pod"] for r in renamed} == {"gateway-0"}
+        source = PrometheusSource(_settings(prometheus))
+        try:
+            observed = source.read(bare(truth()))
+            report = source.last_tick
+        finally:
+            source.close()
+    assert report is not None and not report.failed, report
+    got = _workload(observed, "chat")
+    assert (got.queue_depth.value, got.requests_running.value) == (7, 3)
+    assert got.queue_depth.status == "fresh"
+    assert got.ttft_s.value is not None and 0.25 < got.ttft_s.value <= 0.5
+    assert got.tokens_per_s.value == pytest.approx(100.0, rel=0.25)
+    assert got.tokens_per_s.status == "fresh"

@@ -34,18 +34,20 @@ def card_column(
     evaluated: float,
     times: Callable[[str], float | None],
     scale: float,
+    marked: bool,
 ) -> Readings | None:
     """The answer of a card family's default query as a `CardColumn`, or None when it is not
     one series per card of the observation, each with its own sample time, none marked or NaN.
 
     `labels` are the series' label sets (in the answer's order), `times` makes a `steward_t`
-    text a POSIX time (None: not a number, so undated and of age 0, as the join has it)."""
+    text a POSIX time (None: not a number, so undated and of age 0, as the join has it);
+    `marked`: the family's series may be marked as taken from host memory (a memory family)."""
     order = cards.order
     count = len(order)
     if len(labels) != count:
         return None
     get = dict.get
-    if list(map(get, labels, repeat(UNIFIED_LABEL))).count(None) != count:
+    if marked and list(map(get, labels, repeat(UNIFIED_LABEL))).count(None) != count:
         return None  # some series taken from host memory: read by keys, which marks them
     position = cast("Callable[[str | None], int | None]", cards.position.get)
     found = list(map(position, map(get, labels, repeat("UUID"))))

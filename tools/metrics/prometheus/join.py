@@ -95,7 +95,11 @@ def _read(
     get = dict.get
     if parted and list(map(get, labels, repeat(PART))).count(part) != len(labels):
         return None  # a timestamp series after a value series, or a series of neither part
-    marks = list(map(get, labels, repeat(UNIFIED_LABEL)))
+    marks: list[str | None] = (
+        list(map(get, labels, repeat(UNIFIED_LABEL)))
+        if family.family.marked
+        else [None] * len(labels)
+    )
     target = family.family.target
     found: list[object]
     if target == "gpu":
@@ -103,9 +107,13 @@ def _read(
         found = list(map(canonical, map(get, labels, repeat("UUID"))))
     elif target == "workload":
         pods = workloads.pods
-        exported = list(map(get, labels, repeat("exported_pod")))
-        exported += map(get, labels, repeat("exported_namespace"))
-        if exported.count(None) == len(exported):  # no label renamed by Prometheus
+        if family.default:  # its query moved a pod Prometheus renamed into `pod`/`namespace`
+            renamed = False
+        else:
+            exported = list(map(get, labels, repeat("exported_pod")))
+            exported += map(get, labels, repeat("exported_namespace"))
+            renamed = exported.count(None) != len(exported)
+        if not renamed:
             namespaces = map(get, labels, repeat("namespace"), repeat(""))
             slots = zip(namespaces, map(get, labels, repeat("pod")), strict=True)
             found = list(map(pods.__getitem__, slots))
@@ -191,6 +199,7 @@ def _at_once(
             evaluated=answer.evaluated_at,
             times=texts.__getitem__,
             scale=family.family.scale,
+            marked=family.family.marked,
         )
         if column is not None:  # DCGM's common answer: read in the card order
             return column
@@ -319,6 +328,7 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
         keyer = workloads.pool_key
     uuids = cards.uuids if target == "gpu" else frozenset()
     summed = family.family.aggregate == "sum"
+    marked = family.family.marked
     out = Readings()
     values = out.values
     scale = family.family.scale
@@ -352,7 +362,7 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
         if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests), cheaper than isnan
             out.no_data.add(key)
             continue
-        if UNIFIED_LABEL in labels:
+        if marked and UNIFIED_LABEL in labels:
             out.marked.add(key)
         read_values = True
         own = labels.get(STAMP)  # the default queries': its sample time in a label

@@ -38,8 +38,9 @@ float) in the answer to a family's default queries."""
 UNIFIED_LABEL = "memory_source"
 """Set by `steward gpus --serve` on memory series taken from the host (GB10 unified memory)."""
 
-_BY = "pod, namespace, exported_pod, exported_namespace, model_name"
-"""The labels a workload's series are joined by, kept through aggregations."""
+_BY = "pod, namespace, model_name"
+"""The labels a workload's series are joined by, kept through aggregations (`_pods` first moves
+a pod Prometheus renamed into them)."""
 _KEEP = {
     "gpu": "UUID, gpu, Hostname, node, kubernetes_node, memory_source",
     "workload": f"{_BY}, memory_source",
@@ -76,19 +77,66 @@ class Family(BaseModel):
     times on needs). "" when the query's own series already are (a `sum by` the join's labels)."""
 
     @property
+    def marked(self) -> bool:
+        """Whether its series may be marked as taken from host memory (`memory_source`, which
+        `steward gpus --serve` sets on a GB10's memory series): the cards' memory families."""
+        return self.field in ("memory_used_bytes", "memory_free_bytes")
+
+    @property
     def group(self) -> str:
         """What one default value series is, and is dated by: `keep` and `dated_by`."""
         return f"{self.keep}, {self.dated_by}" if self.keep else self.dated_by
 
 
-def _engine(names: str) -> str:
-    return f'{{__name__=~"{names}"}}'
+def _pods(expr: str) -> str:
+    """`expr` with the pod that exported a series in `pod` and `namespace`: where Prometheus
+    renamed the exporter's own labels (`exported_pod`, `exported_namespace`: a gateway that
+    reports per pod, scraped through its own pod), those are the pod's, as the join reads an
+    override's series. Outside `timestamp()`, which answers the sample's time only for a series
+    taken straight from a selector (of anything else, the evaluation's)."""
+    renamed = f'label_replace({expr}, "pod", "$1", "exported_pod", "(.+)")'
+    return f'label_replace({renamed}, "namespace", "$1", "exported_namespace", "(.+)")'
+
+
+def _selector(names: str, *matchers: str) -> str:
+    return "{" + ", ".join((f'__name__=~"{names}"', *matchers)) + "}"
+
+
+def _engine(name: str, target: Target, field: str, names: str, **kw: object) -> Family:
+    """A gauge of the serving engines, one series per pod."""
+    selector = _selector(names)
+    return _gauge(
+        name,
+        target,
+        field,
+        _pods(selector),
+        timestamp=f"min by ({_KEEP[target]}, {_TARGET}) ({_pods(f'timestamp({selector})')})",
+        **kw,
+    )
+
+
+def _per_pod(name: str, field: str, query: str, stamped: str, **kw: object) -> Family:
+    """A rate or a quantile of the engines, one series per pod, dated by `stamped`'s samples
+    (the oldest per pod)."""
+    return Family.model_validate(
+        {
+            "name": name,
+            "target": "workload",
+            "field": field,
+            "query": query,
+            "timestamp": f"min by ({_BY}) ({_pods(f'timestamp({stamped})')})",
+            "dated_by": _BY,
+            **kw,
+        }
+    )
+
+
+def _rate(names: str) -> str:
+    return _pods(f"rate({_selector(names)}[{{window}}])")
 
 
 def _quantile(names: str) -> str:
-    return (
-        f'histogram_quantile(0.9, sum by (le, {_BY}) (rate({{__name__=~"{names}"}}[{{window}}])))'
-    )
+    return f"histogram_quantile(0.9, sum by (le, {_BY}) ({_rate(names)}))"
 
 
 _TTFT = "(vllm[:_]|sglang[:_])time_to_first_token_seconds_bucket"
@@ -132,34 +180,28 @@ FAMILY_LIST: tuple[Family, ...] = (
         "fb_free", "gpu", "memory_free_bytes", "DCGM_FI_DEV_FB_FREE", aggregate="max", scale=MIB
     ),
     _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max"),
-    _gauge("waiting", "workload", "queue_depth", _engine(_WAITING)),
-    _gauge("running", "workload", "requests_running", _engine(_RUNNING)),
-    _gauge("kv_cache", "workload", "kv_cache_usage", _engine(_KV), aggregate="max"),
-    Family(
-        name="ttft_p90",
-        target="workload",
-        field="ttft_s",
-        query=_quantile(_TTFT),
-        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TTFT}", le="+Inf"}}))',
+    _engine("waiting", "workload", "queue_depth", _WAITING),
+    _engine("running", "workload", "requests_running", _RUNNING),
+    _engine("kv_cache", "workload", "kv_cache_usage", _KV, aggregate="max"),
+    _per_pod(
+        "ttft_p90",
+        "ttft_s",
+        _quantile(_TTFT),
+        _selector(_TTFT, 'le="+Inf"'),
         aggregate="max",
-        dated_by=_BY,
     ),
-    Family(
-        name="queue_time_p90",
-        target="workload",
-        field="queue_wait_s",
-        query=_quantile(_QUEUE_TIME),
-        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_QUEUE_TIME}", le="+Inf"}}))',
+    _per_pod(
+        "queue_time_p90",
+        "queue_wait_s",
+        _quantile(_QUEUE_TIME),
+        _selector(_QUEUE_TIME, 'le="+Inf"'),
         aggregate="max",
-        dated_by=_BY,
     ),
-    Family(
-        name="generation_tokens",
-        target="workload",
-        field="tokens_per_s",
-        query=f'sum by ({_BY}) (rate({{__name__=~"{_TOKENS}"}}[{{window}}]))',
-        timestamp=f'min by ({_BY}) (timestamp({{__name__=~"{_TOKENS}"}}))',
-        dated_by=_BY,
+    _per_pod(
+        "generation_tokens",
+        "tokens_per_s",
+        f"sum by ({_BY}) ({_rate(_TOKENS)})",
+        _selector(_TOKENS),
     ),
     _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
     _gauge("jobs_waiting", "job_queue", "jobs_waiting", "kueue_local_queue_pending_workloads"),
