@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from evals.bench.metrics import without_readings
 from evals.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
+from tools.metrics.prometheus.queries import STAMP
 from tools.metrics.serve import MetricsServer
 from tools.model import (
     MISSING,
@@ -199,3 +200,26 @@ class Exporters:
         self._ticker.join(timeout=5)
         for s in self.servers:
             s.stop()
+
+
+def per_node_answer(
+    state: ClusterState, base: float, now: float
+) -> list[tuple[dict[str, str], float]]:
+    """What a DCGM exporter per node answers a card family's default query at POSIX time
+    `now`: every card once, each node's series with its own sample time (`steward_t`, the
+    i-th node's 5 + i seconds old) and each card its own value."""
+    return [
+        (
+            {
+                "UUID": gpu.uuid,
+                "gpu": str(gpu.index),
+                "Hostname": node.name,
+                "instance": f"10.0.0.{i}:9400",
+                "job": "dcgm",
+                STAMP: repr(now - 5 - i),
+            },
+            base + 10 * i + gpu.index,
+        )
+        for i, node in enumerate(state.nodes)
+        for gpu in node.gpus
+    ]

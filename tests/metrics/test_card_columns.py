@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.metrics.cluster import bare, truth
+from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
@@ -21,23 +21,7 @@ Series = list[tuple[dict[str, str], float]]
 
 
 def _answer(state: ClusterState, base: float) -> Series:
-    """What a DCGM exporter per node answers a default query: every card once, each node's
-    series with its own sample time."""
-    return [
-        (
-            {
-                "UUID": gpu.uuid,
-                "gpu": str(gpu.index),
-                "Hostname": node.name,
-                "instance": f"10.0.0.{i}:9400",
-                "job": "dcgm",
-                STAMP: repr(NOW - 5 - i),
-            },
-            base + 10 * i + gpu.index,
-        )
-        for i, node in enumerate(state.nodes)
-        for gpu in node.gpus
-    ]
+    return per_node_answer(state, base, NOW)
 
 
 def _read(state: ClusterState, series: Series) -> tuple[Readings | None, Readings]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from policies.activity import card_readings
-from tests.metrics.cluster import bare, truth
+from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.bases import new_version
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
@@ -189,21 +189,7 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
     families = {f.name: f for f in resolve(PrometheusSettings())}
 
     def answer(raw: float) -> list[tuple[dict[str, str], float]]:
-        return [
-            (
-                {
-                    "UUID": gpu.uuid,
-                    "gpu": str(gpu.index),
-                    "Hostname": node.name,
-                    "instance": f"10.0.0.{i}:9400",
-                    "job": "dcgm",
-                    STAMP: repr(NOW - 5 - i),
-                },
-                raw + i + gpu.index,
-            )
-            for i, node in enumerate(state.nodes)
-            for gpu in node.gpus
-        ]
+        return per_node_answer(state, raw, NOW)
 
     answers = {"gpu_util": answer(10.0), "fb_used": answer(1000.0), "fb_free": answer(9000.0)}
     for name, series in answers.items():  # dated alike whole and series by series
@@ -378,31 +364,3 @@ def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -
     assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
     got = collect(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}
-
-
-def test_the_default_queries_keep_the_join_labels_and_join_on_their_times() -> None:
-    """What is sent: a default family's value series aggregated by the join's labels and its
-    scrape target (or pod), their time joined on; an override's as value and timestamp series."""
-    families = {f.name: f for f in resolve(PrometheusSettings(window="5m"))}
-    power = families["power"].combined
-    assert power.startswith(
-        "max by (UUID, gpu, Hostname, node, kubernetes_node, memory_source, instance, job) "
-        "(DCGM_FI_DEV_POWER_USAGE) + on (UUID, gpu, Hostname, node, kubernetes_node, "
-        "memory_source, instance, job) group_left (steward_t) (0 * count_values by (UUID, gpu, "
-        'Hostname, node, kubernetes_node, memory_source, instance, job) ("steward_t", min by '
-        "(UUID, gpu, Hostname, node, kubernetes_node, memory_source, instance, job) "
-        "(timestamp(DCGM_FI_DEV_POWER_USAGE))))"
-    )
-    assert PART not in power
-    tokens = families["generation_tokens"].combined
-    # A pod Prometheus renamed (`exported_pod`) is moved into `pod` before aggregating, and
-    # outside `timestamp()`, which dates only a series straight from its selector.
-    assert tokens.startswith(
-        "sum by (pod, namespace, model_name) (label_replace(label_replace(rate("
-    )
-    assert '"pod", "$1", "exported_pod", "(.+)"), "namespace", "$1", "exported_namespace"' in tokens
-    assert ") + on (pod, namespace, model_name) group_left (steward_t)" in tokens
-    assert "label_replace(label_replace(timestamp({" in tokens
-    overridden = resolve(PrometheusSettings(queries={"power": "DCGM_FI_DEV_POWER_USAGE"}))
-    combined = next(f for f in overridden if f.name == "power").combined
-    assert STAMP not in combined and f'"{PART}", "t"' in combined
