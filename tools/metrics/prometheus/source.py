@@ -173,9 +173,9 @@ class PrometheusSource:
         for key in readings.no_data:
             out.override(key, no_data)
         # A series that was there and is gone (its target stopped answering, a staleness
-        # marker) leaves the last reading stale, while its card or workload is observed. None
-        # is when every card of the observation has a reading (a column); most other ticks read
-        # again every key of the last (checked by a subset test first).
+        # marker) leaves the last reading stale, while its card or workload is observed. No
+        # card's can be gone when every card of the observation has a reading (a column); most
+        # other ticks read again every key of the last (checked by a subset test first).
         if before is not None and not readings.covers(cards.order) and _lost(before, readings):
             gone = f"{source}: no series since its last sample"
             present = cards.uuids if family.family.target == "gpu" else self._workloads.names
