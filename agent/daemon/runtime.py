@@ -177,7 +177,7 @@ class Runtime:
         # The log is the truth of what waits: the inbox is rebuilt from it, and a request whose
         # decision can no longer be resumed is closed as lost (never reported "resumed").
         settle_inbox(self.ctx.inbox, self.ctx.audit, waiting)
-        closed = self.ctx.audit.reconcile(keep=waiting)
+        closed = self.ctx.audit.reconcile(keep=[*waiting, *self.threads.unfinished()])
         for decision in closed:
             log.warning("interrupted", decision=decision)
         self.ctx.audit.append(

@@ -63,7 +63,12 @@ class DecisionThreads:
     def resume_open(self) -> tuple[list[str], list[str]]:
         """Go on with every thread a killed process left mid-way (act reconciles instead of
         running anything twice); returns the decisions that ended and those that wait for a
-        human (also one killed on its way to wait)."""
+        human (also one killed on its way to wait).
+
+        One that suspends in a long action goes on from the ticks (`running`); one that meets a
+        transient error (the cluster's API down as the agent comes back) goes on from the step
+        that failed on the next tick (`failed`), as a tick's own decision would: neither ends
+        the process, and neither is reported as ended."""
         finished: list[str] = []
         waiting: list[str] = []
         for thread in self.open_threads():
@@ -72,16 +77,28 @@ class DecisionThreads:
                 waiting.append(thread)
             elif snapshot.next:
                 log.info("resuming", decision=thread, at=list(snapshot.next))
-                result = self.invoke(thread, None)
-                if result is not None:
-                    self.finish(thread, result)
-                if result is not None and "__interrupt__" in result:
+                try:
+                    result = self.invoke(thread, None)
+                except TemporaryError as exc:
+                    log.warning("resumed decision failed; it goes on next tick",
+                                decision=thread, error=str(exc))  # fmt: skip
+                    self.failed.append(thread)
+                    continue
+                if result is None:
+                    continue  # a long action in progress
+                self.finish(thread, result)
+                if "__interrupt__" in result:
                     waiting.append(thread)
                 else:
                     finished.append(thread)
             else:
                 self.delete(thread)
         return finished, waiting
+
+    def unfinished(self) -> list[str]:
+        """Decisions still going on in this process: a long action in progress, or one a
+        transient error stopped (their intents are open, and stay so)."""
+        return [*self.running, *self.failed]
 
     def continue_long_actions(self) -> tuple[str, ...]:
         """Let every suspended decision whose wait is over go on; returns those that ended."""

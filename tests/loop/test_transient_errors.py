@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.daemon.runtime import Runtime
+from policies.loader import DEFAULT_POLICY, load_policy
 from tests.loop.conftest import open_runtime
 from tests.loop.test_scale_up import SPIKE
+from tools.backends.sim import SimCluster
 from tools.sim.faults import ApiErrors
 
 
@@ -53,3 +56,30 @@ def test_health_turns_bad_after_three_failed_ticks_in_a_row(data_dir: Path) -> N
             assert runtime.ctx.telemetry.healthy()[0] is expected
         failures = runtime.ctx.telemetry.registry.get_sample_value("steward_tick_failures_total")
     assert failures == 4
+
+
+def test_a_decision_resumed_into_an_outage_goes_on_next_tick(data_dir: Path) -> None:
+    """Found by the chaos soak: killed mid-decision, the agent came back while the cluster's API
+    answered 503, and the resumed decision's error ended the process (exit 1). It is retried
+    from the step that failed on the next tick instead, its intent left open, not closed."""
+    with open_runtime(data_dir, SPIKE) as runtime:
+        reports = [runtime.tick(15.0) for _ in range(2)]
+        # The next decision stops at its first observation, as a kill -9 would leave it.
+        runtime.world.inject(ApiErrors(count=4, operations=("observe",)))
+        stopped = runtime.tick(15.0)
+        assert runtime.open_threads() == [stopped.decision_id]
+    sim = SimCluster.open(data_dir, SPIKE)
+    sim.inject(ApiErrors(count=4, operations=("observe",)))  # still down as it comes back
+    runtime = Runtime.open(data_dir, sim, load_policy(DEFAULT_POLICY))
+    try:
+        assert runtime.start() == []  # resumed, failed again, and neither ended nor closed
+        assert runtime.threads.failed == [stopped.decision_id]
+        later = [runtime.tick(15.0) for _ in range(4)]
+        assert runtime.open_threads() == []
+        assert runtime.ctx.audit.verify().ok
+        interrupted = runtime.ctx.audit.records(kind="interrupted")
+    finally:
+        runtime.close()
+    assert later[0].decision_id == stopped.decision_id
+    assert interrupted == []
+    assert sum(r.executed for r in [*reports, *later]) >= 1
