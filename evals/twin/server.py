@@ -74,9 +74,12 @@ class Twin:
         faults: FaultSettings | None = None,
         authorizer: Authorizer | None = None,
         tokens: dict[str, str] | None = None,
+        controller_lag_s: float = 0.0,
     ) -> None:
         if speed < 0:
             raise ValueError(f"speed must be >= 0, got {speed}")
+        if controller_lag_s < 0:
+            raise ValueError(f"controller_lag_s must be >= 0, got {controller_lag_s}")
         if sim.clock.speed:
             sim.clock.speed = 0.0  # the twin paces time itself; the sim must never sleep
         self.sim = sim
@@ -92,6 +95,9 @@ class Twin:
         self.asked: list[Attributes] = []
         """What the authorizer was asked, as it was asked (a watch from its start, not its end)."""
         self.stopping = False
+        self.controller_lag_s = controller_lag_s
+        """How long after a client's write the controllers' answer to it (the pods a scale
+        starts or marks for deletion) is published; 0: at once, before the response."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -203,7 +209,13 @@ class Twin:
         self.call(lambda: self.faults.configure(settings))
 
     def after_write(self, dry_run: bool) -> None:
-        if not dry_run:
+        """Publish what a client's write did to the world (on the server's loop): at once, or
+        `controller_lag_s` later, as a real controller acts a moment after the write."""
+        if dry_run:
+            return
+        if self.controller_lag_s > 0 and self._loop is not None:
+            self._loop.call_later(self.controller_lag_s, self.mirror.sync)
+        else:
             self.mirror.sync()
 
     def _hook(self, res: Any, old: Any, new: Any, dry_run: bool) -> None:

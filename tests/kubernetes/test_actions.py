@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from agent.daemon.day import default_day
 from evals.twin.auth import Attributes
 from evals.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 from tools.backends.kubernetes.backend import KubernetesCluster
+from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput, PermanentError
 
 
@@ -46,6 +50,24 @@ def test_a_scale_up_that_cannot_be_placed_is_refused_before_it_is_sent(
     result = backend.scale("burst-llm", 1)
     assert not result.ok and "no room" in result.message and "render-1" in result.message
     assert twin.call(lambda: twin.sim.engine.state.workloads["burst-llm"].desired) == 0
+
+
+def test_a_scale_up_waits_for_the_cards_a_scale_down_just_gave_back(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One decision gives render-1 back (render to 0) and starts burst-llm there in its next
+    step. The cards are free once render's controller marks its pod for deletion, a moment
+    after the write (here 0.3 s): the scale-up waits for that instead of being refused."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    with Twin(SimCluster(default_day()), controller_lag_s=0.3) as twin:
+        backend = open_backend(twin)
+        try:
+            assert backend.scale("render", 0).ok
+            result = backend.scale("burst-llm", 1)
+            assert result.ok, result.message
+            assert twin.call(lambda: twin.sim.engine.state.workloads["burst-llm"].desired) == 1
+        finally:
+            backend.close()
 
 
 def test_cordon_and_uncordon_patch_the_node(twin: Twin, backend: KubernetesCluster) -> None:

@@ -27,6 +27,7 @@ from tools.backends.kubernetes.cache import Watched
 from tools.backends.kubernetes.connect import api_client
 from tools.backends.kubernetes.errors import Caller, write_options
 from tools.backends.kubernetes.nodes import NodeOps
+from tools.backends.kubernetes.objects import template_of
 from tools.backends.kubernetes.observe import Builder
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import ActionFailed, InvalidInput
@@ -35,6 +36,12 @@ from tools.model import ClusterState, Link
 T = TypeVar("T")
 Obj = dict[str, Any]
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+WORKLOADS = (
+    ("deployments", "Deployment"),
+    ("statefulsets", "StatefulSet"),
+    ("leaderworkersets", "LeaderWorkerSet"),
+)
+"""The caches of the workload kinds Steward manages, with their kinds."""
 
 
 class KubernetesCluster:
@@ -67,6 +74,7 @@ class KubernetesCluster:
             self.call,
             nodes=self._nodes,
             pods=lambda: self._snap("pods"),
+            desired=self._desired_pods,
             catch_up=self._catch_up,
             timeout=self.timeout,
             eviction_retry_s=settings.eviction_retry_s,
@@ -186,23 +194,25 @@ class KubernetesCluster:
 
     def _workload(self, name: str) -> tuple[str, Obj]:
         self.start()
-        for cache, kind in (
-            ("deployments", "Deployment"),
-            ("statefulsets", "StatefulSet"),
-            ("leaderworkersets", "LeaderWorkerSet"),
-        ):
+        for cache, kind in WORKLOADS:
             found = self._snap(cache).get(f"{self.ns}/{name}")
             if found is not None:
                 return kind, found
-        known = sorted(
-            k.split("/", 1)[1]
-            for cache in ("deployments", "statefulsets", "leaderworkersets")
-            for k in self._snap(cache)
-        )
+        known = sorted(k.split("/", 1)[1] for cache, _ in WORKLOADS for k in self._snap(cache))
         raise InvalidInput(
             f"no workload named {name!r} in namespace {self.ns} labelled {c.MANAGED}=true "
             f"(known: {', '.join(known) or 'none'})"
         )
+
+    def _desired_pods(self) -> dict[str, int]:
+        """The pods each managed workload asks for (replicas x pods per replica), by
+        "namespace/name" as the caches key them."""
+        out: dict[str, int] = {}
+        for cache, kind in WORKLOADS:
+            for key, obj in self._snap(cache).items():
+                _, size = template_of(kind, obj)
+                out[key] = int((obj.get("spec") or {}).get("replicas") or 0) * size
+        return out
 
     def _read_scale(self, kind: str, name: str) -> Obj:
         t = self.timeout

@@ -9,6 +9,8 @@ cache how many pods are left. Every mutating call carries `dryRun=All` when `dry
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -19,15 +21,22 @@ from tools.backends.base import ActionResult, DrainProgress, DrainResult
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import DRY_RUN, Caller, write_options
-from tools.backends.kubernetes.objects import pod_gpus, template_of, terminated
+from tools.backends.kubernetes.objects import owner_workload, pod_gpus, template_of, terminated
 from tools.errors import InvalidInput
 
 Obj = dict[str, Any]
 
+SETTLE_S = 5.0
+"""How long a scale-up that finds no room waits for a scale-down already written to free its
+cards: a workload's controller marks the pods it removes a moment after the scale is written
+(on the twin, its watch event a few milliseconds later)."""
+
 
 class NodeOps:
     """Cordons and drains on the API server; the caches (`nodes`, `pods`: name -> object, as
-    the watches have them) say what is there, `catch_up` waits until a write is seen."""
+    the watches have them) say what is there, `desired` how many pods each managed workload
+    asks for ("namespace/name" -> replicas x pods per replica), `catch_up` waits until a write
+    is seen."""
 
     def __init__(
         self,
@@ -36,6 +45,7 @@ class NodeOps:
         *,
         nodes: Callable[[], dict[str, Obj]],
         pods: Callable[[], dict[str, Obj]],
+        desired: Callable[[], dict[str, int]],
         catch_up: Callable[[str, Any], None],
         timeout: float,
         eviction_retry_s: float,
@@ -44,6 +54,7 @@ class NodeOps:
         self.call = call
         self._nodes = nodes
         self._pods = pods
+        self._desired = desired
         self._catch_up = catch_up
         self.timeout = timeout
         self.drainer = Drainer(self._pods_on, self._evict, self._pod_exists, eviction_retry_s)
@@ -77,7 +88,31 @@ class NodeOps:
     def room(self, kind: str, obj: Obj, extra: int) -> str | None:
         """Whether `extra` more replicas can be scheduled, by nvidia.com/gpu: nodes the pod
         template selects, schedulable, with free allocatable (pods terminating will free
-        theirs). A Pending replica that can never start is the trap to avoid."""
+        theirs). A Pending replica that can never start is the trap to avoid.
+
+        The cards a decision's earlier scale-down gives back are free only once that
+        workload's controller has marked its pods for deletion, a moment after the write: while
+        some workload has more pods than it asks for, a refusal is looked at again, for up to
+        SETTLE_S, before it stands."""
+        deadline = time.monotonic() + SETTLE_S
+        while (refusal := self._room(kind, obj, extra)) is not None:
+            if time.monotonic() >= deadline or not self._shrinking():
+                return refusal
+            time.sleep(0.05)
+        return None
+
+    def _shrinking(self) -> bool:
+        """Whether some managed workload has more live pods than it asks for: a scale-down its
+        controller has not acted on yet, as this cache has it."""
+        live: Counter[str] = Counter()
+        for pod in self._pods().values():
+            meta = pod["metadata"]
+            owner = owner_workload(pod)
+            if owner and not terminated(pod) and "deletionTimestamp" not in meta:
+                live[f"{meta.get('namespace')}/{owner}"] += 1
+        return any(live[key] > wanted for key, wanted in self._desired().items())
+
+    def _room(self, kind: str, obj: Obj, extra: int) -> str | None:
         template, size = template_of(kind, obj)
         per_pod = pod_gpus(template)
         if per_pod == 0:
