@@ -6,7 +6,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from evals.bench.metrics import run_bench
+from evals.bench.metrics import decoded_answers, recorded_answers, run_bench
+from tools.metrics.prometheus.client import Vector
+from tools.metrics.prometheus.source import Answer
 from tools.metrics.serve import MetricsServer
 
 
@@ -40,3 +42,25 @@ def test_the_bench_scrapes_a_dcgm_exporter_per_node() -> None:
     one = run_bench(nodes=6, runs=3, targets="one")
     assert one.scrape_targets == 2 and one.card_sample_times == 1
     assert one.matched_cards == 48
+
+
+def test_each_join_gets_the_answers_decoded_afresh() -> None:
+    """The same series and values, in new label sets and new strings: a tick's answers are new,
+    their strings' hashes not worked out yet (joining one answer again and again hides that)."""
+    answers: dict[str, Answer] = {
+        "gpu_util": Vector(
+            evaluated_at=1_700_000_000.5,
+            series=[
+                ({"UUID": "GPU-1", "steward_t": "1699999999.9"}, 42.0),
+                ({"UUID": "GPU-2"}, 0.1),
+            ],
+        ),
+        "waiting": "unreachable: Prometheus at http://x did not answer within 5 s",
+    }
+    again = decoded_answers(recorded_answers(answers))
+    assert list(again) == ["gpu_util"]  # a family that failed has nothing to decode
+    first, fresh = answers["gpu_util"], again["gpu_util"]
+    assert isinstance(first, Vector) and isinstance(fresh, Vector)
+    assert fresh == first
+    assert fresh.series[0][0] is not first.series[0][0]
+    assert fresh.series[0][0]["UUID"] is not first.series[0][0]["UUID"]

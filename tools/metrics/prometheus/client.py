@@ -55,21 +55,7 @@ class PrometheusClient:
         params = {"query": expr, "timeout": f"{int(self.timeout_s * 1000)}ms"}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        body = self._retrying("/api/v1/query", params)
-        data = body.get("data", {})
-        if data.get("resultType") != "vector":
-            raise QueryRefused(
-                f"the query gives a {data.get('resultType')}, not an instant vector: {expr}"
-            )
-        series: list[tuple[dict[str, str], float]] = []
-        evaluated = 0.0
-        for item in data.get("result", ()):
-            at, text = item["value"]
-            evaluated = float(at)
-            series.append((item["metric"], float(text)))
-        if not series:
-            evaluated = float(body.get("_now", 0.0)) if at is None else at
-        return Vector(evaluated_at=evaluated, series=series)
+        return vector_of(self._retrying("/api/v1/query", params), expr, at)
 
     def check(self, expr: str) -> None:
         """Ask Prometheus to parse `expr` without evaluating it (/api/v1/format_query)."""
@@ -107,6 +93,25 @@ class PrometheusClient:
         # An empty vector carries no evaluation time: the response's Date header stands in.
         body["_now"] = _date(response)
         return body
+
+
+def vector_of(body: dict[str, Any], expr: str, at: float | None = None) -> Vector:
+    """The instant vector of an /api/v1/query answer's decoded JSON (`at`: the time asked
+    for, which dates an empty answer; else the response's Date, `_now`)."""
+    data = body.get("data", {})
+    if data.get("resultType") != "vector":
+        raise QueryRefused(
+            f"the query gives a {data.get('resultType')}, not an instant vector: {expr}"
+        )
+    series: list[tuple[dict[str, str], float]] = []
+    evaluated = 0.0
+    for item in data.get("result", ()):
+        stamp, text = item["value"]
+        evaluated = float(stamp)
+        series.append((item["metric"], float(text)))
+    if not series:
+        evaluated = float(body.get("_now", 0.0)) if at is None else at
+    return Vector(evaluated_at=evaluated, series=series)
 
 
 def _error(response: httpx.Response) -> str:
