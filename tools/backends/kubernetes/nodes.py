@@ -21,7 +21,7 @@ from tools.backends.base import ActionResult, DrainProgress, DrainResult
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import DRY_RUN, Caller, write_options
-from tools.backends.kubernetes.objects import owner_workload, pod_gpus, template_of, terminated
+from tools.backends.kubernetes.objects import owner_workload, pod_gpus, staying, template_of
 from tools.errors import InvalidInput
 
 Obj = dict[str, Any]
@@ -106,10 +106,9 @@ class NodeOps:
         controller has not acted on yet, as this cache has it."""
         live: Counter[str] = Counter()
         for pod in self._pods().values():
-            meta = pod["metadata"]
             owner = owner_workload(pod)
-            if owner and not terminated(pod) and "deletionTimestamp" not in meta:
-                live[f"{meta.get('namespace')}/{owner}"] += 1
+            if owner and staying(pod):
+                live[f"{pod['metadata'].get('namespace')}/{owner}"] += 1
         return any(live[key] > wanted for key, wanted in self._desired().items())
 
     def _room(self, kind: str, obj: Obj, extra: int) -> str | None:
@@ -122,7 +121,7 @@ class NodeOps:
         pods_by_node: dict[str, list[Obj]] = {}
         for p in self._pods().values():
             node = (p.get("spec") or {}).get("nodeName")
-            if node and not terminated(p) and "deletionTimestamp" not in p["metadata"]:
+            if node and staying(p):
                 pods_by_node.setdefault(node, []).append(p)
         for n in self._nodes().values():
             labels = n["metadata"].get("labels") or {}

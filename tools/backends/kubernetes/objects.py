@@ -66,6 +66,11 @@ def terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def staying(pod: Obj) -> bool:
+    """Neither ended nor marked for deletion: a pod that keeps its cards."""
+    return not terminated(pod) and "deletionTimestamp" not in pod["metadata"]
+
+
 def template_of(kind: str, obj: Obj) -> tuple[Obj, int]:
     """The pod template of a workload and how many pods make one replica."""
     spec = obj.get("spec") or {}
