@@ -30,10 +30,12 @@ def _read(state: ClusterState, series: Series) -> tuple[Readings | None, Reading
     workloads.refresh(state)
     resolved = {f.name: f for f in resolve(PrometheusSettings())}["fb_used"]
     answer = Vector(NOW, series)
-    return (
-        _at_once(resolved, answer, cards, workloads, SampleTimes()),
-        _each(resolved, answer, cards, workloads),
-    )
+    whole = _at_once(resolved, answer, cards, workloads, SampleTimes())
+    # The same answer as Prometheus would send it, read by scanning its text.
+    scanned = Vector.from_json(answer.text, empty_at=NOW, columns=resolved.reads)
+    assert scanned is not None
+    assert _at_once(resolved, scanned, CardIndex(state), workloads, SampleTimes()) == whole
+    return whole, _each(resolved, answer, cards, workloads)
 
 
 def test_one_series_per_card_is_read_as_a_column_that_reads_as_by_keys() -> None:
@@ -42,6 +44,23 @@ def test_one_series_per_card_is_read_as_a_column_that_reads_as_by_keys() -> None
     assert whole is not None and whole.column is not None
     assert whole == each
     assert whole.column.order == [g.uuid for n in state.nodes for g in n.gpus]
+
+
+def test_an_answer_in_another_order_each_tick_reads_as_by_keys() -> None:
+    """Series in the card order, then reversed, then in the card order again, joined by one
+    index as tick after tick: what it remembered of the last answer's order never misplaces a
+    card."""
+    state = bare(truth())
+    cards, workloads = CardIndex(state), WorkloadIndex()
+    workloads.refresh(state)
+    resolved = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
+    for base, flip in ((1000.0, False), (2000.0, True), (3000.0, False)):
+        series = _answer(state, base)
+        answer = Vector(NOW, series[::-1] if flip else series)
+        cards.refresh(state)
+        whole = _at_once(resolved, answer, cards, workloads, SampleTimes())
+        assert whole is not None and whole.column is not None
+        assert whole == _each(resolved, answer, CardIndex(state), workloads)
 
 
 def _missing(series: Series) -> Series:

@@ -35,10 +35,14 @@ def _alike(
     cards: CardIndex,
     workloads: WorkloadIndex,
 ) -> Readings:
-    """The whole-answer reading of `series`, checked against the series-by-series one."""
+    """The whole-answer reading of `series`, checked against the series-by-series one, and
+    against the same answer read from the text Prometheus would send."""
     whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
     assert whole is not None
     assert whole == _each(family, Vector(NOW, series), cards, workloads)
+    scanned = Vector.from_json(Vector(NOW, series).text, empty_at=NOW, columns=family.reads)
+    assert scanned is not None
+    assert _at_once(family, scanned, cards, workloads, SampleTimes()) == whole
     return whole
 
 

@@ -8,13 +8,15 @@ execution) is `QueryRefused`, carrying Prometheus's own error text, and is not r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable
 from typing import Any
 
 import httpx
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from tools.errors import PermanentError, TemporaryError
+from tools.metrics.prometheus.vector import Vector
 
 
 class PrometheusUnavailable(TemporaryError):
@@ -23,18 +25,6 @@ class PrometheusUnavailable(TemporaryError):
 
 class QueryRefused(PermanentError):
     """Prometheus refused the query; the message is its own error."""
-
-
-@dataclass(frozen=True)
-class Vector:
-    """The answer to one instant query: series as (labels, value) and when it was evaluated.
-
-    A dataclass, not a pydantic model: its tens of thousands of label sets come from
-    Prometheus's JSON as they are, and validating them again would cost more than the join."""
-
-    evaluated_at: float
-    """POSIX seconds, on Prometheus's clock."""
-    series: list[tuple[dict[str, str], float]]
 
 
 class PrometheusClient:
@@ -49,19 +39,31 @@ class PrometheusClient:
     def close(self) -> None:
         self._http.close()
 
-    def query(self, expr: str, at: float | None = None) -> Vector:
-        """Evaluate `expr` now (Prometheus's now), or at POSIX time `at`; raises
-        PrometheusUnavailable or QueryRefused."""
+    def query(self, expr: str, at: float | None = None, columns: Iterable[str] = ()) -> Vector:
+        """Evaluate `expr` now (Prometheus's now), or at POSIX time `at`, with the labels
+        `columns` read down the answer; raises PrometheusUnavailable or QueryRefused (and
+        ValueError on an answer that is not JSON)."""
         params = {"query": expr, "timeout": f"{int(self.timeout_s * 1000)}ms"}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return vector_of(self._retrying("/api/v1/query", params), expr, at)
+        response = self._retrying("/api/v1/query", params)
+        # An empty vector carries no evaluation time: the response's Date stands in.
+        return vector_from(response.text, expr, _date(response) if at is None else at, columns)
 
     def check(self, expr: str) -> None:
         """Ask Prometheus to parse `expr` without evaluating it (/api/v1/format_query)."""
-        self._retrying("/api/v1/format_query", {"query": expr})
+        response = self._retrying("/api/v1/format_query", {"query": expr})
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise PrometheusUnavailable(
+                f"{self.url} answered {response.status_code} with something other than the "
+                f"Prometheus API's JSON: {response.text.strip()[:120]!r}"
+            ) from exc
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise QueryRefused(_error(response))
 
-    def _retrying(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+    def _retrying(self, path: str, params: dict[str, str]) -> httpx.Response:
         for attempt in Retrying(
             stop=stop_after_attempt(self.attempts),
             wait=wait_fixed(0.2),
@@ -72,7 +74,7 @@ class PrometheusClient:
                 return self._get(path, params)
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
-    def _get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+    def _get(self, path: str, params: dict[str, str]) -> httpx.Response:
         try:
             response = self._http.post(path, data=params)
         except httpx.TimeoutException as exc:
@@ -87,17 +89,23 @@ class PrometheusClient:
             )
         if response.status_code >= 400:
             raise QueryRefused(_error(response))
-        body: dict[str, Any] = response.json()
-        if body.get("status") != "success":
-            raise QueryRefused(_error(response))
-        # An empty vector carries no evaluation time: the response's Date header stands in.
-        body["_now"] = _date(response)
-        return body
+        return response
 
 
-def vector_of(body: dict[str, Any], expr: str, at: float | None = None) -> Vector:
-    """The instant vector of an /api/v1/query answer's decoded JSON (`at`: the time asked
-    for, which dates an empty answer; else the response's Date, `_now`)."""
+def vector_from(text: str, expr: str, empty_at: float, columns: Iterable[str] = ()) -> Vector:
+    """The instant vector of an /api/v1/query answer's text (`empty_at` dates one without
+    series): read as Prometheus writes it (tools.metrics.prometheus.vector), else decoded."""
+    fast = Vector.from_json(text, empty_at=empty_at, columns=columns)
+    if fast is not None:
+        return fast
+    body = json.loads(text)
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise QueryRefused(_said(body, text))
+    return vector_of(body, expr, empty_at)
+
+
+def vector_of(body: dict[str, Any], expr: str, empty_at: float) -> Vector:
+    """The instant vector of an /api/v1/query answer's decoded JSON."""
     data = body.get("data", {})
     if data.get("resultType") != "vector":
         raise QueryRefused(
@@ -110,8 +118,8 @@ def vector_of(body: dict[str, Any], expr: str, at: float | None = None) -> Vecto
         evaluated = float(stamp)
         series.append((item["metric"], float(text)))
     if not series:
-        evaluated = float(body.get("_now", 0.0)) if at is None else at
-    return Vector(evaluated_at=evaluated, series=series)
+        evaluated = empty_at
+    return Vector(evaluated, series)
 
 
 def _error(response: httpx.Response) -> str:
@@ -119,7 +127,14 @@ def _error(response: httpx.Response) -> str:
         body = response.json()
     except ValueError:
         return response.text.strip()[:300] or f"HTTP {response.status_code}"
-    return f"{body.get('errorType', 'error')}: {body.get('error', response.text[:300])}"
+    return _said(body, response.text)
+
+
+def _said(body: object, text: str) -> str:
+    """Prometheus's own error in an answer's decoded JSON (`text`, cut short, where none)."""
+    if not isinstance(body, dict):
+        return text.strip()[:300]
+    return f"{body.get('errorType', 'error')}: {body.get('error', text[:300])}"
 
 
 def _date(response: httpx.Response) -> float:

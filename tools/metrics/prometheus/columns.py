@@ -12,8 +12,6 @@ which this must agree with to the value and the second (tests/metrics/test_prome
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, cast
 
 from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL
@@ -21,17 +19,16 @@ from tools.metrics.prometheus.readings import CardColumn, Readings
 
 if TYPE_CHECKING:
     from tools.metrics.prometheus.indexes import CardIndex
+    from tools.metrics.prometheus.vector import Vector
 
 _UNSET: list[object] = [None]
 """What a position no series filled holds: `None`, found again by one `in` (in C)."""
 
 
 def card_column(
-    labels: list[dict[str, str]],
-    series: list[tuple[dict[str, str], float]],
+    answer: Vector,
     cards: CardIndex,
     *,
-    evaluated: float,
     times: Callable[[str], float | None],
     scale: float,
     marked: bool,
@@ -39,37 +36,41 @@ def card_column(
     """The answer of a card family's default query as a `CardColumn`, or None when it is not
     one series per card of the observation, each with its own sample time, none marked or NaN.
 
-    `labels` are the series' label sets (in the answer's order), `times` makes a `steward_t`
-    text a POSIX time (None: not a number, so undated and of age 0, as the join has it);
-    `marked`: the family's series may be marked as taken from host memory (a memory family)."""
+    `times` makes a `steward_t` text a POSIX time (None: not a number, so undated and of age 0,
+    as the join has it); `marked`: the family's series may be marked as taken from host
+    memory (a memory family)."""
     order = cards.order
     count = len(order)
-    if len(labels) != count:
+    if len(answer) != count:
         return None
-    get = dict.get
-    if marked and list(map(get, labels, repeat(UNIFIED_LABEL))).count(None) != count:
+    if marked and answer.carries(UNIFIED_LABEL):
         return None  # some series taken from host memory: read by keys, which marks them
-    position = cast("Callable[[str | None], int | None]", cards.position.get)
-    found = list(map(position, map(get, labels, repeat("UUID"))))
-    if None in found:
+    placing = cards.positions(answer.column("UUID"))
+    if placing is None:
         return None  # a series of no card here (or named by its node and index)
-    found_texts = list(map(get, labels, repeat(STAMP)))
+    positions, in_order = placing
+    found_texts = answer.column(STAMP)
     if None in found_texts:
         return None
-    positions, texts = cast("list[int]", found), cast("list[str]", found_texts)
-    raws = list(map(itemgetter(1), series))
+    texts = cast("list[str]", found_texts)
+    raws = answer.values
     total = sum(raws)
     if total != total:  # noqa: PLR0124 - a NaN among them
         return None
-    placed = _UNSET * count
-    for _ in map(placed.__setitem__, positions, raws if scale == 1 else map(scale.__mul__, raws)):
-        pass
-    if None in placed:
-        return None  # two series of one card (so another has none): combined by keys
-    stamps = _UNSET * count
-    for _ in map(stamps.__setitem__, positions, texts):
-        pass
+    scaled = raws if scale == 1 else list(map(scale.__mul__, raws))
+    if in_order:  # as DCGM's exporters and Prometheus list them: nothing to move
+        placed, stamps = cast("list[object]", scaled), cast("list[object]", texts)
+    else:
+        placed = _UNSET * count
+        for _ in map(placed.__setitem__, positions, scaled):
+            pass
+        if None in placed:
+            return None  # two series of one card (so another has none): combined by keys
+        stamps = _UNSET * count
+        for _ in map(stamps.__setitem__, positions, texts):
+            pass
     # One sample time per scrape target: each made an age once.
+    evaluated = answer.evaluated_at
     age_of: dict[object, float] = {text: _age(times(text), evaluated) for text in set(texts)}
     column = CardColumn(
         order=order,

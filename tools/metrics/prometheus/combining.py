@@ -13,8 +13,9 @@ by series.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from itertools import groupby
+from typing import NamedTuple, cast
 
 
 class Combined(NamedTuple):
@@ -25,6 +26,37 @@ class Combined(NamedTuple):
     no_data: set[str]
 
 
+Groups = list[tuple[str, list[int]]]
+"""Each key with the places of its series in an answer, in the answer's order."""
+
+
+def grouped(keys: Sequence[str | None]) -> Groups:
+    """The series' places grouped by key (None: matched nothing, left out), in C: a stable sort
+    of the places by key."""
+    places: Iterable[int] = range(len(keys))
+    if None in keys:
+        places = [i for i, key in enumerate(keys) if key is not None]
+    key_of = cast("Callable[[int], str]", keys.__getitem__)
+    return [(key, list(group)) for key, group in groupby(sorted(places, key=key_of), key_of)]
+
+
+class Groupings:
+    """`grouped` of the last few key lists, found again by comparing the keys: the engine
+    families of a tick name the same pods in the same order, and so does the next tick."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._made: list[tuple[Sequence[str | None], Groups]] = []
+
+    def __call__(self, keys: Sequence[str | None]) -> Groups:
+        for known, groups in self._made:
+            if known == keys:
+                return groups
+        groups = grouped(keys)
+        self._made = [(keys, groups), *self._made[: self.size - 1]]
+        return groups
+
+
 def combined(
     keys: Sequence[str | None],
     raws: Sequence[float],
@@ -33,27 +65,40 @@ def combined(
     *,
     scale: float,
     summed: bool,
+    groups: Groups | None = None,
 ) -> Combined:
     """The series — each a key (None: matched nothing, left out), a raw value and a sample
     time (None: undated) — combined per key. `age_of` gives each sample time's age (None's
-    too); each value is multiplied by `scale` before combining."""
+    too); each value is multiplied by `scale` before combining. `groups`: `grouped(keys)`,
+    when known.
+
+    Combined group by group: a fleet's answer has thousands of series but only as many keys
+    as workloads."""
+    raw_of, stamp_of = raws.__getitem__, stamps.__getitem__
     values: dict[str, float] = {}
-    oldest: dict[str, float] = {}
+    ages: dict[str, float] = {}
     no_data: set[str] = set()
-    oldest_of = oldest.get
-    for key, raw, stamp in zip(keys, raws, stamps, strict=True):
-        if key is None:
-            continue
-        if raw != raw:  # noqa: PLR0124 - NaN (a quantile without requests), cheaper than isnan
-            no_data.add(key)
-            continue
-        combine(values, key, raw * scale, summed)
-        if stamp is not None:
-            before = oldest_of(key)
-            if before is None or stamp < before:
-                oldest[key] = stamp
-    ages = {key: age_of[oldest_of(key)] for key in values}
-    return Combined(values, ages, no_data - values.keys())
+    for key, places in grouped(keys) if groups is None else groups:
+        where = places
+        found = list(map(raw_of, where))
+        value = sum(found) if summed else max(found)
+        if value != value:  # noqa: PLR0124 - a NaN among them (or +Inf and -Inf added)
+            where = [i for i in where if raws[i] == raws[i]]
+            if not where:
+                no_data.add(key)
+                continue
+            found = list(map(raw_of, where))
+        if scale != 1:
+            found = list(map(scale.__mul__, found))
+        # In the answer's order, as one series at a time would add them.
+        values[key] = sum(found) if summed else max(found)
+        dated = cast("Iterable[float]", filter(_dated, map(stamp_of, where)))
+        ages[key] = age_of[min(dated, default=None)]
+    return Combined(values, ages, no_data)
+
+
+def _dated(stamp: float | None) -> bool:
+    return stamp is not None
 
 
 def combine(values: dict[str, float], key: str, value: float, summed: bool) -> None:

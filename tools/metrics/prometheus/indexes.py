@@ -12,6 +12,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import cast
 
+from tools.metrics.prometheus.combining import Groupings
 from tools.model import ClusterState
 
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
@@ -25,14 +26,45 @@ class CardIndex:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.order: list[str] = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+        self.order: list[str] = []
         """Every card's UUID, node by node and card by card: the order the new observation's
         cards are built in."""
-        self.position: dict[str, int] = {uuid: i for i, uuid in enumerate(self.order)}
+        self.position: dict[str, int] = {}
         """Each UUID's place in `order`: where a card family's column puts its series."""
         self.uuids: AbstractSet[str] = self.position.keys()
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
+        self._named: list[str | None] | None = None
+        self._positions: list[int] = []
+        self._in_order: list[int] = []
+        self.refresh(state)
+
+    def refresh(self, state: ClusterState) -> None:
+        """The cards of this tick's observation: what was worked out of the last one's stands
+        when they are the same cards in the same order, as they are tick after tick."""
+        self.state = state
+        self._by_slot = None
+        order = [gpu.uuid for node in state.nodes for gpu in node.gpus]
+        if order == self.order:
+            return
+        self.order = order
+        self.position = {uuid: i for i, uuid in enumerate(order)}
+        self.uuids = self.position.keys()
+        self._canonical = None
+        self._named, self._positions = None, []
+        self._in_order = list(range(len(order)))
+
+    def positions(self, named: list[str | None]) -> tuple[list[int], bool] | None:
+        """The place in `order` of each series' card (`named`: their UUIDs), and whether that is
+        the card order itself; None when one names no card here. An answer names the cards as
+        the last one did (every card family of a tick, tick after tick): found so by comparing
+        the strings, cheaper than looking each fresh one up."""
+        if named != self._named:
+            found = list(map(cast("Callable[[str | None], int | None]", self.position.get), named))
+            if None in found:
+                return None
+            self._named, self._positions = named, cast("list[int]", found)
+        return self._positions, self._positions == self._in_order
 
     @property
     def canonical(self) -> dict[str, str]:
@@ -98,6 +130,9 @@ class WorkloadIndex:
         self._names: frozenset[str] = frozenset()
         self._models: dict[str, str] = {}
         self.pods = _Pods(self._owner)
+        self.groupings = Groupings()
+        """Where each workload's series lie in an answer (tools.metrics.prometheus.combining)."""
+        self._owned: tuple[list[str], list[str | None], list[object]] | None = None
 
     def refresh(self, state: ClusterState) -> None:
         names = frozenset(w.name for w in state.workloads)
@@ -105,6 +140,7 @@ class WorkloadIndex:
             return
         self._names = names
         self.pods = _Pods(self._owner)
+        self._owned = None
         serving: dict[str, list[str]] = {}
         for w in state.workloads:
             if w.model:
@@ -114,6 +150,18 @@ class WorkloadIndex:
     @property
     def names(self) -> frozenset[str]:
         return self._names
+
+    def owners(self, namespaces: list[str], pods: list[str | None]) -> list[object]:
+        """The workload of each series' (namespace, pod) (`PODLESS` where it has no pod): the
+        last answer's again when it names the same pods in the same order, as the engine
+        families of a tick and the next tick's do (comparing the strings is cheaper than
+        looking each fresh pair up)."""
+        owned = self._owned
+        if owned is not None and owned[1] == pods and owned[0] == namespaces:
+            return owned[2]
+        found = list(map(self.pods.__getitem__, zip(namespaces, pods, strict=True)))
+        self._owned = (namespaces, pods, found)
+        return found
 
     def key(self, labels: dict[str, str]) -> str | None:
         pod = labels.get("exported_pod") or labels.get("pod")

@@ -19,16 +19,15 @@ between hosts nor a simulated clock makes a reading look older or newer than it 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from operator import itemgetter
 from typing import cast
 
-from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.columns import card_column
 from tools.metrics.prometheus.combining import combine, combined
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
 from tools.metrics.prometheus.queries import PART, STAMP, UNIFIED_LABEL, Resolved
 from tools.metrics.prometheus.readings import Readings
+from tools.metrics.prometheus.vector import Vector
 
 Slot = Callable[[dict[str, str]], object]
 """The values of a timestamp series' labels in a series: what both must share to be dated."""
@@ -74,49 +73,48 @@ def collect(
 def _read(
     family: Resolved,
     *,
-    labels: list[dict[str, str]],
-    dated: Callable[[list[dict[str, str]]], list[object] | None],
+    answer: Vector,
+    dated: Callable[[Vector], list[object] | None],
     part: str | None,
     parted: bool,
     cards: CardIndex,
     workloads: WorkloadIndex,
 ) -> tuple[list[object], list[object], list[str | None]] | None:
-    """The value series' columns, each read label by label over all of them in C (`map` of
-    `dict.get`), not series by series: their parts, what dates them (`dated`: the oldest sample
-    of the timestamp series that share their dating labels, or their own `steward_t`), what
-    names their card or workload, and whether they are marked as taken from host memory. None
-    when a series lacks a dating label, or its `steward_part` is not `part` (None: it has none).
+    """The value series' columns, each a label read down all of them at once (`Vector.column`),
+    not series by series: their parts, what dates them (`dated`: the oldest sample of the
+    timestamp series that share their dating labels, or their own `steward_t`), what names
+    their card or workload, and whether they are marked as taken from host memory. None when a
+    series lacks a dating label, or its `steward_part` is not `part` (None: it has none).
 
     The default queries keep only the labels the join reads (`by (…)`), so no series of theirs
     can carry a part: theirs are not read (`parted` False)."""
-    dates = dated(labels)
+    dates = dated(answer)
     if dates is None:
         return None
-    get = dict.get
-    if parted and list(map(get, labels, repeat(PART))).count(part) != len(labels):
+    count = len(answer)
+    if parted and answer.column(PART).count(part) != count:
         return None  # a timestamp series after a value series, or a series of neither part
     marks: list[str | None] = (
-        list(map(get, labels, repeat(UNIFIED_LABEL)))
-        if family.family.marked
-        else [None] * len(labels)
+        answer.column(UNIFIED_LABEL)
+        if family.family.marked and answer.carries(UNIFIED_LABEL)
+        else [None] * count
     )
     target = family.family.target
     found: list[object]
     if target == "gpu":
         canonical = cast("Callable[[str | None], str | None]", cards.canonical.get)
-        found = list(map(canonical, map(get, labels, repeat("UUID"))))
+        found = list(map(canonical, answer.column("UUID")))
     elif target == "workload":
         pods = workloads.pods
-        if family.default:  # its query moved a pod Prometheus renamed into `pod`/`namespace`
-            renamed = False
-        else:
-            exported = list(map(get, labels, repeat("exported_pod")))
-            exported += map(get, labels, repeat("exported_namespace"))
-            renamed = exported.count(None) != len(exported)
+        # The default queries moved a pod Prometheus renamed into `pod`/`namespace`.
+        renamed = not family.default and (
+            answer.carries("exported_pod") or answer.carries("exported_namespace")
+        )
         if not renamed:
-            namespaces = map(get, labels, repeat("namespace"), repeat(""))
-            slots = zip(namespaces, map(get, labels, repeat("pod")), strict=True)
-            found = list(map(pods.__getitem__, slots))
+            namespaces = cast("list[str]", answer.column("namespace"))
+            if None in namespaces:
+                namespaces = [n or "" for n in namespaces]
+            found = workloads.owners(namespaces, answer.column("pod"))
         else:
             found = [
                 pods[
@@ -125,10 +123,10 @@ def _read(
                         lb.get("exported_pod") or lb.get("pod"),
                     )
                 ]
-                for lb in labels
+                for lb in answer.labels
             ]
     else:
-        found = list(map(workloads.pool_key, labels))
+        found = list(map(workloads.pool_key, answer.labels))
     return dates, found, marks
 
 
@@ -146,8 +144,7 @@ def _at_once(
 
     A fleet's answer is tens of thousands of label dicts: each label the join needs is read
     from all of them in one call (`_read`), and what follows works on those columns."""
-    series = answer.series
-    if not series:
+    if not len(answer):
         return None
     by: dict[object, float] = {}
     """The oldest sample per dating slot (the timestamp series' labels but the part)."""
@@ -157,9 +154,10 @@ def _at_once(
     parted = True
     """Whether the answer's series may carry a part at all (their parts are checked)."""
     time_of: Callable[[object], float | None] = _as_time
-    first = series[0][0]
-    dated: Callable[[list[dict[str, str]]], list[object] | None] = _undated
+    first = answer.first
+    dated: Callable[[Vector], list[object] | None] = _undated
     if first.get(PART) == "t":
+        series = answer.series
         stamped = _stamped(series)
         size = len(first)
         slot = _slot(tuple(sorted(n for n in first if n != PART)))
@@ -179,9 +177,9 @@ def _at_once(
                 old = by.get(at)
                 by[at] = raw if old is None or raw < old else old
 
-        def dated(labels: list[dict[str, str]]) -> list[object] | None:
+        def dated(values: Vector) -> list[object] | None:
             try:
-                return list(map(by.get, map(slot, labels)))
+                return list(map(by.get, map(slot, values.labels)))
             except KeyError:  # a value series without the labels that date it
                 return None
 
@@ -189,14 +187,11 @@ def _at_once(
         # Its text as it is: made a number once per distinct one. An override so shaped
         # has each series' part checked: none may have one.
         dated, part, time_of, parted = _own_time, None, texts.__getitem__, not family.default
-    rest = series[stamped:]
-    labels = list(map(itemgetter(0), rest))
+    rest = answer.after(stamped)
     if dated is _own_time and not parted and family.family.target == "gpu":
         column = card_column(
-            labels,
             rest,
             cards,
-            evaluated=answer.evaluated_at,
             times=texts.__getitem__,
             scale=family.family.scale,
             marked=family.family.marked,
@@ -205,7 +200,7 @@ def _at_once(
             return column
     read = _read(
         family,
-        labels=labels,
+        answer=rest,
         dated=dated,
         part=part,
         parted=parted,
@@ -215,8 +210,8 @@ def _at_once(
     if read is None:
         return None
     dates, found, marks = read
-    raws: list[float] = list(map(itemgetter(1), rest))
-    keys = _keys(family, found=found, labels=labels, cards=cards, workloads=workloads)
+    raws = rest.values
+    keys = _keys(family, found=found, answer=rest, cards=cards, workloads=workloads)
     evaluated = answer.evaluated_at
     # One sample time per scrape target (or pod), not per series: each made a number once.
     distinct = list(set(dates))
@@ -248,21 +243,21 @@ def _at_once(
             return out
     stamps = list(map(when.__getitem__, dates))
     out.values, out.ages, out.no_data = combined(
-        keys, raws, stamps, age_of, scale=scale, summed=summed
+        keys, raws, stamps, age_of, scale=scale, summed=summed, groups=workloads.groupings(keys)
     )
     return out
 
 
-def _own_time(labels: list[dict[str, str]]) -> list[object] | None:
+def _own_time(answer: Vector) -> list[object] | None:
     """Each series' own `steward_t`; None when one lacks it (the answer is read series by
     series)."""
-    dates: list[object] = list(map(dict.get, labels, repeat(STAMP)))
+    dates = cast("list[object]", answer.column(STAMP))
     return None if None in dates else dates
 
 
-def _undated(labels: list[dict[str, str]]) -> list[object]:
+def _undated(answer: Vector) -> list[object]:
     """Dated by nothing: no series has a sample time."""
-    return [None] * len(labels)
+    return [None] * len(answer)
 
 
 def _as_time(found: object) -> float | None:
@@ -296,7 +291,7 @@ def _keys(
     family: Resolved,
     *,
     found: Sequence[object],
-    labels: list[dict[str, str]],
+    answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
 ) -> Sequence[str | None]:
@@ -307,12 +302,12 @@ def _keys(
     if target == "gpu" and None in found:
         return [
             cast("str | None", k) if k is not None else cards.key(lb)
-            for k, lb in zip(found, labels, strict=True)
+            for k, lb in zip(found, answer.labels, strict=True)
         ]
     if target == "workload" and PODLESS in found:
         return [
             cast("str | None", k) if k is not PODLESS else workloads.key(lb)
-            for k, lb in zip(found, labels, strict=True)
+            for k, lb in zip(found, answer.labels, strict=True)
         ]
     return cast("Sequence[str | None]", found)
 

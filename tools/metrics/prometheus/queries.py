@@ -246,6 +246,20 @@ class Resolved(BaseModel):
         # each value series as it reads it (it copes with any order, only more slowly).
         return f'label_replace({self.timestamp}, "{PART}", "t", "", "") or {value}'
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The labels the join reads down every series of the default queries' answer
+        (tools.metrics.prometheus.join): read as the answer is decoded. () for an override's,
+        whose shape is found out as it is read."""
+        if not self.default:
+            return ()
+        target = self.family.target
+        if target == "gpu":
+            return ("UUID", STAMP)
+        if target == "workload":
+            return ("pod", "namespace", STAMP)
+        return ()
+
 
 def resolve(settings: PrometheusSettings) -> list[Resolved]:
     """The families in use: defaults with the settings' overrides; empty queries turn one off."""

@@ -19,18 +19,14 @@ from operator import add, setitem
 from pydantic import BaseModel, ConfigDict
 
 from tools.bases import new_version
-from tools.metrics.prometheus.client import (
-    PrometheusClient,
-    PrometheusUnavailable,
-    QueryRefused,
-    Vector,
-)
+from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, fresh_all, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
 from tools.trusted import trusted, trusted_all
 
@@ -67,6 +63,7 @@ class PrometheusSource:
         self.families: list[Resolved] = resolve(settings)
         self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
         self._workloads = WorkloadIndex()
+        self._cards: CardIndex | None = None
         self._last: dict[str, FieldReadings] = {}
         """Per family: the readings of the last tick that answered."""
         self.last_tick: TickReport | None = None
@@ -87,7 +84,7 @@ class PrometheusSource:
 
         def one(family: Resolved) -> Answer:
             try:
-                return self.client.query(family.combined, at)
+                return self.client.query(family.combined, at, family.reads)
             except PrometheusUnavailable as exc:
                 return f"unreachable: {exc}"
             except QueryRefused as exc:
@@ -111,7 +108,7 @@ class PrometheusSource:
         asked = time.perf_counter()
         merged = self.merge(state, answers)
         done = time.perf_counter()
-        series = sum(len(a.series) for a in answers.values() if isinstance(a, Vector))
+        series = sum(len(a) for a in answers.values() if isinstance(a, Vector))
         self.last_tick = self.last_tick_report(answers, series, asked - start, done - asked)
         return merged
 
@@ -128,7 +125,11 @@ class PrometheusSource:
 
     def merge(self, state: ClusterState, answers: dict[str, Answer]) -> ClusterState:
         """The join and the new observation (apart from `ask`, so that it can be timed alone)."""
-        cards = CardIndex(state)
+        cards = self._cards
+        if cards is None:
+            cards = self._cards = CardIndex(state)
+        else:
+            cards.refresh(state)
         self._workloads.refresh(state)
         self._unmatched = 0
         shared, times = Shared(), SampleTimes()
