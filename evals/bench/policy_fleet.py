@@ -8,6 +8,7 @@ next to judging it. The plan mixes scale-ups and -downs, placements, cordons and
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 from policies.loader import EXAMPLES_DIR, load_policy
@@ -41,8 +42,12 @@ def fleet_policy() -> Policy:
     return load_policy(EXAMPLES_DIR / "fleet.yaml")
 
 
-def fleet_state(nodes: int) -> ClusterState:
-    """`nodes` nodes of eight H200 cards, a quarter per pool, workloads at ~70 % of the cards."""
+def fleet_state(nodes: int, *, dcgm_uuids: bool = False) -> ClusterState:
+    """`nodes` nodes of eight H200 cards, a quarter per pool, workloads at ~70 % of the cards.
+
+    `dcgm_uuids`: the cards named as NVIDIA names them (`GPU-` and 32 hex digits, no order
+    among a node's cards), not `GPU-0001-3`; so that what sorts series by their labels, as
+    Prometheus does, does not list them in the card order by chance."""
     util = Metric.fresh(60.0, AT, "dcgm")
     node_list: list[Node] = []
     by_pool: dict[str, list[Node]] = {pool: [] for pool, _ in SHAPES}
@@ -50,7 +55,7 @@ def fleet_state(nodes: int) -> ClusterState:
         pool = SHAPES[i % len(SHAPES)][0]
         name = f"node-{i:04d}"
         gpus = tuple(
-            Gpu(uuid=f"GPU-{i:04d}-{g}", index=g, model="H200", node=name, utilization=util)
+            Gpu(uuid=_uuid(i, g, dcgm_uuids), index=g, model="H200", node=name, utilization=util)
             for g in range(GPUS_PER_NODE)
         )
         node = Node(
@@ -102,6 +107,12 @@ def fleet_state(nodes: int) -> ClusterState:
         workloads=tuple(workloads),
         pools=tuple(pools),
     )
+
+
+def _uuid(node: int, card: int, dcgm: bool) -> str:
+    if dcgm:
+        return f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{node}/{card}')}"
+    return f"GPU-{node:04d}-{card}"
 
 
 def fleet_plan(state: ClusterState, size: int) -> Plan:

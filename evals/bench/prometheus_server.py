@@ -125,6 +125,29 @@ class RealPrometheus:
                 raise TimeoutError("the targets were not scraped in time")
             time.sleep(0.2)
 
+    def wait_until_up(self, targets: int, timeout_s: float = 120.0) -> None:
+        """Wait until all `targets` answered their last scrape (`up` 1)."""
+
+        def answered() -> tuple[float, float]:
+            r = httpx.get(
+                f"{self.url}/api/v1/query",
+                params={"query": "count(up == 1) or vector(0)", "time": f"{time.time():.3f}"},
+                timeout=5,
+            )
+            result = r.json()["data"]["result"]
+            return float(result[0]["value"][1]) if result else 0.0, time.monotonic()
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            count, now = answered()
+            if count >= targets:
+                return
+            if now > deadline:
+                raise TimeoutError(
+                    f"{targets - count:.0f} of {targets} targets did not answer their scrape"
+                )
+            time.sleep(1.0)
+
     def __enter__(self) -> RealPrometheus:
         return self.start()
 

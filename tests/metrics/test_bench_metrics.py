@@ -1,12 +1,14 @@
-"""`steward bench metrics` measures the join a user's Prometheus gives: a DCGM exporter per node,
-each a scrape target of its own, so the cards' readings carry one sample time per node."""
+"""`steward bench metrics` measures the join a user's Prometheus gives: a DCGM exporter per node
+and every engine pod, each a scrape target of its own, so the readings carry one sample time per
+node and per pod."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from evals.bench.metrics import decoded_answers, recorded_answers, run_bench
+from evals.bench.metrics import decoded_answers, per_pod, recorded_answers, run_bench
+from evals.bench.policy_fleet import fleet_state
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.source import Answer
 from tools.metrics.serve import MetricsServer
@@ -32,10 +34,27 @@ def test_a_server_serves_one_body_or_routes() -> None:
         MetricsServer()
 
 
+def test_engine_lines_split_into_each_pods_exposition() -> None:
+    lines = [
+        "# TYPE vllm:num_requests_waiting gauge",
+        'vllm:num_requests_waiting{model_name="m",namespace="default",pod="a-0"} 1',
+        'vllm:num_requests_waiting{model_name="m",namespace="default",pod="a-1"} 2',
+        "# TYPE vllm:generation_tokens_total counter",
+        'vllm:generation_tokens_total{model_name="m",namespace="default",pod="a-1"} 9',
+    ]
+    assert per_pod(lines) == {
+        "a-0": [lines[0], lines[1]],
+        "a-1": [lines[0], lines[2], lines[3], lines[4]],
+    }
+    with pytest.raises(ValueError, match="without a pod"):
+        per_pod(["up 1"])
+
+
 @pytest.mark.slow
 def test_the_bench_scrapes_a_dcgm_exporter_per_node() -> None:
     figures = run_bench(nodes=6, runs=3)
-    assert figures.scrape_targets == 6 + 1  # the nodes' exporters and the engines'
+    pods = sum(1 for w in fleet_state(6).workloads for r in w.placement if r.ready)
+    assert figures.scrape_targets == 6 + pods  # an exporter per node, a target per engine pod
     assert figures.matched_cards == figures.cards == 48
     assert figures.matched_workloads == figures.workloads
     assert figures.card_sample_times > 1  # the targets were scraped at their own moments

@@ -67,6 +67,47 @@ def _missing(series: Series) -> Series:
     return series[1:]
 
 
+def test_cards_without_a_series_are_holes_in_the_column() -> None:
+    state = bare(truth())
+    whole, each = _read(state, _missing(_answer(state, 1000.0)))
+    assert whole is not None and whole.column is not None and whole.column.holes == (0,)
+    assert whole == each
+
+
+def test_an_exporter_gone_quiet_reads_down_the_column_as_by_keys_tick_after_tick() -> None:
+    """A node's exporter stops answering for two ticks, then answers again: its cards are holes
+    in the columns (stale with their last reading, their totals too), and every card reads as
+    the same answers read by keys (one series of no card added) say, tick after tick."""
+    state = bare(truth())
+    families = ("gpu_util", "fb_used", "fb_free", "power")
+    quiet = {g.uuid for g in state.nodes[0].gpus}
+    stranger = ({"UUID": "GPU-nowhere", "instance": "x", "job": "dcgm", STAMP: repr(NOW)}, 1.0)
+    sources = [PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1")) for _ in range(2)]
+    try:
+        for tick, gone in enumerate((False, True, True, False)):
+            full = {name: _answer(state, 100.0 * (k + 1) + tick) for k, name in enumerate(families)}
+            if gone:
+                full = {k: [s for s in v if s[0]["UUID"] not in quiet] for k, v in full.items()}
+            merged = [
+                source.merge(state, {k: Vector(NOW, [*v, *extra]) for k, v in full.items()})
+                for source, extra in zip(sources, ([], [stranger]), strict=True)
+            ]
+            used = sources[0]._last["fb_used"].readings
+            assert used is not None and used.column is not None
+            assert used.column.holes == (tuple(range(len(quiet))) if gone else ())
+            columns, keys = ([g for n in m.nodes for g in n.gpus] for m in merged)
+            assert columns == keys
+            held = [g for g in columns if g.uuid in quiet]
+            if gone:
+                assert all(g.utilization.status == "stale" for g in held)
+                assert all(g.memory_total_bytes.status == "stale" for g in held)
+            read = [g for g in columns if not (gone and g.uuid in quiet)]
+            assert all(g.utilization.status == "fresh" for g in read)
+    finally:
+        for source in sources:
+            source.close()
+
+
 def _twice(series: Series) -> Series:
     return [series[0], *series[:-1]]  # the first card twice, the last one not at all
 
@@ -91,7 +132,7 @@ def _by_slot(series: Series) -> Series:
     return [({k: v for k, v in labels.items() if k != "UUID"}, raw), *series[1:]]
 
 
-@pytest.mark.parametrize("shape", [_missing, _twice, _marked, _nan, _stranger, _by_slot])
+@pytest.mark.parametrize("shape", [_twice, _marked, _nan, _stranger, _by_slot])
 def test_an_answer_a_column_cannot_hold_is_read_by_keys(shape: Callable[[Series], Series]) -> None:
     state = bare(truth())
     whole, each = _read(state, shape(_answer(state, 1000.0)))

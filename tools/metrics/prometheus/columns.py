@@ -1,12 +1,14 @@
 """A card family's answer read as a column: the common shape of DCGM's, in the card order.
 
-The default query of a card family answers one series per card, each dated by its own
-`steward_t` (one DaemonSet exporter per node; tools.metrics.prometheus.queries). When that is
-all the answer holds — every card of the observation once, by a UUID it knows, no series marked
-as host memory, no NaN — its values and ages are put straight into the observation's card order
-(each series to its card's position, in C) rather than into dictionaries by UUID: what follows
-then works down the column. Any other answer is read by keys (tools.metrics.prometheus.join),
-which this must agree with to the value and the second (tests/metrics/test_prometheus_join.py).
+The default query of a card family answers one series per card, each dated by its own `steward_t`
+(one DaemonSet exporter per node; tools.metrics.prometheus.queries). When that is all the answer
+holds — each card of the observation at most once, by a UUID it knows, no series marked as host
+memory, no NaN — its values and ages are put straight into the observation's card order (each series
+to its card's position, in C) rather than into dictionaries by UUID: what follows then works down
+the column. A card no series read (its node's exporter did not answer) is a hole in the column,
+which says so as a dictionary would by not holding it. Any other answer is read by keys
+(tools.metrics.prometheus.join), which this must agree with to the value and the second
+(tests/metrics/test_prometheus_join.py).
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ def card_column(
     marked: bool,
 ) -> Readings | None:
     """The answer of a card family's default query as a `CardColumn`, or None when it is not
-    one series per card of the observation, each with its own sample time, none marked or NaN.
+    at most one series per card of the observation, each with its own sample time, none marked
+    or NaN. Cards without a series are the column's holes.
 
     `times` makes a `steward_t` text a POSIX time (None: not a number, so undated and of age 0,
     as the join has it); `marked`: the family's series may be marked as taken from host
     memory (a memory family)."""
     order = cards.order
     count = len(order)
-    if len(answer) != count:
+    if not answer or len(answer) > count:
         return None
     if marked and answer.carries(UNIFIED_LABEL):
         return None  # some series taken from host memory: read by keys, which marks them
@@ -58,17 +61,22 @@ def card_column(
     if total != total:  # noqa: PLR0124 - a NaN among them
         return None
     scaled = raws if scale == 1 else list(map(scale.__mul__, raws))
+    holes: tuple[int, ...] = ()
     if in_order:  # as DCGM's exporters and Prometheus list them: nothing to move
         placed, stamps = cast("list[object]", scaled), cast("list[object]", texts)
     else:
         placed = _UNSET * count
         for _ in map(placed.__setitem__, positions, scaled):
             pass
-        if None in placed:
-            return None  # two series of one card (so another has none): combined by keys
         stamps = _UNSET * count
         for _ in map(stamps.__setitem__, positions, texts):
             pass
+        if placed.count(None) != count - len(answer):
+            return None  # two series of one card: combined by keys
+        if count != len(answer):
+            holes = _holes(placed)
+            for at in holes:  # stand-ins, never read as a card's
+                placed[at], stamps[at] = 0.0, texts[0]
     # One sample time per scrape target: each made an age once.
     evaluated = answer.evaluated_at
     age_of: dict[object, float] = {text: _age(times(text), evaluated) for text in set(texts)}
@@ -77,8 +85,19 @@ def card_column(
         values=cast("list[float]", placed),  # every position filled: floats alone
         ages=list(map(age_of.__getitem__, stamps)),
         distinct_ages=frozenset(age_of.values()),
+        holes=holes,
     )
     return Readings(column=column)
+
+
+def _holes(placed: list[object]) -> tuple[int, ...]:
+    """The positions still unset, each found by a scan in C from the last."""
+    found: list[int] = []
+    at = -1
+    for _ in range(placed.count(None)):
+        at = placed.index(None, at + 1)
+        found.append(at)
+    return tuple(found)
 
 
 def _age(at: float | None, evaluated: float) -> float:

@@ -135,9 +135,13 @@ class FieldReadings:
         bound: float = 0.0,
         previous: FieldReadings | None = None,
         shared: Shared | None = None,
+        positions: dict[str, int] | None = None,
     ) -> None:
         self.default = default
         self.readings = readings
+        self._positions = positions
+        """A card's place in a column (the card order's), where something is said of a card
+        otherwise than its reading: said in the column, which stays."""
         self.source = source
         self.previous = previous
         self.carried: dict[str, tuple[float, datetime]] = {}
@@ -147,10 +151,13 @@ class FieldReadings:
         self._metrics: dict[str, Metric] | None = {}
         """By key (None: made from `_column` on first asking)."""
         self._column: list[Metric] | None = None
-        """The readings in the card order, when the answer was read as a column (`CardColumn`)
-        and nothing was said otherwise of any card since."""
+        """The readings in the card order, when the answer was read as a column (`CardColumn`):
+        a hole's card what `missing` says, and a card said otherwise since (`override`) that."""
         self._instants: list[datetime] | None = None
-        """Beside `_column`: each card's sample time."""
+        """Beside `_column`: each card's sample time (a stand-in's where `_said`)."""
+        self._said: set[int] = set()
+        """Positions in `_column` of cards without this tick's own reading: holes, and cards
+        said otherwise since."""
         self._uniform: Bucket | None = None
         self._fresh = False
         """Every reading in `metrics` is this tick's, fresh and unmarked."""
@@ -186,7 +193,7 @@ class FieldReadings:
         a column in it (none missing, none said otherwise since); else None: ask by key."""
         self._ready()
         readings = self.readings
-        if self._column is None or readings is None or not readings.covers(order):
+        if self._column is None or readings is None or not readings.in_order(order):
             return None
         return self._column
 
@@ -200,6 +207,15 @@ class FieldReadings:
         time, all fresh): what is worked out from them can be made in one batch too."""
         self._ready()
         return self._uniform
+
+    @property
+    def said(self) -> set[int]:
+        """Positions in `column` of cards without this tick's own reading (see `_said`); not
+        made into readings for this (a card's free memory may only complete its total)."""
+        if self._pending is not None:
+            column = self._pending[0].column
+            return set(column.holes) if column is not None else set()
+        return self._said
 
     @property
     def fresh(self) -> bool:
@@ -247,6 +263,12 @@ class FieldReadings:
             self._column = fresh_all(values, self._instants, self.source)
         self._metrics = None
         self._fresh = True
+        if column.holes:  # cards whose exporter did not answer: no reading of theirs
+            made = self._column
+            for hole in column.holes:
+                made[hole] = self.missing(column.order[hole])
+            self._said = set(column.holes)
+            self._uniform, self._fresh = None, False
 
     def _make_each(self, readings: Readings, bound: float, shared: Shared) -> None:
         """`_make` where some readings are stale or marked as taken from host memory."""
@@ -298,6 +320,17 @@ class FieldReadings:
 
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
+        self._ready()
+        column, read = self._column, self.readings
+        order = read.column.order if read is not None and read.column is not None else None
+        at = None if self._positions is None else self._positions.get(key)
+        if column is not None and order is not None and at is not None and order[at] == key:
+            column[at] = found  # said in the column, which stays
+            if self._metrics is not None:
+                self._metrics[key] = found
+            self._said.add(at)
+            self._uniform, self._fresh = None, False
+            return
         self.metrics[key] = found
         self._column = self._instants = None
         self._uniform = None

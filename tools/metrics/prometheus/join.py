@@ -217,8 +217,7 @@ def _at_once(
     distinct = list(set(dates))
     when = dict(zip(distinct, map(time_of, distinct), strict=True))
     times = set(when.values())
-    age_of: dict[float | None, float] = {t: max(0.0, evaluated - t) for t in times if t is not None}
-    age_of[None] = 0.0
+    age_of = Ages(evaluated)
     out = Readings()
     if None in keys:
         out.unmatched = keys.count(None)
@@ -246,6 +245,20 @@ def _at_once(
         keys, raws, stamps, age_of, scale=scale, summed=summed, groups=workloads.groupings(keys)
     )
     return out
+
+
+class Ages(dict[float | None, float]):
+    """Sample times' ages at the evaluation, each worked out on first asking: of a workload
+    dated by its oldest pod, only that pod's is asked for (a fleet's pods are scraped at
+    thousands of moments, its workloads number hundreds). None, undated, is of age 0."""
+
+    def __init__(self, evaluated: float) -> None:
+        super().__init__()
+        self.evaluated = evaluated
+
+    def __missing__(self, at: float | None) -> float:
+        found = self[at] = 0.0 if at is None else max(0.0, self.evaluated - at)
+        return found
 
 
 def _own_time(answer: Vector) -> list[object] | None:

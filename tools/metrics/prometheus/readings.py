@@ -1,12 +1,12 @@
 """`Readings`: what one family's answer says, per card UUID or workload name.
 
-Most answers are read into dictionaries by key (tools.metrics.prometheus.join). The common answer
-of a card family — a DCGM exporter's series, one per card, every card of the observation read —
-is read as a `CardColumn` instead: its values and ages in the observation's own card order, so
-that the cards' new readings are made straight down the column (tools.metrics.prometheus.fields)
-and no dictionary of 8,000 cards is built, looked up and freed per family and tick. Its
-dictionaries are made only when something asks for them by key (a family that fails next tick
-answers from this one's `last` values).
+Most answers are read into dictionaries by key (tools.metrics.prometheus.join). The common answer of
+a card family — DCGM exporters' series, one per card of the observation, though a card whose
+exporter did not answer has none (a hole) — is read as a `CardColumn` instead: its values and ages
+in the observation's own card order, so that the cards' new readings are made straight down the
+column (tools.metrics.prometheus.fields) and no dictionary of 8,000 cards is built, looked up and
+freed per family and tick. Its dictionaries are made only when something asks for them by key (a
+family that fails next tick answers from this one's `last` values).
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ class CardColumn:
     """Seconds between each card's sample and the evaluation."""
     distinct_ages: frozenset[float]
     """The ages the column holds: one per scrape target, not per card."""
+    holes: tuple[int, ...] = ()
+    """Positions of cards no series read (their exporter did not answer): their value and age
+    in the column stand for nothing."""
 
 
 class Readings:
@@ -59,7 +62,7 @@ class Readings:
     def values(self) -> dict[str, float]:
         if self._values is None:
             assert self.column is not None
-            self._values = dict(zip(self.column.order, self.column.values, strict=True))
+            self._values = self.column_dict(self.column.values)
         return self._values
 
     @values.setter
@@ -71,12 +74,21 @@ class Readings:
         """Seconds between the newest sample of the key's oldest series and the evaluation."""
         if self._ages is None:
             assert self.column is not None
-            self._ages = dict(zip(self.column.order, self.column.ages, strict=True))
+            self._ages = self.column_dict(self.column.ages)
         return self._ages
 
     @ages.setter
     def ages(self, ages: dict[str, float]) -> None:
         self._ages, self.column = ages, None
+
+    def column_dict(self, items: list[float]) -> dict[str, float]:
+        """A list down the column by card UUID, its holes left out."""
+        column = self.column
+        assert column is not None
+        found = dict(zip(column.order, items, strict=True))
+        for at in column.holes:
+            del found[column.order[at]]
+        return found
 
     def distinct_ages(self) -> Iterable[float]:
         column = self.column
@@ -84,7 +96,13 @@ class Readings:
 
     def covers(self, order: list[str]) -> bool:
         """Whether every card of the observation whose card order is `order` has a reading
-        here (a column in that order): then none of them can have lost its series."""
+        here (a column in that order, without holes): then none of them can have lost its
+        series."""
+        column = self.column
+        return column is not None and column.order is order and not column.holes
+
+    def in_order(self, order: list[str]) -> bool:
+        """Whether this was read as a column in the card order `order` (holes or not)."""
         return self.column is not None and self.column.order is order
 
     def __eq__(self, other: object) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from itertools import repeat
 from operator import add, setitem
 
@@ -169,6 +170,7 @@ class PrometheusSource:
             source=source,
             bound=self.settings.staleness_s,
             shared=shared,
+            positions=cards.position if family.family.target == "gpu" else None,
         )
         no_data = metric(None, "missing", None, f"{source}: no data in the window")
         for key in readings.no_data:
@@ -283,31 +285,38 @@ class _Totals:
         return self.free.readings.values if self.free.readings is not None else {}
 
     def batch(self, used: FieldReadings, uuids: list[str]) -> list[Metric] | None:
-        """`every` when every card has this tick's free value and a fresh used reading
-        (`used.fresh`): the totals added and made in one batch — in the bucket of their one
-        sample time when they have one (`used.uniform`). None otherwise."""
+        """`every`, the totals added and made in one batch — in the bucket of their one sample
+        time when they have one (`used.uniform`): when both used and free were read as columns
+        in the card order (`uuids`), the cards without this tick's reading of either made one
+        by one; else when every card has this tick's free value and a fresh used reading
+        (`used.fresh`). None otherwise."""
         read, free_read = used.readings, self.free.readings
-        if read is None or not used.fresh:
-            return None  # some card's used reading is missing, stale or said otherwise
-        ats = used.instants(uuids)
-        if ats is not None and free_read is not None and free_read.column is not None:
-            if not free_read.covers(uuids):
-                return None
-            # Both read as columns in the card order: added down them.
-            assert read.column is not None
+        if read is None:
+            return None
+        column = used.column(uuids)
+        if column is not None and free_read is not None and free_read.in_order(uuids):
+            assert read.column is not None and free_read.column is not None
             totals = list(map(add, read.column.values, free_read.column.values))
-        else:
-            if len(used.metrics) != len(uuids):
-                return None
-            free = list(map(self.values.get, uuids))
-            if None in free:
-                return None
-            totals = list(map(add, map(read.values.__getitem__, uuids), free))
-            ats = None
+            instants = used.instants(uuids)
+            assert instants is not None
+            made = self._made(used, totals, instants)
+            for at in used.said | self.free.said:  # holes, series gone: what they say
+                made[at] = self.of(column[at], uuids[at])
+            return made
+        if not used.fresh or len(used.metrics) != len(uuids):
+            return None  # some card's used reading is missing, stale or said otherwise
+        free = list(map(self.values.get, uuids))
+        if None in free:
+            return None
+        totals = list(map(add, map(read.values.__getitem__, uuids), free))
+        ats: list[datetime] = []  # no need of them with one bucket
+        if used.uniform is None:  # a sample time per scrape target
+            ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
+        return self._made(used, totals, ats)
+
+    def _made(self, used: FieldReadings, totals: list[float], ats: list[datetime]) -> list[Metric]:
         bucket = used.uniform
-        if bucket is None:  # a sample time per scrape target
-            if ats is None:
-                ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
+        if bucket is None:
             return fresh_all(totals, ats, used.source, alike=True)
         bucket.add(totals)
         return list(map(bucket.__getitem__, totals))
