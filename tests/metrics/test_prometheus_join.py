@@ -14,7 +14,7 @@ from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
-from tools.metrics.prometheus.source import _Totals
+from tools.metrics.prometheus.totals import Totals
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
@@ -176,7 +176,7 @@ def test_totals_made_in_one_batch_are_those_made_card_by_card() -> None:
         finally:
             source.close()
         used_readings, free_readings = source._last["fb_used"], source._last["fb_free"]
-        totals = _Totals(free_readings, Shared())
+        totals = Totals(free_readings, Shared())
         by_card = totals.every([used_readings.get(u) for u in uuids], uuids)
         batch = totals.batch(used_readings, uuids)
         assert batch == (by_card if frees is free else None)
@@ -212,7 +212,7 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
     one_by_one.times = used.times
     one_by_one._make_each(used.readings, bound, Shared())
     assert [used.get(u) for u in uuids] == [one_by_one.get(u) for u in uuids]
-    totals = _Totals(source._last["fb_free"], Shared())
+    totals = Totals(source._last["fb_free"], Shared())
     assert totals.batch(used, uuids) == totals.every([used.get(u) for u in uuids], uuids)
     assert len(merged.nodes) > 1
     for i, node in enumerate(merged.nodes):

@@ -293,6 +293,12 @@ class FieldReadings:
         """This field's reading of `key` (value, time), if it has one."""
         readings = self.readings
         if readings is not None:
+            column, positions = readings.column, self._positions
+            if column is not None and positions is not None:  # read in its place, no dict
+                at = positions.get(key)
+                if at is not None and column.order[at] == key and at not in column.hole_set:
+                    return column.values[at], self.times[column.ages[at]]
+                return self.carried.get(key)
             value = readings.values.get(key)
             if value is not None:
                 return value, self.times[readings.ages[key]]

@@ -132,7 +132,7 @@ class WorkloadIndex:
         self.pods = _Pods(self._owner)
         self.groupings = Groupings()
         """Where each workload's series lie in an answer (tools.metrics.prometheus.combining)."""
-        self._owned: tuple[list[str], list[str | None], list[object]] | None = None
+        self._owned: list[tuple[list[str], list[str | None], list[object]]] = []
 
     def refresh(self, state: ClusterState) -> None:
         names = frozenset(w.name for w in state.workloads)
@@ -140,7 +140,7 @@ class WorkloadIndex:
             return
         self._names = names
         self.pods = _Pods(self._owner)
-        self._owned = None
+        self._owned = []
         serving: dict[str, list[str]] = {}
         for w in state.workloads:
             if w.model:
@@ -152,15 +152,15 @@ class WorkloadIndex:
         return self._names
 
     def owners(self, namespaces: list[str], pods: list[str | None]) -> list[object]:
-        """The workload of each series' (namespace, pod) (`PODLESS` where it has no pod): the
-        last answer's again when it names the same pods in the same order, as the engine
-        families of a tick and the next tick's do (comparing the strings is cheaper than
-        looking each fresh pair up)."""
-        owned = self._owned
-        if owned is not None and owned[1] == pods and owned[0] == namespaces:
-            return owned[2]
+        """The workload of each series' (namespace, pod) (`PODLESS` where it has no pod): a
+        recent answer's again when it names the same pods in the same order, as the engine
+        families of a tick and the next tick's do, in an order or two (comparing the strings
+        is cheaper than looking each fresh pair up)."""
+        for known in self._owned:
+            if known[1] == pods and known[0] == namespaces:
+                return known[2]
         found = list(map(self.pods.__getitem__, zip(namespaces, pods, strict=True)))
-        self._owned = (namespaces, pods, found)
+        self._owned = [(namespaces, pods, found), *self._owned[:3]]
         return found
 
     def key(self, labels: dict[str, str]) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class CardColumn:
     holes: tuple[int, ...] = ()
     """Positions of cards no series read (their exporter did not answer): their value and age
     in the column stand for nothing."""
+
+    @cached_property
+    def hole_set(self) -> frozenset[int]:
+        return frozenset(self.holes)
 
 
 class Readings:

@@ -12,21 +12,22 @@ queries and the join took, and what failed.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from itertools import repeat
-from operator import add, setitem
+from operator import setitem
 
 from pydantic import BaseModel, ConfigDict
 
 from tools.bases import new_version
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
-from tools.metrics.prometheus.fields import FieldReadings, Shared, fresh_all, metric
+from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
 from tools.trusted import trusted, trusted_all
@@ -177,14 +178,13 @@ class PrometheusSource:
             out.override(key, no_data)
         # A series that was there and is gone (its target stopped answering, a staleness
         # marker) leaves the last reading stale, while its card or workload is observed. No
-        # card's can be gone when every card of the observation has a reading (a column); most
-        # other ticks read again every key of the last (checked by a subset test first).
-        if before is not None and not readings.covers(cards.order) and _lost(before, readings):
+        # card's can be gone when every card of the observation has a reading (a column), and
+        # only the holes' of one; most other ticks read again every key of the last (checked by
+        # a subset test first).
+        if before is not None and not readings.covers(cards.order):
             gone = f"{source}: no series since its last sample"
             present = cards.uuids if family.family.target == "gpu" else self._workloads.names
-            read = before.readings.values.keys() if before.readings else frozenset()
-            had = before.carried.keys() | read
-            for key in had - readings.values.keys() - readings.no_data:
+            for key in _gone(before, readings, cards.order):
                 last = before.last(key)
                 if key in present and last is not None:
                     out.carried[key] = last
@@ -209,7 +209,7 @@ class PrometheusSource:
         used, free = fields.get("memory_used_bytes"), fields.get("memory_free_bytes")
         if not plain and free is None:
             return state.nodes
-        total = _Totals(free, shared) if used is not None and free is not None else None
+        total = Totals(free, shared) if used is not None and free is not None else None
         # Column by column (each a lookup in C, where the answer was not read as one): a
         # fleet's 8,000 cards, four fields each.
         columns = {name: _in_order(readings, cards) for name, readings in plain}
@@ -269,102 +269,16 @@ class PrometheusSource:
         return tuple(out)
 
 
-class _Totals:
-    """A card's memory as used + free, as trusted as the less trusted of the two (shared like
-    any reading: the cards of one model have the same total)."""
-
-    def __init__(self, free: FieldReadings, shared: Shared) -> None:
-        self.free = free
-        self.shared = shared
-        self.made: dict[tuple[int, float], Metric] = {}
-        """By the used reading's identity (alive all tick, so never reused) and the free value."""
-
-    @property
-    def values(self) -> dict[str, float]:
-        """This tick's free value of each card that has one."""
-        return self.free.readings.values if self.free.readings is not None else {}
-
-    def batch(self, used: FieldReadings, uuids: list[str]) -> list[Metric] | None:
-        """`every`, the totals added and made in one batch — in the bucket of their one sample
-        time when they have one (`used.uniform`): when both used and free were read as columns
-        in the card order (`uuids`), the cards without this tick's reading of either made one
-        by one; else when every card has this tick's free value and a fresh used reading
-        (`used.fresh`). None otherwise."""
-        read, free_read = used.readings, self.free.readings
-        if read is None:
-            return None
-        column = used.column(uuids)
-        if column is not None and free_read is not None and free_read.in_order(uuids):
-            assert read.column is not None and free_read.column is not None
-            totals = list(map(add, read.column.values, free_read.column.values))
-            instants = used.instants(uuids)
-            assert instants is not None
-            made = self._made(used, totals, instants)
-            for at in used.said | self.free.said:  # holes, series gone: what they say
-                made[at] = self.of(column[at], uuids[at])
-            return made
-        if not used.fresh or len(used.metrics) != len(uuids):
-            return None  # some card's used reading is missing, stale or said otherwise
-        free = list(map(self.values.get, uuids))
-        if None in free:
-            return None
-        totals = list(map(add, map(read.values.__getitem__, uuids), free))
-        ats: list[datetime] = []  # no need of them with one bucket
-        if used.uniform is None:  # a sample time per scrape target
-            ats = list(map(used.times.__getitem__, map(read.ages.__getitem__, uuids)))
-        return self._made(used, totals, ats)
-
-    def _made(self, used: FieldReadings, totals: list[float], ats: list[datetime]) -> list[Metric]:
-        bucket = used.uniform
-        if bucket is None:
-            return fresh_all(totals, ats, used.source, alike=True)
-        bucket.add(totals)
-        return list(map(bucket.__getitem__, totals))
-
-    def every(self, used: list[Metric], uuids: list[str]) -> list[Metric]:
-        """`of` each card's used reading and UUID; the common case (a fresh used reading,
-        this tick's free value) without a call per card."""
-        free = self.values.get
-        shared = self.shared
-        out: list[Metric] = []
-        append = out.append
-        for reading, uuid in zip(used, uuids, strict=True):
-            free_value = free(uuid)
-            value = reading.value
-            if free_value is None or value is None or reading.status != "fresh":
-                append(self.of(reading, uuid))
-                continue
-            at = reading.observed_at
-            assert at is not None
-            append(shared.bucket(at, reading.source)[value + free_value])
-        return out
-
-    def of(self, used: Metric, uuid: str) -> Metric:
-        free_value = self.values.get(uuid)
-        if free_value is not None and used.status == "fresh" and used.value is not None:
-            # The common case, shared by the used reading (itself shared) and the free value.
-            key = (id(used), free_value)
-            found = self.made.get(key)
-            if found is None:
-                assert used.observed_at is not None
-                found = self.made[key] = self.shared.fresh(
-                    used.value + free_value, used.observed_at, used.source
-                )
-            return found
-        stale = False
-        if free_value is None:
-            free = self.free
-            last = free.last(uuid)
-            if last is None and free.previous is not None:
-                last = free.previous.last(uuid)
-            if last is None:
-                return free.get(uuid) if used.value is not None else used  # it says why
-            free_value, stale = last[0], True
-        if used.value is None or used.observed_at is None:
-            return used
-        if stale or used.status != "fresh":
-            return metric(used.value + free_value, "stale", used.observed_at, used.source)
-        return self.shared.fresh(used.value + free_value, used.observed_at, used.source)
+def _gone(before: FieldReadings, readings: Readings, order: list[str]) -> Iterable[str]:
+    """The keys that had a reading (read, or carried stale) and have none now."""
+    column = readings.column
+    if readings.in_order(order) and column is not None:
+        return [order[at] for at in column.holes]
+    if not _lost(before, readings):
+        return ()
+    read = before.readings.values.keys() if before.readings else frozenset()
+    had = before.carried.keys() | read
+    return had - readings.values.keys() - readings.no_data
 
 
 def _lost(before: FieldReadings, readings: Readings) -> bool:
