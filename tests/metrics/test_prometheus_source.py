@@ -3,6 +3,7 @@ holds the exported values, joined to the right card and workload, dated by their
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -13,8 +14,10 @@ import pytest
 from evals.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, Exporters, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
+from tools.metrics.prometheus.client import vector_of
 from tools.metrics.prometheus.queries import FAMILY_LIST
 from tools.metrics.prometheus.source import Answer
+from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState, Gpu, Workload
 
 
@@ -125,6 +128,23 @@ def test_an_invalid_override_is_refused_with_its_key_and_prometheus_error(
     assert problems[0].startswith("metrics.prometheus.queries.waiting: ")
     assert "parse error" in problems[0]
     assert check_queries(_settings(prometheus)) == []
+
+
+def test_a_real_prometheus_answer_is_read_by_scanning_its_text(prometheus: RealPrometheus) -> None:
+    """Prometheus writes its answers as the scan expects them: none is decoded series by series,
+    and each gives what `json` decoding gives."""
+    source = PrometheusSource(_settings(prometheus))
+    try:
+        answers = source.ask()
+    finally:
+        source.close()
+    vectors = [a for a in answers.values() if isinstance(a, Vector)]
+    assert len(vectors) == len(answers) and sum(map(len, vectors)) > 0
+    for answer in vectors:
+        assert answer.scanned
+        decoded = vector_of(json.loads(answer.text), "q", answer.evaluated_at)
+        assert answer.evaluated_at == decoded.evaluated_at
+        assert repr(answer.series) == repr(decoded.series)  # NaN != NaN; their reprs agree
 
 
 def test_the_default_queries_read_what_the_same_queries_as_overrides_read(

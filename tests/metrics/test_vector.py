@@ -79,7 +79,7 @@ def test_a_plain_answer_is_read_without_decoding_a_label_set() -> None:
     assert fast is not None
     assert fast.column("UUID") == ["GPU-0", "GPU-1", "GPU-2"]
     assert fast.values == [0.0, 1.0, 2.0] and fast.evaluated_at == 100.0
-    assert fast._labels is None  # the point: no dict per series was made
+    assert fast.scanned and fast._labels is None  # the point: no dict per series was made
     assert fast.column("model_name") == [None, None, None] and not fast.carries("model_name")
     assert fast.first == {"UUID": "GPU-0", "pod": "p", "steward_t": "99.5"}
 
@@ -125,6 +125,7 @@ def test_anything_else_goes_to_json(change: object) -> None:
         decoded = vector_from(changed, "q", 0.0)
     except (ValueError, KeyError, QueryRefused):
         return  # not an answer: the source reports it unreadable, naming the family
+    assert not decoded.scanned
     _same(decoded, _decoded(changed))
 
 

@@ -48,7 +48,7 @@ class Vector:
     pydantic model: its tens of thousands of label sets come from Prometheus as they are, and
     validating them again would cost more than the join."""
 
-    __slots__ = ("_columns", "_end", "_labels", "_text", "_values", "evaluated_at")
+    __slots__ = ("_columns", "_end", "_labels", "_text", "_values", "evaluated_at", "scanned")
 
     def __init__(self, evaluated_at: float, series: Series) -> None:
         self.evaluated_at = evaluated_at
@@ -59,6 +59,8 @@ class Vector:
         self._text: str | None = None
         self._end = 0
         """Where the series end in `_text`."""
+        self.scanned = False
+        """Read by scanning Prometheus's text (`from_json`), not from label sets."""
 
     @classmethod
     def from_json(cls, text: str, *, empty_at: float, columns: Iterable[str] = ()) -> Vector | None:
@@ -83,6 +85,7 @@ class Vector:
             return None  # a series without a plain value (a native histogram), or reformatted
         out = cls.__new__(cls)
         out._text, out._labels, out._columns, out._end = text, None, {}, end
+        out.scanned = True
         try:
             out._values = list(map(float, texts))
         except ValueError:
@@ -188,7 +191,7 @@ class Vector:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Vector(evaluated_at={self.evaluated_at!r}, series={len(self)})"
+        return f"Vector(evaluated_at={self.evaluated_at!r}, series={self.series!r})"
 
 
 def _text(value: float) -> str:
