@@ -142,8 +142,9 @@ def _at_once(
     carrying them (overrides) — read with list operations that run in C. None when it is not so
     shaped: `_each` then reads it series by series.
 
-    A fleet's answer is tens of thousands of label dicts: each label the join needs is read
-    from all of them in one call (`_read`), and what follows works on those columns."""
+    A fleet's answer is tens of thousands of series: each label the join needs is read down
+    all of them at once (`Vector.column`, scanned from Prometheus's text as it was decoded), and
+    what follows works on those columns."""
     if not len(answer):
         return None
     by: dict[object, float] = {}
