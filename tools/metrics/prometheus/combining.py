@@ -40,23 +40,6 @@ def grouped(keys: Sequence[str | None]) -> Groups:
     return [(key, list(group)) for key, group in groupby(sorted(places, key=key_of), key_of)]
 
 
-class Groupings:
-    """`grouped` of the last few key lists, found again by comparing the keys: the engine
-    families of a tick name the same pods in the same order, and so does the next tick."""
-
-    def __init__(self, size: int = 4) -> None:
-        self.size = size
-        self._made: list[tuple[Sequence[str | None], Groups]] = []
-
-    def __call__(self, keys: Sequence[str | None]) -> Groups:
-        for known, groups in self._made:
-            if known == keys:
-                return groups
-        groups = grouped(keys)
-        self._made = [(keys, groups), *self._made[: self.size - 1]]
-        return groups
-
-
 def combined(
     keys: Sequence[str | None],
     raws: Sequence[float],
@@ -79,7 +62,7 @@ def combined(
     ages: dict[str, float] = {}
     no_data: set[str] = set()
     for key, places in grouped(keys) if groups is None else groups:
-        where = places
+        where = places  # narrowed below to the series that are numbers
         found = list(map(raw_of, where))
         value = sum(found) if summed else max(found)
         if value != value:  # noqa: PLR0124 - a NaN among them (or +Inf and -Inf added)

@@ -293,10 +293,10 @@ class FieldReadings:
         """This field's reading of `key` (value, time), if it has one."""
         readings = self.readings
         if readings is not None:
-            column, positions = readings.column, self._positions
-            if column is not None and positions is not None:  # read in its place, no dict
-                at = positions.get(key)
-                if at is not None and column.order[at] == key and at not in column.hole_set:
+            column = readings.column
+            if column is not None and self._positions is not None:  # read in its place, no dict
+                at = self._place(key)
+                if at is not None and at not in column.hole_set:
                     return column.values[at], self.times[column.ages[at]]
                 return self.carried.get(key)
             value = readings.values.get(key)
@@ -324,13 +324,20 @@ class FieldReadings:
                 return metric(last[0], "stale", last[1], self.default.source)
         return self.default
 
+    def _place(self, key: str) -> int | None:
+        """`key`'s place in the column this tick's answer was read as (None: not read so, or
+        not there)."""
+        read, positions = self.readings, self._positions
+        if read is None or read.column is None or positions is None:
+            return None
+        at = positions.get(key)
+        return at if at is not None and read.column.order[at] == key else None
+
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self._ready()
-        column, read = self._column, self.readings
-        order = read.column.order if read is not None and read.column is not None else None
-        at = None if self._positions is None else self._positions.get(key)
-        if column is not None and order is not None and at is not None and order[at] == key:
+        column, at = self._column, self._place(key)
+        if column is not None and at is not None:
             column[at] = found  # said in the column, which stays
             if self._metrics is not None:
                 self._metrics[key] = found

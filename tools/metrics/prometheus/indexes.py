@@ -12,7 +12,8 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import cast
 
-from tools.metrics.prometheus.combining import Groupings
+from tools.metrics.prometheus.combining import grouped
+from tools.metrics.prometheus.recent import Recent
 from tools.model import ClusterState
 
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
@@ -34,9 +35,10 @@ class CardIndex:
         self.uuids: AbstractSet[str] = self.position.keys()
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
-        self._named: list[str | None] | None = None
-        self._positions: list[int] = []
-        self._in_order: list[int] = []
+        self.positions = Recent(self._positions, size=1)
+        """The place in `order` of each series' card (their UUIDs, in the answer's order), and
+        whether that is the card order itself; None when one names no card here. Every card
+        family of a tick, and the next tick's, names the cards as the last answer did."""
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:
@@ -51,20 +53,13 @@ class CardIndex:
         self.position = {uuid: i for i, uuid in enumerate(order)}
         self.uuids = self.position.keys()
         self._canonical = None
-        self._named, self._positions = None, []
-        self._in_order = list(range(len(order)))
+        self.positions = Recent(self._positions, size=1)
 
-    def positions(self, named: list[str | None]) -> tuple[list[int], bool] | None:
-        """The place in `order` of each series' card (`named`: their UUIDs), and whether that is
-        the card order itself; None when one names no card here. An answer names the cards as
-        the last one did (every card family of a tick, tick after tick): found so by comparing
-        the strings, cheaper than looking each fresh one up."""
-        if named != self._named:
-            found = list(map(cast("Callable[[str | None], int | None]", self.position.get), named))
-            if None in found:
-                return None
-            self._named, self._positions = named, cast("list[int]", found)
-        return self._positions, self._positions == self._in_order
+    def _positions(self, named: list[str | None]) -> tuple[list[int], bool] | None:
+        found = list(map(cast("Callable[[str | None], int | None]", self.position.get), named))
+        if None in found:
+            return None
+        return cast("list[int]", found), found == list(range(len(self.order)))
 
     @property
     def canonical(self) -> dict[str, str]:
@@ -130,9 +125,11 @@ class WorkloadIndex:
         self._names: frozenset[str] = frozenset()
         self._models: dict[str, str] = {}
         self.pods = _Pods(self._owner)
-        self.groupings = Groupings()
+        self.groupings = Recent(grouped)
         """Where each workload's series lie in an answer (tools.metrics.prometheus.combining)."""
-        self._owned: list[tuple[list[str], list[str | None], list[object]]] = []
+        self.owners = Recent(self._owners)
+        """The workload of each series' (namespace, pod), from its pods' and namespaces'
+        columns (`PODLESS` where it has no pod)."""
 
     def refresh(self, state: ClusterState) -> None:
         names = frozenset(w.name for w in state.workloads)
@@ -140,7 +137,7 @@ class WorkloadIndex:
             return
         self._names = names
         self.pods = _Pods(self._owner)
-        self._owned = []
+        self.owners = Recent(self._owners)
         serving: dict[str, list[str]] = {}
         for w in state.workloads:
             if w.model:
@@ -151,17 +148,8 @@ class WorkloadIndex:
     def names(self) -> frozenset[str]:
         return self._names
 
-    def owners(self, namespaces: list[str], pods: list[str | None]) -> list[object]:
-        """The workload of each series' (namespace, pod) (`PODLESS` where it has no pod): a
-        recent answer's again when it names the same pods in the same order, as the engine
-        families of a tick and the next tick's do, in an order or two (comparing the strings
-        is cheaper than looking each fresh pair up)."""
-        for known in self._owned:
-            if known[1] == pods and known[0] == namespaces:
-                return known[2]
-        found = list(map(self.pods.__getitem__, zip(namespaces, pods, strict=True)))
-        self._owned = [(namespaces, pods, found), *self._owned[:3]]
-        return found
+    def _owners(self, pods: list[str | None], namespaces: list[str]) -> list[object]:
+        return list(map(self.pods.__getitem__, zip(namespaces, pods, strict=True)))
 
     def key(self, labels: dict[str, str]) -> str | None:
         pod = labels.get("exported_pod") or labels.get("pod")

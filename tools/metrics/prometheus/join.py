@@ -114,7 +114,7 @@ def _read(
             namespaces = cast("list[str]", answer.column("namespace"))
             if None in namespaces:
                 namespaces = [n or "" for n in namespaces]
-            found = workloads.owners(namespaces, answer.column("pod"))
+            found = workloads.owners(answer.column("pod"), namespaces)
         else:
             found = [
                 pods[
