@@ -272,8 +272,12 @@ def _measure(
     recorded = recorded_answers(answers)
     tick: dict[str, dict[str, Answer]] = {"answers": answers}
     decode: list[float] = []
+    kept: list[ClusterState] = []
+    """The last join's observation, kept until the next tick's answers come, as the loop keeps
+    its observation through a tick: a join makes an observation, it does not free the last."""
 
     def next_tick() -> None:
+        kept.clear()
         start = time.perf_counter()
         tick["answers"] = decoded_answers(recorded, source.families)
         decode.append((time.perf_counter() - start) * 1000)
@@ -285,7 +289,7 @@ def _measure(
     settle_heap()
     join = bench.measure(
         "metrics-join",
-        lambda: source.merge(bare, tick["answers"]),
+        lambda: kept.append(source.merge(bare, tick["answers"])),
         runs,
         setup=next_tick,
         cpu_ms=cpu,

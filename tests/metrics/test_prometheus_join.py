@@ -12,7 +12,7 @@ from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
+from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
 from tools.metrics.prometheus.totals import Totals
 
@@ -37,12 +37,12 @@ def _alike(
 ) -> Readings:
     """The whole-answer reading of `series`, checked against the series-by-series one, and
     against the same answer read from the text Prometheus would send."""
-    whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
+    whole = _at_once(family, Vector(NOW, series), cards, workloads)
     assert whole is not None
     assert whole == _each(family, Vector(NOW, series), cards, workloads)
     scanned = Vector.from_json(Vector(NOW, series).text, empty_at=NOW, columns=family.reads)
     assert scanned is not None
-    assert _at_once(family, scanned, cards, workloads, SampleTimes()) == whole
+    assert _at_once(family, scanned, cards, workloads) == whole
     return whole
 
 
@@ -148,7 +148,7 @@ def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() 
     later = ({"UUID": "GPU-gpu-b-0", **other, PART: "v"}, 50.0)
     series = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), ({**other, PART: "t"}, NOW - 9), later]
     answer = Vector(NOW, series)
-    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
+    assert _at_once(family, answer, cards, workloads) is None
     got = collect(family, answer, cards, workloads)
     assert got == _each(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}
@@ -170,12 +170,16 @@ def test_totals_made_in_one_batch_are_those_made_card_by_card() -> None:
         settings = PrometheusSettings(url="http://127.0.0.1:1", queries={"power": ""})
         source = PrometheusSource(settings)
         try:
-            merged = source.merge(
+            tick = source.fields(
                 state, {"fb_used": Vector(NOW, used), "fb_free": Vector(NOW, frees)}
             )
+            merged = source.observation(state, tick)
         finally:
             source.close()
-        used_readings, free_readings = source._last["fb_used"], source._last["fb_free"]
+        used_readings, free_readings = (
+            tick.fields["memory_used_bytes"],
+            tick.fields["memory_free_bytes"],
+        )
         totals = Totals(free_readings, Shared())
         by_card = totals.every([used_readings.get(u) for u in uuids], uuids)
         batch = totals.batch(used_readings, uuids)
@@ -200,10 +204,11 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
         _alike(families[name], series, CardIndex(state), WorkloadIndex())
     source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1", queries={"power": ""}))
     try:
-        merged = source.merge(state, {k: Vector(NOW, v) for k, v in answers.items()})
+        tick = source.fields(state, {k: Vector(NOW, v) for k, v in answers.items()})
+        merged = source.observation(state, tick)
     finally:
         source.close()
-    used = source._last["fb_used"]
+    used = tick.fields["memory_used_bytes"]
     assert used.fresh and used.uniform is None  # the batch of many sample times
     uuids = [gpu.uuid for node in state.nodes for gpu in node.gpus]
     bound = source.settings.staleness_s
@@ -212,7 +217,7 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
     one_by_one.times = used.times
     one_by_one._make_each(used.readings, bound, Shared())
     assert [used.get(u) for u in uuids] == [one_by_one.get(u) for u in uuids]
-    totals = Totals(source._last["fb_free"], Shared())
+    totals = Totals(tick.fields["memory_free_bytes"], Shared())
     assert totals.batch(used, uuids) == totals.every([used.get(u) for u in uuids], uuids)
     assert len(merged.nodes) > 1
     for i, node in enumerate(merged.nodes):
@@ -365,6 +370,6 @@ def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -
     family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
     dated = ({"UUID": "GPU-gpu-a-0", **TARGET, STAMP: repr(NOW - 5)}, 97.0)
     answer = Vector(NOW, [dated, ({"UUID": "GPU-gpu-b-0", **TARGET}, 50.0)])
-    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
+    assert _at_once(family, answer, cards, workloads) is None
     got = collect(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}

@@ -13,25 +13,22 @@ which says so as a dictionary would by not holding it. Any other answer is read 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from functools import partial
+from typing import TYPE_CHECKING
 
 from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL
 from tools.metrics.prometheus.readings import CardColumn, Readings
+from tools.metrics.prometheus.vector import numbers
 
 if TYPE_CHECKING:
     from tools.metrics.prometheus.indexes import CardIndex
     from tools.metrics.prometheus.vector import Vector
-
-_UNSET: list[object] = [None]
-"""What a position no series filled holds: `None`, found again by one `in` (in C)."""
 
 
 def card_column(
     answer: Vector,
     cards: CardIndex,
     *,
-    times: Callable[[str], float | None],
     scale: float,
     marked: bool,
 ) -> Readings | None:
@@ -39,8 +36,8 @@ def card_column(
     at most one series per card of the observation, each with its own sample time, none marked
     or NaN. Cards without a series are the column's holes.
 
-    `times` makes a `steward_t` text a POSIX time (None: not a number, so undated and of age 0,
-    as the join has it); `marked`: the family's series may be marked as taken from host
+    A `steward_t` text that is not a number leaves its series undated, of age 0, as the join
+    has it; `marked`: the family's series may be marked as taken from host
     memory (a memory family)."""
     order = cards.order
     count = len(order)
@@ -50,55 +47,34 @@ def card_column(
         return None  # some series taken from host memory: read by keys, which marks them
     placing = cards.positions(answer.column("UUID"))
     if placing is None:
-        return None  # a series of no card here (or named by its node and index)
-    positions, in_order = placing
-    found_texts = answer.column(STAMP)
-    if None in found_texts:
+        return None  # a series of no card here, or two of one (or named by node and index)
+    texts = answer.whole(STAMP)
+    if texts is None:
         return None
-    texts = cast("list[str]", found_texts)
     raws = answer.values
     total = sum(raws)
     if total != total:  # noqa: PLR0124 - a NaN among them
         return None
     scaled = raws if scale == 1 else list(map(scale.__mul__, raws))
-    holes: tuple[int, ...] = ()
-    if in_order:  # as DCGM's exporters and Prometheus list them: nothing to move
-        placed, stamps = cast("list[object]", scaled), cast("list[object]", texts)
-    else:
-        placed = _UNSET * count
-        for _ in map(placed.__setitem__, positions, scaled):
-            pass
-        stamps = _UNSET * count
-        for _ in map(stamps.__setitem__, positions, texts):
-            pass
-        if placed.count(None) != count - len(answer):
-            return None  # two series of one card: combined by keys
-        if count != len(answer):
-            holes = _holes(placed)
-            for at in holes:  # stand-ins, never read as a card's
-                placed[at], stamps[at] = 0.0, texts[0]
+    placed, stamps = scaled, texts
+    if not placing.in_order:  # each card takes its series, a hole the stand-in after them
+        if placing.holes:
+            scaled, texts = [*scaled, 0.0], [*texts, texts[0]]  # never read as a card's
+        placed = list(map(scaled.__getitem__, placing.taken))
+        stamps = list(map(texts.__getitem__, placing.taken))
     # One sample time per scrape target: each made an age once.
     evaluated = answer.evaluated_at
-    age_of: dict[object, float] = {text: _age(times(text), evaluated) for text in set(texts)}
+    distinct = list(set(texts))
+    age_of = dict(zip(distinct, map(partial(_age, evaluated), numbers(distinct)), strict=True))
     column = CardColumn(
         order=order,
-        values=cast("list[float]", placed),  # every position filled: floats alone
+        values=placed,
         ages=list(map(age_of.__getitem__, stamps)),
         distinct_ages=frozenset(age_of.values()),
-        holes=holes,
+        holes=placing.holes,
     )
     return Readings(column=column)
 
 
-def _holes(placed: list[object]) -> tuple[int, ...]:
-    """The positions still unset, each found by a scan in C from the last."""
-    found: list[int] = []
-    at = -1
-    for _ in range(placed.count(None)):
-        at = placed.index(None, at + 1)
-        found.append(at)
-    return tuple(found)
-
-
-def _age(at: float | None, evaluated: float) -> float:
+def _age(evaluated: float, at: float | None) -> float:
     return 0.0 if at is None else max(0.0, evaluated - at)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 
+from tools.metrics.prometheus.kept import Kept
 from tools.metrics.prometheus.readings import CardColumn, Readings
 from tools.model import Metric
 from tools.trusted import trusted, trusted_all
@@ -133,17 +134,16 @@ class FieldReadings:
         now: datetime | None = None,
         source: str = "",
         bound: float = 0.0,
-        previous: FieldReadings | None = None,
+        previous: Kept | None = None,
         shared: Shared | None = None,
         positions: dict[str, int] | None = None,
     ) -> None:
         self.default = default
         self.readings = readings
-        self._positions = positions
-        """A card's place in a column (the card order's), where something is said of a card
-        otherwise than its reading: said in the column, which stays."""
         self.source = source
         self.previous = previous
+        """The last tick's readings that answered (this tick's family failed, or a key of
+        theirs has none now)."""
         self.carried: dict[str, tuple[float, datetime]] = {}
         """Keys whose series went away: their last value and its time (kept stale)."""
         self.times: dict[float, datetime] = {}
@@ -171,6 +171,8 @@ class FieldReadings:
             ages = list(readings.distinct_ages())
             self.times = dict(zip(ages, map(shared.instants(now).__getitem__, ages), strict=True))
             self._pending = (readings, bound, shared)
+        self.kept = Kept(readings, self.times, self.carried, positions)
+        """What the next tick needs of this one's: values and times, not the `Metric`s."""
 
     def _ready(self) -> None:
         if self._pending is not None:
@@ -291,18 +293,7 @@ class FieldReadings:
 
     def last(self, key: str) -> tuple[float, datetime] | None:
         """This field's reading of `key` (value, time), if it has one."""
-        readings = self.readings
-        if readings is not None:
-            column = readings.column
-            if column is not None and self._positions is not None:  # read in its place, no dict
-                at = self._place(key)
-                if at is not None and at not in column.hole_set:
-                    return column.values[at], self.times[column.ages[at]]
-                return self.carried.get(key)
-            value = readings.values.get(key)
-            if value is not None:
-                return value, self.times[readings.ages[key]]
-        return self.carried.get(key)
+        return self.kept.last(key)
 
     def every(self, keys: list[str], known: AbstractSet[str]) -> dict[str, Metric]:
         """`get` of each of `keys` (the set of them: `known`), as one dictionary — the readings
@@ -324,19 +315,10 @@ class FieldReadings:
                 return metric(last[0], "stale", last[1], self.default.source)
         return self.default
 
-    def _place(self, key: str) -> int | None:
-        """`key`'s place in the column this tick's answer was read as (None: not read so, or
-        not there)."""
-        read, positions = self.readings, self._positions
-        if read is None or read.column is None or positions is None:
-            return None
-        at = positions.get(key)
-        return at if at is not None and read.column.order[at] == key else None
-
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self._ready()
-        column, at = self._column, self._place(key)
+        column, at = self._column, self.kept.place(key)
         if column is not None and at is not None:
             column[at] = found  # said in the column, which stays
             if self._metrics is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import cast
 
 from tools.metrics.prometheus.combining import grouped
@@ -17,6 +18,19 @@ from tools.metrics.prometheus.recent import Recent
 from tools.model import ClusterState
 
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
+
+
+@dataclass(frozen=True, slots=True)
+class Placing:
+    """Where the series of a card family's answer go in the card order."""
+
+    taken: list[int]
+    """For each card in the card order, the place of its series in the answer; a card no
+    series read (a hole) takes the place just after the last series, where a stand-in goes."""
+    holes: tuple[int, ...]
+    """The cards no series read, by their place in the card order."""
+    in_order: bool
+    """The answer is in the card order itself, holding every card: nothing to move."""
 
 
 class CardIndex:
@@ -36,9 +50,9 @@ class CardIndex:
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
         self.positions = Recent(self._positions, size=1)
-        """The place in `order` of each series' card (their UUIDs, in the answer's order), and
-        whether that is the card order itself; None when one names no card here. Every card
-        family of a tick, and the next tick's, names the cards as the last answer did."""
+        """Where each series goes in `order`, by its card's UUID (the answer's `UUID` column);
+        None when one names no card here, or two one card. Every card family of a tick, and the
+        next tick's, names the cards as the last answer did."""
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:
@@ -55,11 +69,20 @@ class CardIndex:
         self._canonical = None
         self.positions = Recent(self._positions, size=1)
 
-    def _positions(self, named: list[str | None]) -> tuple[list[int], bool] | None:
+    def _positions(self, named: list[str | None]) -> Placing | None:
         found = list(map(cast("Callable[[str | None], int | None]", self.position.get), named))
         if None in found:
             return None
-        return cast("list[int]", found), found == list(range(len(self.order)))
+        places = cast("list[int]", found)
+        count, series = len(self.order), len(places)
+        if places == list(range(count)):
+            return Placing(places, (), in_order=True)
+        taken = [series] * count  # a card no series read takes the stand-in after the last
+        for _ in map(taken.__setitem__, places, range(series)):
+            pass
+        if taken.count(series) != count - series:
+            return None  # two series of one card: combined by keys
+        return Placing(taken, _holes(taken, series), in_order=False)
 
     @property
     def canonical(self) -> dict[str, str]:
@@ -94,6 +117,16 @@ class CardIndex:
                 if found is not None:
                     return found
         return None
+
+
+def _holes(taken: list[int], stand_in: int) -> tuple[int, ...]:
+    """The places in the card order that take the stand-in, each found by a scan in C."""
+    found: list[int] = []
+    at = -1
+    for _ in range(taken.count(stand_in)):
+        at = taken.index(stand_in, at + 1)
+        found.append(at)
+    return tuple(found)
 
 
 PODLESS = object()

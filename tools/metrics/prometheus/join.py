@@ -27,7 +27,7 @@ from tools.metrics.prometheus.combining import combine, combined
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
 from tools.metrics.prometheus.queries import PART, STAMP, UNIFIED_LABEL, Resolved
 from tools.metrics.prometheus.readings import Readings
-from tools.metrics.prometheus.vector import Vector
+from tools.metrics.prometheus.vector import Vector, number, numbers
 
 Slot = Callable[[dict[str, str]], object]
 """The values of a timestamp series' labels in a series: what both must share to be dated."""
@@ -39,21 +39,11 @@ def _slot(names: tuple[str, ...]) -> Slot:
     return itemgetter(*names)  # KeyError when a series lacks one: it is not dated by these
 
 
-class SampleTimes(dict[object, float | None]):
-    """`steward_t` labels' texts, each made a number on first sight: the series of every
-    family scraped from one target share theirs (one tick's, as the texts change each tick)."""
-
-    def __missing__(self, text: object) -> float | None:
-        found = self[text] = _posix(text)
-        return found
-
-
 def collect(
     family: Resolved,
     answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
-    times: SampleTimes | None = None,
 ) -> Readings:
     """One family's series, combined per card or workload (the timed part of a tick's join).
 
@@ -66,7 +56,7 @@ def collect(
     Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
     read with whole-list operations (`_at_once`) — a card family's of one series per card down
     the card order (tools.metrics.prometheus.columns); any other is read series by series."""
-    found = _at_once(family, answer, cards, workloads, SampleTimes() if times is None else times)
+    found = _at_once(family, answer, cards, workloads)
     return found if found is not None else _each(family, answer, cards, workloads)
 
 
@@ -74,12 +64,12 @@ def _read(
     family: Resolved,
     *,
     answer: Vector,
-    dated: Callable[[Vector], list[object] | None],
+    dated: Callable[[Vector], list[float | None] | None],
     part: str | None,
     parted: bool,
     cards: CardIndex,
     workloads: WorkloadIndex,
-) -> tuple[list[object], list[object], list[str | None]] | None:
+) -> tuple[list[float | None], list[object], list[str | None]] | None:
     """The value series' columns, each a label read down all of them at once (`Vector.column`),
     not series by series: their parts, what dates them (`dated`: the oldest sample of the
     timestamp series that share their dating labels, or their own `steward_t`), what names
@@ -135,7 +125,6 @@ def _at_once(
     answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
-    texts: SampleTimes,
 ) -> Readings | None:
     """The answer as the queries give it — every series dated by its own `steward_t` (the
     defaults), or timestamp series first, all with the same label names, every value series
@@ -154,9 +143,8 @@ def _at_once(
     """What every value series' `steward_part` must say."""
     parted = True
     """Whether the answer's series may carry a part at all (their parts are checked)."""
-    time_of: Callable[[object], float | None] = _as_time
     first = answer.first
-    dated: Callable[[Vector], list[object] | None] = _undated
+    dated: Callable[[Vector], list[float | None] | None] = _undated
     if first.get(PART) == "t":
         series = answer.series
         stamped = _stamped(series)
@@ -178,25 +166,18 @@ def _at_once(
                 old = by.get(at)
                 by[at] = raw if old is None or raw < old else old
 
-        def dated(values: Vector) -> list[object] | None:
+        def dated(values: Vector) -> list[float | None] | None:
             try:
                 return list(map(by.get, map(slot, values.labels)))
             except KeyError:  # a value series without the labels that date it
                 return None
 
     elif STAMP in first:  # the default queries': each series carries its sample time
-        # Its text as it is: made a number once per distinct one. An override so shaped
-        # has each series' part checked: none may have one.
-        dated, part, time_of, parted = _own_time, None, texts.__getitem__, not family.default
+        # An override so shaped has each series' part checked: none may have one.
+        dated, part, parted = _own_time, None, not family.default
     rest = answer.after(stamped)
     if dated is _own_time and not parted and family.family.target == "gpu":
-        column = card_column(
-            rest,
-            cards,
-            times=texts.__getitem__,
-            scale=family.family.scale,
-            marked=family.family.marked,
-        )
+        column = card_column(rest, cards, scale=family.family.scale, marked=family.family.marked)
         if column is not None:  # DCGM's common answer: read in the card order
             return column
     read = _read(
@@ -210,15 +191,10 @@ def _at_once(
     )
     if read is None:
         return None
-    dates, found, marks = read
+    stamps, found, marks = read
     raws = rest.values
     keys = _keys(family, found=found, answer=rest, cards=cards, workloads=workloads)
-    evaluated = answer.evaluated_at
-    # One sample time per scrape target (or pod), not per series: each made a number once.
-    distinct = list(set(dates))
-    when = dict(zip(distinct, map(time_of, distinct), strict=True))
-    times = set(when.values())
-    age_of = Ages(evaluated)
+    age_of = Ages(answer.evaluated_at)
     out = Readings()
     if None in keys:
         out.unmatched = keys.count(None)
@@ -235,13 +211,12 @@ def _at_once(
         values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
         if len(values) == len(named):
             out.values = values
+            times = set(stamps)
             if len(times) == 1:  # one sample time (one scrape target), or none: one age
                 out.ages = dict.fromkeys(named, age_of[times.pop()])
             else:
-                ages = map(age_of.__getitem__, map(when.__getitem__, dates))
-                out.ages = dict(zip(named, ages, strict=True))
+                out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
             return out
-    stamps = list(map(when.__getitem__, dates))
     out.values, out.ages, out.no_data = combined(
         keys, raws, stamps, age_of, scale=scale, summed=summed, groups=workloads.groupings(keys)
     )
@@ -262,29 +237,16 @@ class Ages(dict[float | None, float]):
         return found
 
 
-def _own_time(answer: Vector) -> list[object] | None:
-    """Each series' own `steward_t`; None when one lacks it (the answer is read series by
-    series)."""
-    dates = cast("list[object]", answer.column(STAMP))
-    return None if None in dates else dates
+def _own_time(answer: Vector) -> list[float | None] | None:
+    """Each series' own sample time (`steward_t`, None where not a number); None when one
+    lacks it (the answer is read series by series)."""
+    texts = answer.whole(STAMP)
+    return None if texts is None else numbers(texts)
 
 
-def _undated(answer: Vector) -> list[object]:
+def _undated(answer: Vector) -> list[float | None]:
     """Dated by nothing: no series has a sample time."""
     return [None] * len(answer)
-
-
-def _as_time(found: object) -> float | None:
-    """A timestamp series' sample (None: no timestamp series dates it)."""
-    return cast("float | None", found)
-
-
-def _posix(text: object) -> float | None:
-    """A `steward_t` label's sample time; None (dated by nothing) should it not be a number."""
-    try:
-        return float(cast("str", text))
-    except ValueError:
-        return None
 
 
 def _stamped(series: list[tuple[dict[str, str], float]]) -> int:
@@ -375,7 +337,7 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
             out.marked.add(key)
         read_values = True
         own = labels.get(STAMP)  # the default queries': its sample time in a label
-        if own is not None and (stamp := _posix(own)) is not None:
+        if own is not None and (stamp := number(own)) is not None:
             old = oldest.get(key)
             if old is None or stamp < old:
                 oldest[key] = stamp

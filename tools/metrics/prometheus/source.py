@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from operator import setitem
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,7 +24,8 @@ from tools.bases import new_version
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import SampleTimes, collect
+from tools.metrics.prometheus.join import collect
+from tools.metrics.prometheus.kept import Kept
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
@@ -50,6 +52,14 @@ class TickReport(BaseModel):
     failed: dict[str, str] = {}
 
 
+class Tick(NamedTuple):
+    """One tick's readings, field by field, before they make the observation."""
+
+    fields: dict[str, FieldReadings]
+    shared: Shared
+    cards: CardIndex
+
+
 class PrometheusSource:
     """The Prometheus HTTP API as a `MetricSource` (name "prometheus")."""
 
@@ -66,8 +76,9 @@ class PrometheusSource:
         self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
         self._workloads = WorkloadIndex()
         self._cards: CardIndex | None = None
-        self._last: dict[str, FieldReadings] = {}
-        """Per family: the readings of the last tick that answered."""
+        self._last: dict[str, Kept] = {}
+        """Per family: the readings of the last tick that answered (values and times: the
+        `Metric`s made of them go with the observation they were made for)."""
         self.last_tick: TickReport | None = None
         self._unmatched = 0
 
@@ -127,6 +138,11 @@ class PrometheusSource:
 
     def merge(self, state: ClusterState, answers: dict[str, Answer]) -> ClusterState:
         """The join and the new observation (apart from `ask`, so that it can be timed alone)."""
+        return self.observation(state, self.fields(state, answers))
+
+    def fields(self, state: ClusterState, answers: dict[str, Answer]) -> Tick:
+        """Each field's readings this tick, from the answers (what the next tick needs of them
+        kept)."""
         cards = self._cards
         if cards is None:
             cards = self._cards = CardIndex(state)
@@ -134,15 +150,17 @@ class PrometheusSource:
             cards.refresh(state)
         self._workloads.refresh(state)
         self._unmatched = 0
-        shared, times = Shared(), SampleTimes()
+        shared = Shared()
         fields: dict[str, FieldReadings] = {}
         for family in self.families:
             answer = answers.get(family.name, "not asked")
-            fields[family.family.field] = self._field(
-                family, answer, state, cards, shared=shared, times=times
-            )
-        nodes = self._nodes(state, fields, shared, cards)
-        workloads = self._workloads_with(state, fields)
+            fields[family.family.field] = self._field(family, answer, state, cards, shared=shared)
+        return Tick(fields, shared, cards)
+
+    def observation(self, state: ClusterState, tick: Tick) -> ClusterState:
+        """`state` with the tick's readings."""
+        nodes = self._nodes(state, tick.fields, tick.shared, tick.cards)
+        workloads = self._workloads_with(state, tick.fields)
         return state.model_copy(update={"nodes": nodes, "workloads": workloads})
 
     def _field(
@@ -153,7 +171,6 @@ class PrometheusSource:
         cards: CardIndex,
         *,
         shared: Shared,
-        times: SampleTimes,
     ) -> FieldReadings:
         name = family.name
         source = f"prometheus:{name}"
@@ -162,7 +179,7 @@ class PrometheusSource:
             # The last good readings, stale, with this tick's reason; missing where none.
             why = f"{source}: {answer}"
             return FieldReadings(metric(None, "missing", None, why), previous=before)
-        readings = collect(family, answer, cards, self._workloads, times)
+        readings = collect(family, answer, cards, self._workloads)
         self._unmatched += readings.unmatched
         out = FieldReadings(
             metric(None, "missing", None, f"{source}: no series"),
@@ -189,7 +206,7 @@ class PrometheusSource:
                 if key in present and last is not None:
                     out.carried[key] = last
                     out.override(key, metric(last[0], "stale", last[1], gone))
-        self._last[name] = out
+        self._last[name] = out.kept
         return out
 
     def _nodes(
@@ -269,7 +286,7 @@ class PrometheusSource:
         return tuple(out)
 
 
-def _gone(before: FieldReadings, readings: Readings, order: list[str]) -> Iterable[str]:
+def _gone(before: Kept, readings: Readings, order: list[str]) -> Iterable[str]:
     """The keys that had a reading (read, or carried stale) and have none now."""
     column = readings.column
     if readings.in_order(order) and column is not None:
@@ -281,7 +298,7 @@ def _gone(before: FieldReadings, readings: Readings, order: list[str]) -> Iterab
     return had - readings.values.keys() - readings.no_data
 
 
-def _lost(before: FieldReadings, readings: Readings) -> bool:
+def _lost(before: Kept, readings: Readings) -> bool:
     """Whether a key the last tick had (read, or carried stale) may be without a series now."""
     if before.carried:
         return True

@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Iterable
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 Series = list[tuple[dict[str, str], float]]
 
@@ -48,7 +48,16 @@ class Vector:
     pydantic model: its tens of thousands of label sets come from Prometheus as they are, and
     validating them again would cost more than the join."""
 
-    __slots__ = ("_columns", "_end", "_labels", "_text", "_values", "evaluated_at", "scanned")
+    __slots__ = (
+        "_columns",
+        "_end",
+        "_labels",
+        "_text",
+        "_values",
+        "_whole",
+        "evaluated_at",
+        "scanned",
+    )
 
     def __init__(self, evaluated_at: float, series: Series) -> None:
         self.evaluated_at = evaluated_at
@@ -56,6 +65,8 @@ class Vector:
         self._labels: list[dict[str, str]] | None = [labels for labels, _ in series]
         self._values: list[float] = [value for _, value in series]
         self._columns: dict[str, list[str | None]] = {}
+        self._whole: dict[str, bool] = {}
+        """Per column read: whether every series carries the label."""
         self._text: str | None = None
         self._end = 0
         """Where the series end in `_text`."""
@@ -84,7 +95,7 @@ class Vector:
         if len(texts) != text.count(_ITEM, start, end):
             return None  # a series without a plain value (a native histogram), or reformatted
         out = cls.__new__(cls)
-        out._text, out._labels, out._columns, out._end = text, None, {}, end
+        out._text, out._labels, out._columns, out._whole, out._end = text, None, {}, {}, end
         out.scanned = True
         try:
             out._values = list(map(float, texts))
@@ -146,6 +157,7 @@ class Vector:
             scanned: list[Any] = _label(name).findall(self._text, len(_PREFIX), self._end)
             if len(scanned) == count:
                 column = scanned
+                self._whole[name] = True
             elif not scanned:
                 column = [None] * count
             else:  # some series carry it, others not: which, their label sets tell
@@ -154,6 +166,14 @@ class Vector:
             column = list(map(dict.get, self.labels, repeat(name)))
         self._columns[name] = column
         return column
+
+    def whole(self, name: str) -> list[str] | None:
+        """`column(name)` when every series carries the label; else None."""
+        column = self.column(name)
+        whole = self._whole.get(name)
+        if whole is None:
+            whole = self._whole[name] = None not in column
+        return cast("list[str]", column) if whole else None
 
     def carries(self, name: str) -> bool:
         """Whether any series carries label `name`."""
@@ -192,6 +212,22 @@ class Vector:
 
     def __repr__(self) -> str:
         return f"Vector(evaluated_at={self.evaluated_at!r}, series={self.series!r})"
+
+
+def number(text: str) -> float | None:
+    """A label's text as a number (a `steward_t` sample time); None should it not be one."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def numbers(texts: list[str]) -> list[float | None]:
+    """`number` of each text, all in C when all are numbers (as Prometheus writes them)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return list(map(number, texts))
 
 
 def _text(value: float) -> str:
