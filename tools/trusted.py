@@ -9,6 +9,8 @@ slots directly. Anything read from outside goes through validation instead.
 from __future__ import annotations
 
 import itertools
+from collections import deque
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -59,12 +61,18 @@ def trusted_all(cls: type[ModelT], fields: list[dict[str, Any]]) -> list[ModelT]
         every = _EVERY_FIELD[cls] = set(cls.model_fields)
     count = len(fields)
     made = list(map(_new, itertools.repeat(cls, count)))
-    for _ in map(_set_dict, made, fields):
-        pass
-    for _ in map(_set_fields_set, made, itertools.repeat(every, count)):
-        pass
-    for _ in map(_set_extra, made, itertools.repeat(None, count)):
-        pass
-    for _ in map(_set_private, made, itertools.repeat(None, count)):
-        pass
+    exhaust(map(_set_dict, made, fields))
+    exhaust(map(_set_fields_set, made, itertools.repeat(every, count)))
+    exhaust(map(_set_extra, made, itertools.repeat(None, count)))
+    exhaust(map(_set_private, made, itertools.repeat(None, count)))
     return made
+
+
+def exhaust(calls: Iterable[object]) -> None:
+    """Run `calls` (a `map` of setters) to its end in C: a `for` loop over it costs a third of
+    setting thousands of slots, a list of their Nones an allocation."""
+    _drain.extend(calls)
+
+
+_drain: deque[object] = deque(maxlen=0)
+"""Keeps nothing: what `exhaust` feeds it is dropped as it comes."""

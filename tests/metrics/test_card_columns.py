@@ -11,7 +11,7 @@ from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import _at_once, _each
+from tools.metrics.prometheus.join import SampleTimes, _at_once, _each
 from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.model import ClusterState
@@ -30,11 +30,11 @@ def _read(state: ClusterState, series: Series) -> tuple[Readings | None, Reading
     workloads.refresh(state)
     resolved = {f.name: f for f in resolve(PrometheusSettings())}["fb_used"]
     answer = Vector(NOW, series)
-    whole = _at_once(resolved, answer, cards, workloads)
+    whole = _at_once(resolved, answer, cards, workloads, SampleTimes())
     # The same answer as Prometheus would send it, read by scanning its text.
     scanned = Vector.from_json(answer.text, empty_at=NOW, columns=resolved.reads)
     assert scanned is not None
-    assert _at_once(resolved, scanned, CardIndex(state), workloads) == whole
+    assert _at_once(resolved, scanned, CardIndex(state), workloads, SampleTimes()) == whole
     return whole, _each(resolved, answer, cards, workloads)
 
 
@@ -58,7 +58,7 @@ def test_an_answer_in_another_order_each_tick_reads_as_by_keys() -> None:
         series = _answer(state, base)
         answer = Vector(NOW, series[::-1] if flip else series)
         cards.refresh(state)
-        whole = _at_once(resolved, answer, cards, workloads)
+        whole = _at_once(resolved, answer, cards, workloads, SampleTimes())
         assert whole is not None and whole.column is not None
         assert whole == _each(resolved, answer, CardIndex(state), workloads)
 

@@ -12,7 +12,7 @@ from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import Readings, _at_once, _each, collect
+from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
 from tools.metrics.prometheus.totals import Totals
 
@@ -37,12 +37,12 @@ def _alike(
 ) -> Readings:
     """The whole-answer reading of `series`, checked against the series-by-series one, and
     against the same answer read from the text Prometheus would send."""
-    whole = _at_once(family, Vector(NOW, series), cards, workloads)
+    whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
     assert whole is not None
     assert whole == _each(family, Vector(NOW, series), cards, workloads)
     scanned = Vector.from_json(Vector(NOW, series).text, empty_at=NOW, columns=family.reads)
     assert scanned is not None
-    assert _at_once(family, scanned, cards, workloads) == whole
+    assert _at_once(family, scanned, cards, workloads, SampleTimes()) == whole
     return whole
 
 
@@ -148,7 +148,7 @@ def test_an_answer_with_a_timestamp_among_the_values_is_read_series_by_series() 
     later = ({"UUID": "GPU-gpu-b-0", **other, PART: "v"}, 50.0)
     series = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), ({**other, PART: "t"}, NOW - 9), later]
     answer = Vector(NOW, series)
-    assert _at_once(family, answer, cards, workloads) is None
+    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
     got = collect(family, answer, cards, workloads)
     assert got == _each(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 9.0}
@@ -370,6 +370,29 @@ def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -
     family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
     dated = ({"UUID": "GPU-gpu-a-0", **TARGET, STAMP: repr(NOW - 5)}, 97.0)
     answer = Vector(NOW, [dated, ({"UUID": "GPU-gpu-b-0", **TARGET}, 50.0)])
-    assert _at_once(family, answer, cards, workloads) is None
+    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
     got = collect(family, answer, cards, workloads)
     assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}
+
+
+def test_a_sample_has_one_age_whichever_familys_query_was_evaluated_later() -> None:
+    """Each family's query is evaluated at Prometheus's own now, seconds apart on a busy server:
+    ages are measured from the tick's latest evaluation, so one scrape's readings carry one
+    instant in every family (and are worked out once)."""
+    state = bare(truth())
+    series = per_node_answer(state, 10.0, NOW)
+    answers = {"gpu_util": Vector(NOW, series), "power": Vector(NOW + 3, series)}
+    source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1"))
+    try:
+        merged = source.merge(state, answers)
+        alone = source.merge(state, {"gpu_util": Vector(NOW + 3, series)})
+    finally:
+        source.close()
+    for i, node in enumerate(merged.nodes):
+        for gpu in node.gpus:
+            at = gpu.utilization.observed_at
+            assert at is not None and at == gpu.power_w.observed_at
+            assert (state.observed_at - at).total_seconds() == 8 + i  # from NOW + 3
+    assert [g.utilization for n in alone.nodes for g in n.gpus] == [
+        g.utilization for n in merged.nodes for g in n.gpus
+    ]

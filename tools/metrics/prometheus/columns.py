@@ -21,7 +21,7 @@ from tools.metrics.prometheus.readings import CardColumn, Readings
 from tools.metrics.prometheus.vector import numbers
 
 if TYPE_CHECKING:
-    from tools.metrics.prometheus.indexes import CardIndex
+    from tools.metrics.prometheus.indexes import CardIndex, Placing
     from tools.metrics.prometheus.vector import Vector
 
 
@@ -29,6 +29,7 @@ def card_column(
     answer: Vector,
     cards: CardIndex,
     *,
+    evaluated: float | None = None,
     scale: float,
     marked: bool,
 ) -> Readings | None:
@@ -36,7 +37,8 @@ def card_column(
     at most one series per card of the observation, each with its own sample time, none marked
     or NaN. Cards without a series are the column's holes.
 
-    A `steward_t` text that is not a number leaves its series undated, of age 0, as the join
+    Ages are measured from `evaluated` (None: the answer's own evaluation). A `steward_t` text
+    that is not a number leaves its series undated, of age 0, as the join
     has it; `marked`: the family's series may be marked as taken from host
     memory (a memory family)."""
     order = cards.order
@@ -56,24 +58,33 @@ def card_column(
     if total != total:  # noqa: PLR0124 - a NaN among them
         return None
     scaled = raws if scale == 1 else list(map(scale.__mul__, raws))
-    placed, stamps = scaled, texts
+    placed = scaled
     if not placing.in_order:  # each card takes its series, a hole the stand-in after them
         if placing.holes:
-            scaled, texts = [*scaled, 0.0], [*texts, texts[0]]  # never read as a card's
+            scaled = [*scaled, 0.0]  # never read as a card's
         placed = list(map(scaled.__getitem__, placing.taken))
-        stamps = list(map(texts.__getitem__, placing.taken))
-    # One sample time per scrape target: each made an age once.
-    evaluated = answer.evaluated_at
-    distinct = list(set(texts))
-    age_of = dict(zip(distinct, map(partial(_age, evaluated), numbers(distinct)), strict=True))
+    at = answer.evaluated_at if evaluated is None else evaluated
+    ages, distinct = cards.ages(texts, placing, at)
     column = CardColumn(
-        order=order,
-        values=placed,
-        ages=list(map(age_of.__getitem__, stamps)),
-        distinct_ages=frozenset(age_of.values()),
-        holes=placing.holes,
+        order=order, values=placed, ages=ages, distinct_ages=distinct, holes=placing.holes
     )
     return Readings(column=column)
+
+
+def card_ages(
+    texts: list[str], placing: Placing, evaluated: float
+) -> tuple[list[float], frozenset[float]]:
+    """Each card's age at `evaluated`, in the card order, from its series' `steward_t` text
+    (`texts`, in the answer's order), and the ages there are: one per scrape target, so each
+    text is made an age once. A text that is not a number is of age 0, as the join has it."""
+    stamps = texts
+    if not placing.in_order:
+        if placing.holes:
+            texts = [*texts, texts[0]]  # a hole's stand-in, never read as a card's
+        stamps = list(map(texts.__getitem__, placing.taken))
+    distinct = list(set(texts))
+    age_of = dict(zip(distinct, map(partial(_age, evaluated), numbers(distinct)), strict=True))
+    return list(map(age_of.__getitem__, stamps)), frozenset(age_of.values())
 
 
 def _age(evaluated: float, at: float | None) -> float:

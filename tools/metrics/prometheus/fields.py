@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
+from itertools import filterfalse, repeat
 
 from tools.metrics.prometheus.kept import Kept
 from tools.metrics.prometheus.readings import CardColumn, Readings
@@ -92,6 +93,13 @@ class Instants(dict[float, datetime]):
         found = self[age] = self.now - timedelta(seconds=age)
         return found
 
+    def of(self, ages: list[float]) -> list[datetime]:
+        """The instant of each of `ages`: those not yet worked out, all at once in C (a fleet's
+        card family holds a thousand, one per scrape target)."""
+        new = list(filterfalse(self.__contains__, ages))
+        self.update(zip(new, map(self.now.__sub__, map(timedelta, repeat(0), new)), strict=True))
+        return list(map(self.__getitem__, ages))
+
 
 class Shared:
     """Fresh readings of one tick, one object per (value, time, source)."""
@@ -100,6 +108,8 @@ class Shared:
         self.buckets: dict[tuple[datetime, str], Bucket] = {}
         """Per (time, source): the readings made, by value."""
         self._instants: dict[datetime, Instants] = {}
+        self._columns: dict[tuple[int, datetime], tuple[list[float], list[datetime]]] = {}
+        """By a column of ages (its identity, kept alive here) and `now`: its instants."""
 
     def instants(self, now: datetime) -> Instants:
         """The sample times of this tick's readings by their age at `now`."""
@@ -107,6 +117,16 @@ class Shared:
         if found is None:
             found = self._instants[now] = Instants(now)
         return found
+
+    def column(self, ages: list[float], now: datetime) -> list[datetime]:
+        """The instant of each of a column's `ages` at `now`: worked out once for the card
+        families of a tick that share their ages (tools.metrics.prometheus.indexes' `ages`)."""
+        found = self._columns.get((id(ages), now))
+        if found is None:
+            instants = self.instants(now)
+            found = (ages, list(map(instants.__getitem__, ages)))
+            self._columns[(id(ages), now)] = found
+        return found[1]
 
     def bucket(self, at: datetime, source: str) -> Bucket:
         found = self.buckets.get((at, source))
@@ -148,6 +168,7 @@ class FieldReadings:
         """Keys whose series went away: their last value and its time (kept stale)."""
         self.times: dict[float, datetime] = {}
         """Series scraped together share their age: one datetime per age, not per series."""
+        self._now = now
         self._metrics: dict[str, Metric] | None = {}
         """By key (None: made from `_column` on first asking)."""
         self._column: list[Metric] | None = None
@@ -169,7 +190,7 @@ class FieldReadings:
             shared = shared or Shared()
             # One per scrape target, not per card; the same for every family of one target.
             ages = list(readings.distinct_ages())
-            self.times = dict(zip(ages, map(shared.instants(now).__getitem__, ages), strict=True))
+            self.times = dict(zip(ages, shared.instants(now).of(ages), strict=True))
             self._pending = (readings, bound, shared)
         self.kept = Kept(readings, self.times, self.carried, positions)
         """What the next tick needs of this one's: values and times, not the `Metric`s."""
@@ -261,7 +282,8 @@ class FieldReadings:
             self._instants = [at] * len(values)
             self._uniform = one
         else:
-            self._instants = list(map(times.__getitem__, column.ages))
+            assert self._now is not None
+            self._instants = shared.column(column.ages, self._now)
             self._column = fresh_all(values, self._instants, self.source)
         self._metrics = None
         self._fresh = True

@@ -13,9 +13,11 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import cast
 
+from tools.metrics.prometheus.columns import card_ages
 from tools.metrics.prometheus.combining import grouped
 from tools.metrics.prometheus.recent import Recent
 from tools.model import ClusterState
+from tools.trusted import exhaust
 
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
 
@@ -53,6 +55,9 @@ class CardIndex:
         """Where each series goes in `order`, by its card's UUID (the answer's `UUID` column);
         None when one names no card here, or two one card. Every card family of a tick, and the
         next tick's, names the cards as the last answer did."""
+        self.ages = Recent(card_ages, size=2)
+        """Each card's age from its series' sample times (tools.metrics.prometheus.columns):
+        the card families of a tick, scraped together, carry the same."""
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:
@@ -78,8 +83,7 @@ class CardIndex:
         if places == list(range(count)):
             return Placing(places, (), in_order=True)
         taken = [series] * count  # a card no series read takes the stand-in after the last
-        for _ in map(taken.__setitem__, places, range(series)):
-            pass
+        exhaust(map(taken.__setitem__, places, range(series)))
         if taken.count(series) != count - series:
             return None  # two series of one card: combined by keys
         return Placing(taken, _holes(taken, series), in_order=False)

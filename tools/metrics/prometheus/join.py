@@ -11,7 +11,8 @@ docs/metrics.md shows it all.
 
 Series of one card or workload combine by the family's aggregate (waiting requests of all
 replicas add up; the fullest KV cache and the slowest p90 count). A reading's age is the
-evaluation time minus its sample's timestamp, both on Prometheus's clock, and is carried over to
+evaluation time (the tick's latest, `SampleTimes.evaluated`: one for every family) minus its
+sample's timestamp, both on Prometheus's clock, and is carried over to
 the observation's clock (`observed_at = state.observed_at - age`), so neither a clock skew
 between hosts nor a simulated clock makes a reading look older or newer than it is.
 """
@@ -27,7 +28,7 @@ from tools.metrics.prometheus.combining import combine, combined
 from tools.metrics.prometheus.indexes import PODLESS, CardIndex, WorkloadIndex
 from tools.metrics.prometheus.queries import PART, STAMP, UNIFIED_LABEL, Resolved
 from tools.metrics.prometheus.readings import Readings
-from tools.metrics.prometheus.vector import Vector, number, numbers
+from tools.metrics.prometheus.vector import Vector, number
 
 Slot = Callable[[dict[str, str]], object]
 """The values of a timestamp series' labels in a series: what both must share to be dated."""
@@ -44,6 +45,7 @@ def collect(
     answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
+    times: SampleTimes | None = None,
 ) -> Readings:
     """One family's series, combined per card or workload (the timed part of a tick's join).
 
@@ -56,8 +58,10 @@ def collect(
     Tens of thousands of series a tick: the answer Prometheus gives for the default queries is
     read with whole-list operations (`_at_once`) — a card family's of one series per card down
     the card order (tools.metrics.prometheus.columns); any other is read series by series."""
-    found = _at_once(family, answer, cards, workloads)
-    return found if found is not None else _each(family, answer, cards, workloads)
+    times = SampleTimes() if times is None else times
+    evaluated = answer.evaluated_at if times.evaluated is None else times.evaluated
+    found = _at_once(family, answer, cards, workloads, times, evaluated=evaluated)
+    return found if found is not None else _each(family, answer, cards, workloads, evaluated)
 
 
 def _read(
@@ -125,6 +129,9 @@ def _at_once(
     answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
+    times: SampleTimes,
+    *,
+    evaluated: float | None = None,
 ) -> Readings | None:
     """The answer as the queries give it — every series dated by its own `steward_t` (the
     defaults), or timestamp series first, all with the same label names, every value series
@@ -136,6 +143,7 @@ def _at_once(
     what follows works on those columns."""
     if not len(answer):
         return None
+    evaluated = answer.evaluated_at if evaluated is None else evaluated
     by: dict[object, float] = {}
     """The oldest sample per dating slot (the timestamp series' labels but the part)."""
     stamped = 0
@@ -174,10 +182,16 @@ def _at_once(
 
     elif STAMP in first:  # the default queries': each series carries its sample time
         # An override so shaped has each series' part checked: none may have one.
-        dated, part, parted = _own_time, None, not family.default
+        dated, part, parted = times, None, not family.default
     rest = answer.after(stamped)
-    if dated is _own_time and not parted and family.family.target == "gpu":
-        column = card_column(rest, cards, scale=family.family.scale, marked=family.family.marked)
+    if dated is times and not parted and family.family.target == "gpu":
+        column = card_column(
+            rest,
+            cards,
+            evaluated=evaluated,
+            scale=family.family.scale,
+            marked=family.family.marked,
+        )
         if column is not None:  # DCGM's common answer: read in the card order
             return column
     read = _read(
@@ -194,7 +208,7 @@ def _at_once(
     stamps, found, marks = read
     raws = rest.values
     keys = _keys(family, found=found, answer=rest, cards=cards, workloads=workloads)
-    age_of = Ages(answer.evaluated_at)
+    age_of = Ages(evaluated)
     out = Readings()
     if None in keys:
         out.unmatched = keys.count(None)
@@ -211,9 +225,9 @@ def _at_once(
         values = dict(zip(named, raws if scale == 1 else map(scale.__mul__, raws), strict=True))
         if len(values) == len(named):
             out.values = values
-            times = set(stamps)
-            if len(times) == 1:  # one sample time (one scrape target), or none: one age
-                out.ages = dict.fromkeys(named, age_of[times.pop()])
+            distinct = set(stamps)
+            if len(distinct) == 1:  # one sample time (one scrape target), or none: one age
+                out.ages = dict.fromkeys(named, age_of[distinct.pop()])
             else:
                 out.ages = dict(zip(named, map(age_of.__getitem__, stamps), strict=True))
             return out
@@ -237,11 +251,26 @@ class Ages(dict[float | None, float]):
         return found
 
 
-def _own_time(answer: Vector) -> list[float | None] | None:
-    """Each series' own sample time (`steward_t`, None where not a number); None when one
-    lacks it (the answer is read series by series)."""
-    texts = answer.whole(STAMP)
-    return None if texts is None else numbers(texts)
+class SampleTimes(dict[str, float | None]):
+    """Each series' own sample time (`steward_t`) as a number (None where it is not one):
+    what dates the default queries' series. Of one tick: the series of every family scraped
+    from one pod carry the same text, made a number on first sight.
+
+    `evaluated`: the tick's clock, the Prometheus time every family's ages are measured from
+    (None: each answer's own evaluation)."""
+
+    def __init__(self, evaluated: float | None = None) -> None:
+        super().__init__()
+        self.evaluated = evaluated
+
+    def __call__(self, answer: Vector) -> list[float | None] | None:
+        """None when a series lacks its time (the answer is read series by series)."""
+        texts = answer.whole(STAMP)
+        return None if texts is None else list(map(self.__getitem__, texts))
+
+    def __missing__(self, text: str) -> float | None:
+        found = self[text] = number(text)
+        return found
 
 
 def _undated(answer: Vector) -> list[float | None]:
@@ -288,8 +317,15 @@ def _keys(
     return cast("Sequence[str | None]", found)
 
 
-def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: WorkloadIndex) -> Readings:
-    """`collect` for an answer of any shape, series by series."""
+def _each(
+    family: Resolved,
+    answer: Vector,
+    cards: CardIndex,
+    workloads: WorkloadIndex,
+    evaluated: float | None = None,
+) -> Readings:
+    """`collect` for an answer of any shape, series by series; ages measured from `evaluated`
+    (None: the answer's own evaluation)."""
     target = family.family.target
     if target == "gpu":
         keyer = cards.key
@@ -313,7 +349,8 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
                 # Prometheus answers an `or`'s left side first, so timestamps come first; if not,
                 # the answer is read again in that order (what dates a series must come first).
                 ordered = sorted(answer.series, key=lambda s: s[0].get(PART) != "t")
-                return _each(family, Vector(answer.evaluated_at, ordered), cards, workloads)
+                again = Vector(answer.evaluated_at, ordered)
+                return _each(family, again, cards, workloads, evaluated)
             names = tuple(sorted(n for n in labels if n != PART))
             group = groups.get(names)
             if group is None:
@@ -352,7 +389,7 @@ def _each(family: Resolved, answer: Vector, cards: CardIndex, workloads: Workloa
                 if old is None or stamp < old:
                     oldest[key] = stamp
         combine(values, key, raw * scale, summed)
-    evaluated = answer.evaluated_at
+    evaluated = answer.evaluated_at if evaluated is None else evaluated
     out.ages = {
         key: 0.0 if (stamp := oldest.get(key)) is None else max(0.0, evaluated - stamp)
         for key in values

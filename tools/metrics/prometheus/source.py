@@ -24,7 +24,7 @@ from tools.bases import new_version
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import collect
+from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.kept import Kept
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.readings import Readings
@@ -32,7 +32,7 @@ from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
-from tools.trusted import trusted, trusted_all
+from tools.trusted import exhaust, trusted, trusted_all
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
@@ -150,11 +150,17 @@ class PrometheusSource:
             cards.refresh(state)
         self._workloads.refresh(state)
         self._unmatched = 0
-        shared = Shared()
+        # One clock for the tick: each family's query is evaluated at Prometheus's own now,
+        # seconds apart on a busy server. Every age is measured from the latest, so that a
+        # sample has one age (and one instant) whichever family carries it.
+        evaluated = [a.evaluated_at for a in answers.values() if isinstance(a, Vector) and len(a)]
+        shared, times = Shared(), SampleTimes(max(evaluated, default=None))
         fields: dict[str, FieldReadings] = {}
         for family in self.families:
             answer = answers.get(family.name, "not asked")
-            fields[family.family.field] = self._field(family, answer, state, cards, shared=shared)
+            fields[family.family.field] = self._field(
+                family, answer, state, cards, shared=shared, times=times
+            )
         return Tick(fields, shared, cards)
 
     def observation(self, state: ClusterState, tick: Tick) -> ClusterState:
@@ -171,6 +177,7 @@ class PrometheusSource:
         cards: CardIndex,
         *,
         shared: Shared,
+        times: SampleTimes,
     ) -> FieldReadings:
         name = family.name
         source = f"prometheus:{name}"
@@ -179,7 +186,7 @@ class PrometheusSource:
             # The last good readings, stale, with this tick's reason; missing where none.
             why = f"{source}: {answer}"
             return FieldReadings(metric(None, "missing", None, why), previous=before)
-        readings = collect(family, answer, cards, self._workloads)
+        readings = collect(family, answer, cards, self._workloads, times)
         self._unmatched += readings.unmatched
         out = FieldReadings(
             metric(None, "missing", None, f"{source}: no series"),
@@ -238,7 +245,7 @@ class PrometheusSource:
         cards_of = [node.gpus for node in state.nodes]
         merged = [gpu.__dict__.copy() for gpus in cards_of for gpu in gpus]
         for name, column in columns.items():
-            list(map(setitem, merged, repeat(name), column))
+            exhaust(map(setitem, merged, repeat(name), column))
         made = trusted_all(Gpu, merged)
         nodes: list[Node] = []
         start = 0
