@@ -37,10 +37,9 @@ def card_column(
     at most one series per card of the observation, each with its own sample time, none marked
     or NaN. Cards without a series are the column's holes.
 
-    Ages are measured from `evaluated` (None: the answer's own evaluation). A `steward_t` text
-    that is not a number leaves its series undated, of age 0, as the join
-    has it; `marked`: the family's series may be marked as taken from host
-    memory (a memory family)."""
+    Ages are measured from `evaluated` (None: the answer's own evaluation); a `steward_t` text
+    that is not a number leaves its series undated, of age 0, as the join has it. `marked`: the
+    family's series may be marked as taken from host memory (a memory family)."""
     order = cards.order
     count = len(order)
     if not answer or len(answer) > count:
