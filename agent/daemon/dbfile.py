@@ -5,10 +5,17 @@ SQLite takes a 0-byte file for an empty database and creates the tables again: a
 inbox.db silently dropped every pending approval that way. A file that is not a database at all
 raised a bare `sqlite3.DatabaseError` deep in a command. Both are refused here with the file,
 what is wrong and what to do; a missing file is a fresh start and is created.
+
+SQLite itself creates a database file empty and writes its first page only with the first
+write: a process killed in between left a 0-byte file that the next start refused as damaged
+(the chaos soak's kills found it). A fresh database is therefore made aside, with its header
+written and synced, and linked into place whole: at the file's own name there is either
+nothing or a database, and a 0-byte file there is damage.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +31,8 @@ def connect(
     path: Path, what: str, opener: Callable[[Path], sqlite3.Connection] = sqlite3.connect
 ) -> sqlite3.Connection:
     """`opener(path)` (sqlite3.connect with its options), refusing an empty or corrupt file."""
+    if not path.exists():
+        _create(path)
     if path.is_file() and path.stat().st_size == 0:
         raise DamagedFile(
             f"{path}: {what} is an empty (0-byte) file, not a fresh one: what it held is lost. "
@@ -42,3 +51,36 @@ def connect(
             "cannot be, move it away to start without it"
         )
     return conn
+
+
+APPLICATION_ID = 0x53545744
+"""Written into a fresh database's header ("STWD"): a write SQLite must make before the file
+holds its first page."""
+
+
+def _create(path: Path) -> None:
+    """An empty database at `path`, appearing whole: made at a name of its own beside it, its
+    header written and synced, then linked in. Should another process have made it meanwhile,
+    theirs stands."""
+    aside = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    aside.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(aside)
+        try:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.commit()
+        finally:
+            conn.close()
+        with aside.open("rb") as made:
+            os.fsync(made.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            return
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    finally:
+        aside.unlink(missing_ok=True)

@@ -16,6 +16,7 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
+from agent.daemon import dbfile
 from agent.daemon.dbfile import DamagedFile
 from agent.daemon.runtime import Runtime
 from agent.loop.graph import CHECKPOINT_DB
@@ -117,3 +118,14 @@ def test_a_cluster_saved_before_the_log_is_brought_up_to_its_time(data_dir: Path
     with AuditLog.open(data_dir, readonly=True) as log:
         times = [r.time for r in log.records()]
         assert times == sorted(times) and log.verify().ok
+
+
+def test_a_start_killed_before_its_first_write_leaves_no_empty_file(tmp_path: Path) -> None:
+    """SQLite creates a database file empty and writes its first page with the first write: a
+    process killed in between left a 0-byte checkpoint DB, which the next start refused as
+    damaged (found by the chaos soak). A fresh one appears whole, its header written."""
+    for what, path in (("the checkpoint DB", tmp_path / CHECKPOINT_DB), ("x", tmp_path / "x.db")):
+        dbfile.connect(path, what).close()  # opened, then gone before any write of its own
+        assert path.stat().st_size > 0
+        dbfile.connect(path, what).close()  # the next start opens it
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([CHECKPOINT_DB, "x.db"])
