@@ -29,7 +29,7 @@ def card_column(
     answer: Vector,
     cards: CardIndex,
     *,
-    evaluated: float | None = None,
+    evaluated: float,
     scale: float,
     marked: bool,
 ) -> Readings | None:
@@ -37,7 +37,7 @@ def card_column(
     at most one series per card of the observation, each with its own sample time, none marked
     or NaN. Cards without a series are the column's holes.
 
-    Ages are measured from `evaluated` (None: the answer's own evaluation); a `steward_t` text
+    Ages are measured from `evaluated` (Prometheus's time, the tick's clock); a `steward_t` text
     that is not a number leaves its series undated, of age 0, as the join has it. `marked`: the
     family's series may be marked as taken from host memory (a memory family)."""
     order = cards.order
@@ -62,8 +62,7 @@ def card_column(
         if placing.holes:
             scaled = [*scaled, 0.0]  # never read as a card's
         placed = list(map(scaled.__getitem__, placing.taken))
-    at = answer.evaluated_at if evaluated is None else evaluated
-    ages, distinct = cards.ages(texts, placing, at)
+    ages, distinct = cards.ages(texts, placing, evaluated)
     column = CardColumn(
         order=order, values=placed, ages=ages, distinct_ages=distinct, holes=placing.holes
     )

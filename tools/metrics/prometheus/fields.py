@@ -159,15 +159,13 @@ class FieldReadings:
         positions: dict[str, int] | None = None,
     ) -> None:
         self.default = default
-        self.readings = readings
         self.source = source
         self.previous = previous
         """The last tick's readings that answered (this tick's family failed, or a key of
         theirs has none now)."""
-        self.carried: dict[str, tuple[float, datetime]] = {}
-        """Keys whose series went away: their last value and its time (kept stale)."""
-        self.times: dict[float, datetime] = {}
-        """Series scraped together share their age: one datetime per age, not per series."""
+        self.kept = Kept(readings, {}, {}, positions)
+        """This tick's values and times (`readings`, `times`, `carried`): what the next tick
+        needs of them, not the `Metric`s."""
         self._now = now
         self._metrics: dict[str, Metric] | None = {}
         """By key (None: made from `_column` on first asking)."""
@@ -192,8 +190,24 @@ class FieldReadings:
             ages = list(readings.distinct_ages())
             self.times = dict(zip(ages, shared.instants(now).of(ages), strict=True))
             self._pending = (readings, bound, shared)
-        self.kept = Kept(readings, self.times, self.carried, positions)
-        """What the next tick needs of this one's: values and times, not the `Metric`s."""
+
+    @property
+    def readings(self) -> Readings | None:
+        return self.kept.readings
+
+    @property
+    def times(self) -> dict[float, datetime]:
+        """Series scraped together share their age: one datetime per age, not per series."""
+        return self.kept.times
+
+    @times.setter
+    def times(self, times: dict[float, datetime]) -> None:
+        self.kept.times = times
+
+    @property
+    def carried(self) -> dict[str, tuple[float, datetime]]:
+        """Keys whose series went away: their last value and its time (kept stale)."""
+        return self.kept.carried
 
     def _ready(self) -> None:
         if self._pending is not None:

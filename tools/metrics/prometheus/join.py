@@ -59,9 +59,8 @@ def collect(
     read with whole-list operations (`_at_once`) — a card family's of one series per card down
     the card order (tools.metrics.prometheus.columns); any other is read series by series."""
     times = SampleTimes() if times is None else times
-    evaluated = answer.evaluated_at if times.evaluated is None else times.evaluated
-    found = _at_once(family, answer, cards, workloads, times, evaluated=evaluated)
-    return found if found is not None else _each(family, answer, cards, workloads, evaluated)
+    found = _at_once(family, answer, cards, workloads, times)
+    return found if found is not None else _each(family, answer, cards, workloads, times)
 
 
 def _read(
@@ -130,8 +129,6 @@ def _at_once(
     cards: CardIndex,
     workloads: WorkloadIndex,
     times: SampleTimes,
-    *,
-    evaluated: float | None = None,
 ) -> Readings | None:
     """The answer as the queries give it — every series dated by its own `steward_t` (the
     defaults), or timestamp series first, all with the same label names, every value series
@@ -143,7 +140,7 @@ def _at_once(
     what follows works on those columns."""
     if not len(answer):
         return None
-    evaluated = answer.evaluated_at if evaluated is None else evaluated
+    evaluated = times.clock(answer)
     by: dict[object, float] = {}
     """The oldest sample per dating slot (the timestamp series' labels but the part)."""
     stamped = 0
@@ -263,6 +260,10 @@ class SampleTimes(dict[str, float | None]):
         super().__init__()
         self.evaluated = evaluated
 
+    def clock(self, answer: Vector) -> float:
+        """The Prometheus time `answer`'s ages are measured from."""
+        return answer.evaluated_at if self.evaluated is None else self.evaluated
+
     def __call__(self, answer: Vector) -> list[float | None] | None:
         """None when a series lacks its time (the answer is read series by series)."""
         texts = answer.whole(STAMP)
@@ -322,10 +323,10 @@ def _each(
     answer: Vector,
     cards: CardIndex,
     workloads: WorkloadIndex,
-    evaluated: float | None = None,
+    times: SampleTimes | None = None,
 ) -> Readings:
-    """`collect` for an answer of any shape, series by series; ages measured from `evaluated`
-    (None: the answer's own evaluation)."""
+    """`collect` for an answer of any shape, series by series; ages measured from the tick's
+    clock (`times`; none: the answer's own evaluation)."""
     target = family.family.target
     if target == "gpu":
         keyer = cards.key
@@ -350,7 +351,7 @@ def _each(
                 # the answer is read again in that order (what dates a series must come first).
                 ordered = sorted(answer.series, key=lambda s: s[0].get(PART) != "t")
                 again = Vector(answer.evaluated_at, ordered)
-                return _each(family, again, cards, workloads, evaluated)
+                return _each(family, again, cards, workloads, times)
             names = tuple(sorted(n for n in labels if n != PART))
             group = groups.get(names)
             if group is None:
@@ -389,7 +390,7 @@ def _each(
                 if old is None or stamp < old:
                     oldest[key] = stamp
         combine(values, key, raw * scale, summed)
-    evaluated = answer.evaluated_at if evaluated is None else evaluated
+    evaluated = answer.evaluated_at if times is None else times.clock(answer)
     out.ages = {
         key: 0.0 if (stamp := oldest.get(key)) is None else max(0.0, evaluated - stamp)
         for key in values
