@@ -21,55 +21,19 @@ from typing import Any, Literal, Self
 
 from pydantic import Field
 
+from tools import metric as reading
 from tools.bases import Frozen, Versioned
 from tools.derived import NodeFacts, NodeIndex, content_digest, node_digest, workload_digest
 from tools.node_table import NodeTable
 
-MetricStatus = Literal["fresh", "stale", "missing"]
+Metric = reading.Metric
+MetricStatus = reading.MetricStatus
+MISSING = reading.MISSING
+"""A reading is its own module's noun (tools.metric); the world model names it too."""
+
 SharingMode = Literal["exclusive", "mps", "time-slicing", "mig"]
 WorkloadKind = Literal["inference", "render", "tts", "batch"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-class Metric(Frozen):
-    """One measured value and how much it can be trusted.
-
-    `value` is None exactly when the reading is missing. A stale reading keeps the last value it
-    had, so a reader can show it, but `usable` is False for it.
-    """
-
-    value: float | None = None
-    status: MetricStatus = "missing"
-    observed_at: datetime | None = None
-    source: str = ""
-
-    @classmethod
-    def fresh(cls, value: float, at: datetime, source: str = "") -> Metric:
-        return cls(value=value, status="fresh", observed_at=at, source=source)
-
-    @classmethod
-    def missing(cls, source: str = "") -> Metric:
-        return cls(source=source)
-
-    @property
-    def usable(self) -> bool:
-        return self.status == "fresh" and self.value is not None
-
-    def age_s(self, now: datetime) -> float | None:
-        """Seconds since the reading was taken, or None if it never was."""
-        if self.observed_at is None:
-            return None
-        return (now - self.observed_at).total_seconds()
-
-    def aged(self, now: datetime, max_age_s: float) -> Metric:
-        """This reading, marked stale if it is older than `max_age_s`."""
-        age = self.age_s(now)
-        if self.status == "fresh" and age is not None and age > max_age_s:
-            return self.model_copy(update={"status": "stale"})
-        return self
-
-
-MISSING = Metric()
 
 
 class Taint(Frozen):

@@ -15,6 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 from rich.console import Console
 
 from agent.daemon.config import CONFIG_ENV, StewardConfig, load_config
@@ -108,13 +109,11 @@ def emit_json(obj: Any) -> None:
 
 
 def _default(obj: Any) -> Any:
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "isoformat"):
-        return obj.isoformat()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+    """Anything pydantic can dump (models, their dataclasses such as a `Metric`, times, paths)."""
+    try:
+        return to_jsonable_python(obj)
+    except PydanticSerializationError:
+        raise TypeError(f"not JSON serialisable: {type(obj).__name__}") from None
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

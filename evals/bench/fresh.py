@@ -164,7 +164,7 @@ def changed(node: Node, turn: int) -> Node:
 def _rescraped(gpu: Gpu, step: float) -> Gpu:
     power = gpu.power_w
     reading = Metric.fresh(max(0.0, (power.value or 0.0) + step), power.observed_at or _EPOCH)
-    return gpu.model_copy(update={"power_w": reading.model_copy(update={"source": power.source})})
+    return gpu.model_copy(update={"power_w": reading.but(source=power.source)})
 
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)

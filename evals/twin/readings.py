@@ -35,23 +35,19 @@ def readings(state: ClusterState) -> dict[str, Any]:
         "now": state.observed_at.isoformat(),
         "nodes": {
             n.name: {
-                "memory_used_bytes": n.memory_used_bytes.model_dump(mode="json"),
-                "gpus": {
-                    g.uuid: {f: getattr(g, f).model_dump(mode="json") for f in GPU_FIELDS}
-                    for g in n.gpus
-                },
+                "memory_used_bytes": n.memory_used_bytes.as_json(),
+                "gpus": {g.uuid: {f: getattr(g, f).as_json() for f in GPU_FIELDS} for g in n.gpus},
             }
             for n in state.nodes
         },
         "workloads": {
-            w.name: {f: getattr(w, f).model_dump(mode="json") for f in WORKLOAD_FIELDS}
-            for w in state.workloads
+            w.name: {f: getattr(w, f).as_json() for f in WORKLOAD_FIELDS} for w in state.workloads
         },
         "links": {
             lk.name: {
                 p.name: {
-                    "negotiated_gbps": p.negotiated_gbps.model_dump(mode="json"),
-                    "gid_index": p.gid_index.model_dump(mode="json"),
+                    "negotiated_gbps": p.negotiated_gbps.as_json(),
+                    "gid_index": p.gid_index.as_json(),
                 }
                 for p in lk.paths
             }
@@ -116,7 +112,7 @@ class TwinReadings:
 
 
 def _metric(shift: timedelta, raw: Any) -> Metric:
-    metric = Metric.model_validate(raw)
+    metric = Metric.parse(raw)
     if not shift or metric.observed_at is None:
         return metric
-    return metric.model_copy(update={"observed_at": metric.observed_at + shift})
+    return metric.but(observed_at=metric.observed_at + shift)

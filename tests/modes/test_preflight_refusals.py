@@ -88,11 +88,7 @@ def test_a_link_without_a_fresh_reading_is_refused() -> None:
     blind = link.model_copy(
         update={
             "paths": tuple(
-                p.model_copy(
-                    update={
-                        "negotiated_gbps": p.negotiated_gbps.model_copy(update={"status": "stale"})
-                    }
-                )
+                p.model_copy(update={"negotiated_gbps": p.negotiated_gbps.but(status="stale")})
                 for p in link.paths
             )
         }

@@ -114,8 +114,7 @@ def test_unified_memory_in_use_by_other_processes_keeps_a_model_out() -> None:
     state = idle_gx10_pair()
     resident = _workload(state, "resident-a")
     assert [c.node for c in pick_node(resident, state)] == ["gx10-a", "gx10-b"]
-    busy = idle_gx10_pair(memory_used_bytes=state.nodes[0].memory_used_bytes.model_copy(
-        update={"value": 60.0 * GIB}))  # fmt: skip
+    busy = idle_gx10_pair(memory_used_bytes=state.nodes[0].memory_used_bytes.but(value=60.0 * GIB))
     placement = explain_placement(resident, busy)
     assert placement.candidates == ()
     assert "of unified memory" in placement.rejected[0].reasons[0]

@@ -84,7 +84,7 @@ class NvmlSource:
             for f in FIELDS:
                 old: Metric | None = getattr(last, f) if last is not None else None
                 if old is not None and old.value is not None:
-                    update[f] = old.model_copy(update={"status": "stale", "source": reason})
+                    update[f] = old.but(status="stale", source=reason)
                 else:
                     update[f] = Metric.missing(reason)
             gpus.append(gpu.model_copy(update=update))

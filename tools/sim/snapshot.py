@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from tools.bases import new_version
+from tools.metric import MetricStatus, made
 from tools.model import (
     MISSING,
     ActiveMode,
@@ -103,22 +104,14 @@ class SnapshotBuilder:
         fresh = age <= (stale_after_s or self.stale_after_s)
         return self._interned(value, t, "fresh" if fresh else "stale", source)
 
-    def _interned(self, value: float, t: float, status: str, source: str) -> Metric:
+    def _interned(self, value: float, t: float, status: MetricStatus, source: str) -> Metric:
         """The fresh or stale reading (`status` as `metric` works it out), one object each."""
         key = (value, t, status, source)
         m = self._metrics.get(key)
         if m is None:
             if len(self._metrics) >= self._prune_at:
                 self._prune()
-            m = self._metrics[key] = trusted(
-                Metric,
-                {
-                    "value": float(value),
-                    "status": status,
-                    "observed_at": self.at(t),
-                    "source": source,
-                },
-            )
+            m = self._metrics[key] = made(float(value), status, self.at(t), source)
         return m
 
     def _prune(self) -> None:
@@ -176,13 +169,14 @@ class SnapshotBuilder:
         metrics = self._metrics
         samples = run.cards
         clients_of = placer.clients
-        status, status_t = "", None  # a node's cards share one scrape time: one status
+        status: MetricStatus | None = None  # a node's cards share one scrape time: one status
+        status_t: float | None = None
         gpus = []
         for uuid in placer.node_cards[name]:
             s = samples.get(uuid)
             clients = tuple(clients_of[uuid])
             t = s.t if s else None
-            if not status or t != status_t:
+            if status is None or t != status_t:
                 status, status_t = self._status(t), t
             cached = gpu_cache.get(uuid)
             if cached and cached[0] is s and cached[1] == clients and cached[2] == status:
@@ -261,7 +255,7 @@ class SnapshotBuilder:
             },
         )
 
-    def _status(self, t: float | None) -> str:
+    def _status(self, t: float | None) -> MetricStatus:
         if t is None:
             return "missing"
         age = self.engine.state.t - t

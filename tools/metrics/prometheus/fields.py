@@ -20,19 +20,18 @@ from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 from itertools import filterfalse, repeat
 
+from tools.metric import Metric, MetricStatus, made, made_all
 from tools.metrics.prometheus.kept import Kept
 from tools.metrics.prometheus.readings import CardColumn, Readings
-from tools.model import Metric
-from tools.trusted import trusted, trusted_all
 
 
-def metric(value: float | None, status: str, at: datetime | None, source: str) -> Metric:
-    return trusted(Metric, {"value": value, "status": status, "observed_at": at, "source": source})
+def metric(value: float | None, status: MetricStatus, at: datetime | None, source: str) -> Metric:
+    return made(value, status, at, source)
 
 
 def fresh(value: float, at: datetime, source: str) -> Metric:
     """`metric(value, "fresh", at, source)`: the hot path of a tick's join."""
-    return trusted(Metric, {"value": value, "status": "fresh", "observed_at": at, "source": source})
+    return made(value, "fresh", at, source)
 
 
 def fresh_all(
@@ -42,17 +41,11 @@ def fresh_all(
     share a value and time (the cards of one node and model have the same total memory), so
     one reading is made per distinct pair, all in C but the making."""
     if not alike:
-        return trusted_all(
-            Metric,
-            [
-                {"value": v, "status": "fresh", "observed_at": at, "source": source}
-                for v, at in zip(values, ats, strict=True)
-            ],
-        )
+        return made_all(values, "fresh", ats, source)
     pairs = list(zip(values, ats, strict=True))
     distinct = list(set(pairs))
-    made = fresh_all([v for v, _ in distinct], [at for _, at in distinct], source)
-    return list(map(dict(zip(distinct, made, strict=True)).__getitem__, pairs))
+    one_each = made_all([v for v, _ in distinct], "fresh", [at for _, at in distinct], source)
+    return list(map(dict(zip(distinct, one_each, strict=True)).__getitem__, pairs))
 
 
 class Bucket(dict[float, Metric]):
@@ -67,14 +60,9 @@ class Bucket(dict[float, Metric]):
         self.source = source
 
     def add(self, values: Iterable[float]) -> None:
-        """Readings of each of `values` not yet made, made all at once (`trusted_all`)."""
+        """Readings of each of `values` not yet made, made all at once (`made_all`)."""
         new = list(set(values) - self.keys())
-        at, source = self.at, self.source
-        made = trusted_all(
-            Metric,
-            [{"value": v, "status": "fresh", "observed_at": at, "source": source} for v in new],
-        )
-        self.update(zip(new, made, strict=True))
+        self.update(zip(new, made_all(new, "fresh", repeat(self.at), self.source), strict=True))
 
     def __missing__(self, value: float) -> Metric:
         found = self[value] = fresh(value, self.at, self.source)
