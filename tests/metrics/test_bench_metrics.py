@@ -9,8 +9,8 @@ import pytest
 
 from evals.bench.metrics import decoded_answers, per_pod, recorded_answers, run_bench
 from evals.bench.policy_fleet import fleet_state
-from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.source import Answer
+from tools.metrics.prometheus.vector import Vector
 from tools.metrics.serve import MetricsServer
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
-from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, _at_once, _each
 from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL, resolve
 from tools.metrics.prometheus.readings import Readings
+from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState
 
 NOW = 1_000_000.0

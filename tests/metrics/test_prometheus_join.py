@@ -3,18 +3,21 @@ order, and identical readings one object."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from policies.activity import card_readings
 from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.bases import new_version
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
-from tools.metrics.prometheus.client import Vector
 from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
-from tools.metrics.prometheus.join import Readings, SampleTimes, _at_once, _each, collect
+from tools.metrics.prometheus.join import SampleTimes, _at_once, _each, collect
 from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
+from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.totals import Totals
+from tools.metrics.prometheus.vector import Vector
 
 NOW = 1_000_000.0
 TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
@@ -55,7 +58,7 @@ def test_values_before_their_timestamps_are_dated_all_the_same() -> None:
     series = [_card("GPU-gpu-a-0", 97.0), _card("GPU-gpu-b-0", 97.0), _stamp(NOW - 30)]
     source = _source()
     try:
-        got = {}
+        got: dict[int, tuple[float | None, datetime | None]] = {}
         for order in (series, series[::-1]):
             state = source.merge(bare(truth()), {"gpu_util": Vector(NOW, order)})
             card = state.nodes[0].gpus[0]

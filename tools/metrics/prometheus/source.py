@@ -12,7 +12,7 @@ queries and the join took, and what failed.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from operator import setitem
@@ -136,11 +136,11 @@ class PrometheusSource:
             failed={k: v for k, v in answers.items() if isinstance(v, str)},
         )
 
-    def merge(self, state: ClusterState, answers: dict[str, Answer]) -> ClusterState:
+    def merge(self, state: ClusterState, answers: Mapping[str, Answer]) -> ClusterState:
         """The join and the new observation (apart from `ask`, so that it can be timed alone)."""
         return self.observation(state, self.fields(state, answers))
 
-    def fields(self, state: ClusterState, answers: dict[str, Answer]) -> Tick:
+    def fields(self, state: ClusterState, answers: Mapping[str, Answer]) -> Tick:
         """Each field's readings this tick, from the answers (what the next tick needs of them
         kept)."""
         cards = self._cards
