@@ -68,10 +68,13 @@ def submit(
     approved: bool,
     identity: Identity,
     reason: str = "",
+    at: datetime | None = None,
 ) -> Submitted:
-    """Answer `decision_id` as `identity`, at the time of `state` (a fresh observation)."""
+    """Answer `decision_id` as `identity`, at the time of `state` (a fresh observation), or at
+    `at`: the cluster's own clock, where the daemon answers and `state` may be a saved one that
+    lags it (the simulator's, saved once a second, is minutes of its time behind at speed)."""
     found = inbox.get(decision_id)
-    now = state.observed_at
+    now = state.observed_at if at is None else at
     if found is None or found.status != "waiting":
         if found is not None and found.status in ("expired", "lost"):
             return _closed(found, policy)

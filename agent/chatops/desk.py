@@ -74,10 +74,14 @@ class Desk:
         *,
         plan: Callable[[], dict[str, object]],
         rotations: Rotations | None,
+        now: Callable[[], datetime] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.policy = policy
         self.observe = observe
+        self.now = now
+        """The cluster's clock, where it runs in this process (the daemon's): when an answer
+        was given. Else the time of the observation it was given on."""
         self.store = store
         self._plan = plan
         self.rotations = rotations
@@ -200,6 +204,7 @@ class Desk:
                 approved=approved,
                 identity=Identity(channel="slack", sender=user, principal=user),
                 reason=note,
+                at=self.now() if self.now is not None else None,
             )
             found = inbox.get(decision_id)
         finally:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -99,6 +100,7 @@ class SlackService:
         telemetry: Telemetry | None,
         then: Notifier | None = None,
         environ: Mapping[str, str] | None = None,
+        now: Callable[[], datetime] | None = None,
     ) -> SlackService:
         """Everything of chat-ops, started; InvalidInput when a secret or the channel is missing."""
         secrets = load_secrets(settings, environ)
@@ -107,7 +109,7 @@ class SlackService:
         courier = Courier(settings, client, store, data_dir)
         notifier = SlackNotifier(store, courier.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
-        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations)
+        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now)
         app = build_app(settings, secrets, client, desk, store)
         stopping = threading.Event()
         socket = None
@@ -205,6 +207,7 @@ def start_for_daemon(
         runtime=runtime,
         telemetry=telemetry,
         then=runtime.notifier if "log" in config.notifiers else None,
+        now=runtime.parts.clock.now,  # answers at the cluster's time, not its last save's
     )
     if "slack" in config.notifiers:
         runtime.notifier = service.notifier

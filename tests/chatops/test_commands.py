@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 import pytest
 
 from agent.audit import ApprovalRecord
+from agent.daemon import runtime as runtime_module
 from tests.chatops.conftest import OUTSIDER, OWNER, Rig, open_rig, press_payload, slash_body
 from tests.chatops.slack_stub import CHANNEL, Call, SlackStub
 from tools.sim.scenario import Scenario
@@ -166,6 +167,30 @@ def test_a_mode_request_waits_for_an_owner_then_runs(
         records = rig.runtime.ctx.audit.decision(decision)
         approval = next(r.payload for r in records if isinstance(r.payload, ApprovalRecord))
         assert approval.channel == "slack" and approval.principal == OWNER
+    finally:
+        rig.close()
+
+
+def test_an_answer_is_dated_by_the_clusters_clock_not_its_last_save(
+    tmp_path: Path, stub: SlackStub, secrets: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon saves the simulator once a second at most; an answer given between two saves
+    is of the cluster's time, not the saved one (which lagged half an hour and refused an
+    approval as expired)."""
+    monkeypatch.setattr(runtime_module, "SAVE_EVERY_S", 1e9)  # saved at the start only
+    rig = open_rig(tmp_path / "steward", stub, mode="socket", scenario=DAYTIME)
+    try:
+        stub.wait_for(stub.connected)
+        for _ in range(124):
+            rig.runtime.tick(15.0)
+        command(rig, "mode split", OWNER)
+        decision = _tick_until(rig, "rotation to split").params["text"].split("(")[1].split(")")[0]
+        now = rig.runtime.parts.clock.now()
+        ts = rig.approval_message(decision)
+        _envelope(rig, "interactive", press_payload(decision, OWNER, ts, approve=True))
+        done = _tick_until(rig, f"{decision} approved by <@{OWNER}>; rotation to split")
+        assert done.params["text"].endswith(": ran")
+        assert rig.pending(decision).answered_at == now
     finally:
         rig.close()
 
