@@ -8,19 +8,17 @@ from datetime import datetime
 import pytest
 
 from policies.activity import card_readings
+from tests.metrics.alike import NOW, TARGET, read_alike
 from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.bases import new_version
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.fields import FieldReadings, Shared
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, _at_once, _each, collect
-from tools.metrics.prometheus.queries import PART, STAMP, Resolved, resolve
-from tools.metrics.prometheus.readings import Readings
+from tools.metrics.prometheus.queries import PART, STAMP, resolve
 from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
 
-NOW = 1_000_000.0
-TARGET = {"instance": "10.0.0.1:9400", "job": "dcgm"}
 GPU = "GPU-gpu-a-0"
 
 
@@ -30,23 +28,6 @@ def _card(uuid: str, value: float) -> tuple[dict[str, str], float]:
 
 def _stamp(at: float) -> tuple[dict[str, str], float]:
     return {**TARGET, PART: "t"}, at
-
-
-def _alike(
-    family: Resolved,
-    series: list[tuple[dict[str, str], float]],
-    cards: CardIndex,
-    workloads: WorkloadIndex,
-) -> Readings:
-    """The whole-answer reading of `series`, checked against the series-by-series one, and
-    against the same answer read from the text Prometheus would send."""
-    whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
-    assert whole is not None
-    assert whole == _each(family, Vector(NOW, series), cards, workloads)
-    scanned = Vector.from_json(Vector(NOW, series).text, empty_at=NOW, columns=family.reads)
-    assert scanned is not None
-    assert _at_once(family, scanned, cards, workloads, SampleTimes()) == whole
-    return whole
 
 
 def _source() -> PrometheusSource:
@@ -98,8 +79,8 @@ def test_the_whole_answer_reading_agrees_with_the_series_by_series_one() -> None
     by_slot = {"Hostname": "gpu-b", "gpu": "1", **TARGET, PART: "v"}
     util = [_stamp(NOW - 5), _card("GPU-gpu-a-0", 97.0), (by_slot, 12.0)]
     for name, series in (("ttft_p90", quantile), ("gpu_util", util)):
-        _alike(families[name], series, cards, workloads)
-    fast = _alike(families["waiting"], waiting, cards, workloads)
+        read_alike(families[name], series, cards, workloads)
+    fast = read_alike(families["waiting"], waiting, cards, workloads)
     assert (fast.values, fast.ages, fast.unmatched) == ({"chat": 7.0}, {"chat": 9.0}, 1)
 
 
@@ -132,13 +113,13 @@ def test_answers_of_every_shape_read_alike_whole_and_series_by_series() -> None:
         engine(9.0, model_name="no-such-model"),
         engine(float("nan"), pod="code-0", namespace="default"),
     ]
-    got = _alike(families["gpu_util"], util, cards, workloads)
+    got = read_alike(families["gpu_util"], util, cards, workloads)
     assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-b-0"] == 400.0
     # Host memory marks a memory reading only (`steward gpus --serve` sets it on those).
     assert (got.unmatched, got.marked) == (1, set())
-    memory = _alike(families["fb_used"], util, cards, workloads)
+    memory = read_alike(families["fb_used"], util, cards, workloads)
     assert (memory.unmatched, memory.marked) == (1, {"GPU-gpu-a-1"})
-    got = _alike(families["waiting"], waiting, cards, workloads)
+    got = read_alike(families["waiting"], waiting, cards, workloads)
     assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 2.0, "code": 7.0}
 
 
@@ -204,7 +185,7 @@ def test_readings_of_an_exporter_per_node_are_those_made_card_by_card() -> None:
 
     answers = {"gpu_util": answer(10.0), "fb_used": answer(1000.0), "fb_free": answer(9000.0)}
     for name, series in answers.items():  # dated alike whole and series by series
-        _alike(families[name], series, CardIndex(state), WorkloadIndex())
+        read_alike(families[name], series, CardIndex(state), WorkloadIndex())
     source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1", queries={"power": ""}))
     try:
         tick = source.fields(state, {k: Vector(NOW, v) for k, v in answers.items()})
@@ -290,7 +271,7 @@ def test_a_target_without_a_timestamp_series_is_not_given_another_targets_age() 
         [_stamp(NOW - 400), _card("GPU-gpu-a-0", 97.0), undated],
         [_stamp(NOW - 400), undated, _card("GPU-gpu-a-0", 97.0)],
     ):
-        got = _alike(family, series, cards, workloads)
+        got = read_alike(family, series, cards, workloads)
         assert got.ages == {"GPU-gpu-a-0": 400.0, "GPU-gpu-b-0": 0.0}
 
 
@@ -324,78 +305,3 @@ def test_a_merge_versions_the_readings_and_keeps_the_nodes_own_version() -> None
     assert first_at[GPU] - second_at[GPU] == 35
     assert second.gpus[0].utilization.value == 12.0
     assert [w.version for w in ticks[1].workloads] == [w.version for w in state.workloads]
-
-
-def test_answers_dated_in_labels_read_alike_whole_and_series_by_series() -> None:
-    """The default queries' answer: every value series carries its own sample time
-    (`steward_t`), no timestamp series; two targets, several series of one card and of one
-    workload, a card by its node and index, host memory, a NaN, series of no card."""
-    state = bare(truth())
-    cards, workloads = CardIndex(state), WorkloadIndex()
-    workloads.refresh(state)
-    families = {f.name: f for f in resolve(PrometheusSettings())}
-    old = {**TARGET, STAMP: repr(NOW - 400)}
-    new = {"instance": "10.0.0.2:9400", "job": "dcgm", STAMP: repr(NOW - 5)}
-
-    def card(uuid: str, raw: float, **more: str) -> tuple[dict[str, str], float]:
-        return {"UUID": uuid, "gpu": "0", **new, **more}, raw
-
-    util = [card("GPU-gpu-a-0", 97.0), card("GPU-gpu-a-0", 99.0, **old)]
-    util += [card("GPU-gpu-b-0", 50.0), card("GPU-nowhere", 1.0)]
-    util += [({"Hostname": "gpu-b", "gpu": "1", **new}, 12.0)]
-    util += [card("GPU-gpu-a-1", 2.0**30, memory_source="host")]
-    got = _alike(families["gpu_util"], util, cards, workloads)
-    assert got.values["GPU-gpu-a-0"] == 99.0 and got.ages["GPU-gpu-a-0"] == 400.0
-    assert got.values["GPU-gpu-b-1"] == 12.0 and got.ages["GPU-gpu-b-0"] == 5.0
-    assert (got.unmatched, got.marked) == (1, set())
-    memory = _alike(families["fb_free"], util, cards, workloads)
-    assert (memory.unmatched, memory.marked) == (1, {"GPU-gpu-a-1"})
-
-    def engine(raw: float, at: dict[str, str], **labels: str) -> tuple[dict[str, str], float]:
-        return {**at, **labels}, raw
-
-    waiting = [
-        engine(4.0, new, exported_pod="chat-7d9f8c6b5-x2x9z", exported_namespace="default"),
-        engine(2.0, old, pod="chat-1", namespace="default"),
-        engine(5.0, new, model_name="qwen-coder"),
-        engine(float("nan"), new, pod="code-0", namespace="default"),
-    ]
-    got = _alike(families["waiting"], waiting, cards, workloads)
-    assert got.values == {"chat": 6.0, "code": 5.0} and got.ages == {"chat": 400.0, "code": 5.0}
-    one = _alike(families["gpu_util"], [card("GPU-gpu-a-0", 97.0)], cards, workloads)
-    assert one.ages == {"GPU-gpu-a-0": 5.0}
-
-
-def test_a_series_without_its_time_among_dated_ones_is_read_series_by_series() -> None:
-    state = bare(truth())
-    cards, workloads = CardIndex(state), WorkloadIndex()
-    workloads.refresh(state)
-    family = {f.name: f for f in resolve(PrometheusSettings())}["gpu_util"]
-    dated = ({"UUID": "GPU-gpu-a-0", **TARGET, STAMP: repr(NOW - 5)}, 97.0)
-    answer = Vector(NOW, [dated, ({"UUID": "GPU-gpu-b-0", **TARGET}, 50.0)])
-    assert _at_once(family, answer, cards, workloads, SampleTimes()) is None
-    got = collect(family, answer, cards, workloads)
-    assert got.ages == {"GPU-gpu-a-0": 5.0, "GPU-gpu-b-0": 0.0}
-
-
-def test_a_sample_has_one_age_whichever_familys_query_was_evaluated_later() -> None:
-    """Each family's query is evaluated at Prometheus's own now, seconds apart on a busy server:
-    ages are measured from the tick's latest evaluation, so one scrape's readings carry one
-    instant in every family (and are worked out once)."""
-    state = bare(truth())
-    series = per_node_answer(state, 10.0, NOW)
-    answers = {"gpu_util": Vector(NOW, series), "power": Vector(NOW + 3, series)}
-    source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1"))
-    try:
-        merged = source.merge(state, answers)
-        alone = source.merge(state, {"gpu_util": Vector(NOW + 3, series)})
-    finally:
-        source.close()
-    for i, node in enumerate(merged.nodes):
-        for gpu in node.gpus:
-            at = gpu.utilization.observed_at
-            assert at is not None and at == gpu.power_w.observed_at
-            assert (state.observed_at - at).total_seconds() == 8 + i  # from NOW + 3
-    assert [g.utilization for n in alone.nodes for g in n.gpus] == [
-        g.utilization for n in merged.nodes for g in n.gpus
-    ]
