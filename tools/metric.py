@@ -80,9 +80,7 @@ MISSING = Metric()
 _ADAPTER: TypeAdapter[Metric] = TypeAdapter(Metric)
 
 _new = object.__new__
-_SET = {
-    name: Metric.__dict__[name].__set__ for name in ("value", "status", "observed_at", "source")
-}
+_SET = {name: Metric.__dict__[name].__set__ for name in Metric.__slots__}
 """Each slot's own setter: what a frozen dataclass's `__init__` ends up calling."""
 
 
