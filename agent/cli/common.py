@@ -63,9 +63,24 @@ def config() -> StewardConfig:
     """The effective configuration: `--config FILE` (any command) or $STEWARD_CONFIG, with the
     STEWARD_* environment laid over it; exit 2 naming each problem when it cannot be used."""
     try:
-        return load_config()
+        loaded = load_config()
     except InvalidInput as exc:
         fail(str(exc))
+    warn_unknown(loaded)
+    return loaded
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown(loaded: StewardConfig) -> None:
+    """Say once per process, on stderr, which STEWARD_* variables set nothing."""
+    for warning in loaded.warnings:
+        if warning not in _warned:
+            _warned.add(warning)
+            err_console.print(
+                f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True
+            )
 
 
 def data_dir(option: Path | None) -> Path:
