@@ -139,6 +139,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
     configure_logging()
     settings = _with_metrics(_settings(backend), metrics)
+    listen_port = settings.listen.port if port is None else port
+    problems = _slack_problems(settings, listen_port)
+    if problems:
+        fail("\n".join(problems))
     where = data_dir(data_dir_opt)
     if reset:
         reset_data_dir(where)
@@ -170,7 +174,6 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    listen_port = settings.listen.port if port is None else port
     step = interval if interval is not None else settings.interval_s
     if not math.isfinite(step):
         runtime.close()
@@ -187,7 +190,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     chat, server = None, None
     try:
         if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
-            chat = _start_slack(settings, runtime, telemetry, policy_path, listen_port)
+            chat = _start_slack(settings, runtime, telemetry, policy_path)
         try:
             server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
         except OSError as exc:
@@ -298,12 +301,9 @@ def _start_slack(
     runtime: Runtime,
     telemetry: Telemetry,
     policy_path: Path,
-    port: int | None,
 ) -> SlackService:
     from agent.chatops.service import start_for_daemon
 
-    if settings.slack.mode == "http" and not port:
-        fail("slack http mode answers on the daemon's port: set listen.port or pass --port N")
     try:
         return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
     except InvalidInput as exc:
@@ -385,5 +385,30 @@ def plan(
 
 
 def _notifier(settings: StewardConfig) -> Notifier:
-    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
-    return notifier_for(settings.notifiers)
+    """steward.yaml's notifiers, as one (the log's by default). Slack's joins them when chat-ops
+    starts (agent/chatops/service.py), in front of the others."""
+    return notifier_for([name for name in settings.notifiers if name != "slack"])
+
+
+def _slack_problems(settings: StewardConfig, port: int | None) -> list[str]:
+    """Everything that keeps chat-ops from starting as configured, all at once."""
+    from agent.chatops.settings import load_secrets
+
+    slack = settings.slack
+    problems: list[str] = []
+    if "slack" in settings.notifiers and not slack.enabled:
+        problems.append(
+            "notifiers lists slack but slack.enabled is false: set slack.enabled: true "
+            "(STEWARD_SLACK_ENABLED=true) with the channel and tokens (docs/slack.md)"
+        )
+    if not slack.enabled:
+        return problems
+    if slack.mode == "http" and not port:
+        problems.append(
+            "slack http mode answers on the daemon's port: set listen.port or pass --port N"
+        )
+    try:
+        load_secrets(slack)
+    except InvalidInput as exc:
+        problems += str(exc).splitlines()
+    return problems

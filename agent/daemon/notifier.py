@@ -105,4 +105,4 @@ def notifier_for(
             f"{', '.join(sorted(known))}); fix `notifiers` in steward.yaml"
         )
     chosen = [known[name]() for name in dict.fromkeys(names)]
-    return chosen[0] if len(chosen) == 1 else FanOut(*chosen)
+    return chosen[0] if len(chosen) == 1 else FanOut(*chosen)  # none: a FanOut of nothing
