@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import structlog
 import typer
 
 from agent.approvals.inbox import PendingDecision
@@ -174,6 +175,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
+    check_planner(runtime)
     step = interval if interval is not None else settings.interval_s
     if not math.isfinite(step):
         runtime.close()
@@ -219,6 +221,29 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         if server:
             server.shutdown()
     _summary(summary, waiting, where, json_out)
+
+
+def check_planner(runtime: Runtime) -> None:
+    """A model-backed planner's endpoint is asked once before the first tick: when it does not
+    answer, one warning says why, and the rules planner decides until the planner's rest is over
+    (the loop then asks it again), instead of each tick finding out on its own."""
+    from agent.loop.nodes import PLANNER_REST
+
+    probe = getattr(runtime.ctx.planner, "probe", None)
+    if runtime.ctx.planner is runtime.ctx.fallback or probe is None:
+        return
+    why = probe()
+    if why is None:
+        return
+    name = runtime.ctx.planner.name
+    structlog.get_logger("steward.planner").warning(
+        f"the {name} planner's endpoint does not answer; the rules planner decides",
+        endpoint=getattr(getattr(runtime.ctx.planner, "endpoint", None), "base_url", None),
+        cause=why,
+        retry_in_s=PLANNER_REST.total_seconds(),
+    )
+    runtime.ctx.planner_failure = f"its endpoint did not answer at start: {why}"
+    runtime.ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
 
 
 def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
@@ -268,6 +293,11 @@ def _summary(
         lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
     if summary.standby_ticks:
         lines.append(f"{summary.standby_ticks} tick(s) stood by: another replica led")
+    if summary.fallbacks:
+        lines.append(
+            f"{summary.fallbacks} fallback(s) to the rules planner in {summary.ticks} tick(s) "
+            f"(latest: {summary.fallback_reason})"
+        )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
