@@ -55,19 +55,70 @@ DataDirOpt = Annotated[
     ),
 ]
 
+_cluster: dict[str, Any] = {}
+"""`--kubeconfig` / `--context` of the command being run, laid over steward.yaml by config()."""
+
+
+def _take_kubeconfig(value: Path | None) -> Path | None:
+    if value is not None:
+        _cluster["kubeconfig"] = value
+    return value
+
+
+def _take_context(value: str | None) -> str | None:
+    if value is not None:
+        _cluster["context"] = value
+    return value
+
+
+KubeconfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="The cluster's kubeconfig, as kubectl's (implies --backend kubernetes). "
+        "Default: kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config.",
+        exists=True,
+        dir_okay=False,
+        callback=_take_kubeconfig,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="The kubeconfig's context to use, as kubectl's (implies --backend kubernetes). "
+        "Default: kubernetes.context, else the current one.",
+        callback=_take_context,
+    ),
+]
+KubeContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kube-context",
+        help="The kubeconfig's context to use (implies --backend kubernetes).",
+        callback=_take_context,
+    ),
+]
+"""`--context` where a command's own --context is something else (`steward fit`'s tokens)."""
+
 console = Console()
 err_console = Console(stderr=True)
 
 
 def config() -> StewardConfig:
     """The effective configuration: `--config FILE` (any command) or $STEWARD_CONFIG, with the
-    STEWARD_* environment laid over it; exit 2 naming each problem when it cannot be used."""
+    STEWARD_* environment laid over it, and the command's `--kubeconfig` / `--context` over
+    both; exit 2 naming each problem when it cannot be used."""
     try:
         loaded = load_config()
     except InvalidInput as exc:
         fail(str(exc))
     warn_unknown(loaded)
-    return loaded
+    if not _cluster:
+        return loaded
+    # --kubeconfig / --context name a cluster: the kubernetes backend talks to it.
+    section = loaded.kubernetes.model_copy(update=_cluster)
+    return loaded.model_copy(update={"backend": "kubernetes", "kubernetes": section})
 
 
 _warned: set[str] = set()

@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING, Annotated
 import structlog
 import typer
 
+from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     PolicyOpt,
     ResetOpt,
     config,
@@ -47,6 +50,7 @@ from agent.daemon.logs import configure_logging
 from agent.daemon.notifier import Notifier, notifier_for
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
+from policies.model import Policy
 from tools.errors import InvalidInput, PermanentError
 
 if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
@@ -119,6 +123,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
     ] = None,
     backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     metrics: Annotated[
         str | None,
         typer.Option(
@@ -220,7 +226,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         runtime.close()
         if server:
             server.shutdown()
-    _summary(summary, waiting, where, json_out)
+    _summary(summary, waiting, where, json_out, the_policy)
 
 
 def check_planner(runtime: Runtime) -> None:
@@ -259,7 +265,11 @@ def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
 
 
 def _summary(
-    summary: RunSummary, waiting: list[PendingDecision], where: Path, json_out: bool
+    summary: RunSummary,
+    waiting: list[PendingDecision],
+    where: Path,
+    json_out: bool,
+    policy: Policy,
 ) -> None:
     if json_out:
         emit_json(
@@ -288,7 +298,9 @@ def _summary(
     for p in waiting:
         lines.append(f"waiting for approval: {p.decision_id}")
         lines += [f"  {a.describe()} — {m}" for a, m in zip(p.actions, p.messages, strict=True)]
-        lines.append(f"  answer with: steward approve {p.decision_id} --data-dir {where}")
+        claim = CliChannel().claim_for(p.actions, policy)
+        who = f" --as {claim}" if claim else ""
+        lines.append(f"  answer with: steward approve {p.decision_id}{who} --data-dir {where}")
     if summary.in_progress:
         lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
     if summary.standby_ticks:
@@ -364,12 +376,14 @@ def _settings(backend: str | None) -> StewardConfig:
     return settings.model_copy(update={"backend": backend})
 
 
-def plan(
+def plan(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
     planner: PlannerOpt = None,
     policy: PolicyOpt = None,
     backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
     configure_logging()  # logs to stderr: with --json, stdout holds the JSON document alone
@@ -377,6 +391,8 @@ def plan(
     where = data_dir(data_dir_opt)
     try:
         opened = open_backend(settings, where)
+        # On a cluster, say which labelled workloads were found: a label typo shows at once.
+        found = None if opened.simulated else opened.parts.cluster().observe().workloads
         result = dry_run(
             where,
             planner or settings.planner,
@@ -387,11 +403,20 @@ def plan(
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
+    if found is not None:
+        result["workloads"] = [{"name": w.name, "pool": w.pool} for w in found]
     if json_out:
         emit_json(result)
         return
     console.print(f"[bold]plan[/bold] {result['decision_id']} at {result['observed_at']} (dry run)")
-    lines = [f"  finding: {finding}" for finding in result["findings"]]
+    lines = []
+    if found is not None:
+        names = ", ".join(f"{w.name} ({w.pool})" for w in found) or "none"
+        lines.append(
+            f"  {len(found)} workload(s) labelled steward.dev/managed in "
+            f"{settings.kubernetes.namespace}: {names}"
+        )
+    lines += [f"  finding: {finding}" for finding in result["findings"]]
     if result["fallback_reason"]:
         lines.append(
             f"  the {planner} planner failed ({result['fallback_reason']}); "

@@ -21,8 +21,10 @@ from agent.cli import bench
 from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_BAD_INPUT,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     config,
     console,
     data_dir,
@@ -108,6 +110,8 @@ def explain(  # typer passes options by name
         typer.Option("--at", help="Judge at this time (ISO 8601); default: the observation's."),
     ] = None,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Judge an action against the cluster state and print the verdict and the rules."""

@@ -11,7 +11,9 @@ can be added for workloads at zero replicas.
 
 Only fresh readings are written: a real engine has nothing to say about a value it did not read.
 Counters and histograms (generated tokens, time to first token, queue time) accumulate across
-`update` calls, so rate() and histogram_quantile() over them give back the observed values.
+`update` calls, so rate() and histogram_quantile() over them give back the observed values (a
+counter per second of Prometheus's clock, which for a twin faster than the wall clock is not the
+simulated one: `speed` says how many simulated seconds one of its seconds holds).
 """
 
 from __future__ import annotations
@@ -192,7 +194,16 @@ class EngineExporter:
         prefix: str = "vllm:",
         epp: bool = False,
         pods: PodNamer = indexed,
+        speed: float = 1.0,
     ):
+        """`speed`: simulated seconds per second of the clock Prometheus stamps the samples
+        with. A twin paced faster than the wall clock (`steward twin --speed 10`) writes no
+        sample times, so Prometheus dates each scrape by the wall clock; its counters then grow
+        by one wall second's share of each simulated second, so that rate() over them is still
+        per simulated second."""
+        if speed <= 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        self.speed = speed
         self.namespace = namespace
         self.vllm = vllm(prefix)
         self.epp = epp
@@ -284,7 +295,7 @@ class EngineExporter:
             gauges.setdefault(d.kv, []).append(f"{d.kv}{labels} {number(kv)}")
         served = fresh_value(w.tokens_per_s)
         if served is not None:
-            engine.tokens += served * dt / n
+            engine.tokens += served * dt / n / self.speed
         ttft = fresh_value(w.ttft_s)
         if ttft is not None:
             engine.ttft.observe(ttft, OBSERVATIONS_PER_UPDATE)

@@ -40,6 +40,13 @@ def node_object(sim: SimCluster, name: str, counts: tuple[int, int], existing: O
     }
     if spec.unified_memory:
         labels["steward.dev/unified-memory"] = "true"
+    for link in eng.profile.links:  # the mode pair's labels (tools/backends/kubernetes/topology.py)
+        if name in link.nodes and link.paths:
+            labels["steward.dev/mode-pair"] = link.name
+            labels["steward.dev/link-gbps"] = f"{link.paths[0].nominal_gbps:g}"
+            labels["steward.dev/link-paths"] = str(len(link.paths))
+            if link.gid_index is not None:
+                labels["steward.dev/gid-index"] = str(link.gid_index)
     if spec.cards:
         card = spec.cards[0]
         sharing = card.sharing
