@@ -21,6 +21,10 @@ REPLICA = "steward.dev/replica"
 GPUS = "steward.dev/gpus"
 UNIFIED = "steward.dev/unified-memory"
 WORKLOAD = "steward.dev/workload"
+CORDONED_BY = "steward.dev/cordoned-by"
+"""On a Node Steward cordoned (or drained) itself, the value STEWARD: a cordon it may lift when
+it needs the capacity again. A cordon without it is someone else's (a person's)."""
+STEWARD = "steward"
 
 OWN_ANNOTATIONS = frozenset({MODEL, CONTEXT, ENDPOINT, PLACE})
 """Read into the Workload's fields, so left out of its free-text annotations."""
