@@ -122,9 +122,10 @@ class ApprovalRule(Strict):
     serving_protected: bool = False
     """Only actions on a node that serves a protected workload (cordon, uncordon, drain)."""
     except_own_cordons: bool = False
-    """Only for a node cordoned by someone other than Steward (tools.model.Node.
-    cordoned_by_steward): Steward lifts its own cordons when it needs the capacity again (and
-    lifting no cordon changes nothing), while anyone else's cordon needs a person to lift."""
+    """Not for a node Steward itself cordoned (tools.model.Node.cordoned_by_steward): Steward
+    lifts its own cordons when it needs the capacity again, while anyone else's cordon (or an
+    uncordon of a node nobody cordoned, which a model has no reason to ask for) needs a
+    person."""
     proposed_by: ProposedBy = "anyone"
     """`model`: only actions a language model proposed (the LLM planner's plans), whatever
     it read; `anyone`: whoever proposed them."""
