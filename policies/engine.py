@@ -115,6 +115,7 @@ def judge(
         history=history,
         now=aware(now or state.observed_at),
         nodes_of_interest=drained,
+        proposed_by_model=plan.model is not None or plan.planner == "llm",
     )
     offers = priority.offers(plan, state, policy)
     withdrawn: list[Found] = []

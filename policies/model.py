@@ -33,6 +33,7 @@ ActionType = Literal[
     "rotate_mode",
 ]
 ApprovalDirection = Literal["up", "down", "to_zero", "any"]
+ProposedBy = Literal["anyone", "model"]
 RULE_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
 Path = tuple[str | int, ...]
@@ -120,6 +121,17 @@ class ApprovalRule(Strict):
     """Groups (defined under approvers.groups) whose members may approve."""
     serving_protected: bool = False
     """Only actions on a node that serves a protected workload (cordon, uncordon, drain)."""
+    except_own_cordons: bool = False
+    """Not for a node Steward itself cordoned (tools.model.Node.cordoned_by_steward): Steward
+    lifts its own cordons when it needs the capacity again, while anyone else's cordon (or an
+    uncordon of a node nobody cordoned, which a model has no reason to ask for) needs a
+    person."""
+    proposed_by: ProposedBy = "anyone"
+    """`model`: only actions a language model proposed (the LLM planner's plans), whatever
+    it read; `anyone`: whoever proposed them."""
+    protected_or_serving: bool = False
+    """Only actions on a protected workload or a workload of a serving pool (one that keeps
+    min_ready_replicas)."""
 
     @property
     def rule_id(self) -> str:

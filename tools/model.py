@@ -90,6 +90,11 @@ class Node(Versioned):
     labels: dict[str, str] = {}
     taints: tuple[Taint, ...] = ()
     cordoned: bool = False
+    cordoned_by_steward: bool = False
+    """Cordoned, and by Steward itself (its own cordon or drain; the Kubernetes backend marks
+    them with the node annotation steward.dev/cordoned-by): a cordon Steward may lift when it
+    needs the capacity again. False for a cordon of anyone else's — a person's always needs a
+    person to lift."""
     ready: bool = True
     memory_total_bytes: int = Field(ge=0)
     memory_used_bytes: Metric = MISSING

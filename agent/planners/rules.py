@@ -37,10 +37,18 @@ from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
-from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload, joined_notes
+from tools.actions import (
+    Action,
+    PlaceReplica,
+    Plan,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+    joined_notes,
+)
 from tools.model import ClusterState, Workload
 from tools.modes import demand_from_state, rotation_gain
-from tools.placement import node_capacity, pick_node, pick_nodes
+from tools.placement import node_capacity, pick_node, pick_nodes, room_behind_cordons
 
 
 class RulesPlanner:
@@ -51,6 +59,8 @@ class RulesPlanner:
     def __init__(self, settings: RulesSettings | None = None) -> None:
         self.settings = settings or RulesSettings()
         self._held: frozenset[str] = frozenset()
+        self._lifting: set[str] = set()
+        """Nodes this plan already uncordons."""
 
     def plan(self, state: ClusterState, signals: object) -> Plan:
         if not isinstance(signals, Signals):
@@ -61,6 +71,7 @@ class RulesPlanner:
         notes: list[str] = []
         cards = PlanCards(state)
         self._held = frozenset(signals.held_pools)
+        self._lifting = set()
         notes.extend(
             f"pool {p}: readings stale or missing, nothing scaled down" for p in self._held
         )
@@ -233,8 +244,7 @@ class RulesPlanner:
             ]
         lent = self._reclaim(workload, state, cards, need)
         if lent is None:
-            notes.append(f"{workload.name}: no node has room and nothing lower-priority to take")
-            return []
+            return self._behind_cordon(workload, state, why, notes)
         scale_downs, node = lent
         cards.take(workload.pool, need)
         # A scale, not a placement: the cards free when the lent replicas have exited, and the
@@ -247,6 +257,37 @@ class RulesPlanner:
                 reason=f"{why}; cards on {node} taken back from lower-priority pools",
             ),
         ]
+
+    def _behind_cordon(
+        self, workload: Workload, state: ClusterState, why: str, notes: list[str]
+    ) -> list[Action]:
+        """No node has room: lift a cordon of Steward's own that holds room back (the next tick
+        places there), or say which node a person's cordon holds back (only a person lifts it;
+        the loop reports it as the finding cordoned_capacity)."""
+        behind = (
+            room_behind_cordons(workload, state) if any(n.cordoned for n in state.nodes) else []
+        )
+        if not behind:
+            notes.append(f"{workload.name}: no node has room and nothing lower-priority to take")
+            return []
+        node = behind[0]
+        if node.cordoned_by_steward:
+            if node.name in self._lifting:
+                return []  # an earlier workload's uncordon of this plan frees it for this one too
+            self._lifting.add(node.name)
+            return [
+                UncordonNode(
+                    node=node.name,
+                    reason=f"{why}; no node has room but {node.name}, which Steward cordoned: "
+                    "its cordon lifted for the capacity",
+                )
+            ]
+        names = ", ".join(n.name for n in behind)
+        notes.append(
+            f"{workload.name}: no node has room; {names} would, but is cordoned by someone "
+            "other than Steward (lifting that cordon needs a person)"
+        )
+        return []
 
     def _waiting_above(
         self, workload: Workload, state: ClusterState, cards: PlanCards

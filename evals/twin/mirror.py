@@ -99,7 +99,7 @@ class Mirror:
             name = spec.name
             node_run = eng.state.nodes[name]
             counts = eng.placer.scheduler_counts(name, t)
-            key = (node_run.cordoned, node_run.lost, counts)
+            key = (node_run.cordoned, node_run.cordoned_by_steward, node_run.lost, counts)
             if self._node_keys.get(name) != key:
                 self._node_keys[name] = key
                 self.store.upsert(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from evals.twin.identity import fake_ip, stable_hash
 from evals.twin.store import Obj, rfc3339
+from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD
 from tools.sim.profiles import GIB
 
 if TYPE_CHECKING:
@@ -130,7 +131,10 @@ def node_object(sim: SimCluster, name: str, counts: tuple[int, int], existing: O
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                **({CORDONED_BY: STEWARD} if run.cordoned and run.cordoned_by_steward else {}),
+            },
         },
         "spec": node_spec,
         "status": {

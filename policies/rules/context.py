@@ -36,6 +36,7 @@ class Context:
     """What one judgement reads. Pure data: no clock, no I/O.
 
     `nodes_of_interest` are the nodes the plan drains: only their replicas are indexed.
+    `proposed_by_model`: the plan is a language model's.
     """
 
     state: ClusterState
@@ -43,6 +44,8 @@ class Context:
     history: History
     now: datetime
     nodes_of_interest: frozenset[str] = frozenset()
+    proposed_by_model: bool = False
+    """The plan judged is a language model's (approval rules with `proposed_by: model`)."""
 
     @cached_property
     def limits(self) -> dict[str, Limits]:

@@ -209,7 +209,7 @@ class SimCluster:
 
     def cordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
         self._api("cordon")
-        return control.set_cordon(self.engine, node, True, dry_run)
+        return control.set_cordon(self.engine, node, True, dry_run, by_steward=True)
 
     def uncordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
         self._api("uncordon")

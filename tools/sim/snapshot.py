@@ -239,6 +239,7 @@ class SnapshotBuilder:
                 "labels": dict(spec.labels),
                 "taints": taints,
                 "cordoned": run.cordoned,
+                "cordoned_by_steward": run.cordoned_by_steward,
                 "ready": not run.lost,
                 "memory_total_bytes": spec.memory_bytes,
                 "memory_used_bytes": self.metric(

@@ -103,6 +103,8 @@ class CardSample:
 @dataclass(slots=True)
 class NodeRun:
     cordoned: bool = False
+    cordoned_by_steward: bool = False
+    """The cordon is Steward's own (tools.model.Node.cordoned_by_steward)."""
     lost: bool = False
     memory_sample: tuple[float, int] | None = None
     """Last scrape of the node's memory used: (t, bytes)."""

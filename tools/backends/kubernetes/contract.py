@@ -28,6 +28,10 @@ LINK_PATHS = "steward.dev/link-paths"
 GID_INDEX = "steward.dev/gid-index"
 PEAK_TOK_S = "steward.dev/peak-tok-s"
 SINGLE_TOK_S = "steward.dev/single-stream-tok-s"
+CORDONED_BY = "steward.dev/cordoned-by"
+"""On a Node Steward cordoned (or drained) itself, the value STEWARD: a cordon it may lift when
+it needs the capacity again. A cordon without it is someone else's (a person's)."""
+STEWARD = "steward"
 
 OWN_ANNOTATIONS = frozenset({MODEL, CONTEXT, ENDPOINT, PLACE, PEAK_TOK_S, SINGLE_TOK_S})
 """Read into the Workload's fields (or its mode's), so left out of its free-text annotations."""

@@ -254,6 +254,7 @@ class Builder:
         key = (
             tuple((meta.get("labels") or {}).items()),
             spec.get("unschedulable"),
+            (meta.get("annotations") or {}).get(c.CORDONED_BY),
             tuple(
                 (t.get("key"), t.get("value"), t.get("effect")) for t in spec.get("taints") or []
             ),
@@ -306,6 +307,8 @@ class Builder:
             labels=labels,
             taints=taints,
             cordoned=bool(spec.get("unschedulable")),
+            cordoned_by_steward=bool(spec.get("unschedulable"))
+            and (meta.get("annotations") or {}).get(c.CORDONED_BY) == c.STEWARD,
             ready=ready,
             memory_total_bytes=memory,
             unified_memory=unified,
