@@ -65,6 +65,10 @@ class Courier:
         self._retry_at = 0.0
         self._thread: threading.Thread | None = None
 
+    def reachable(self) -> bool:
+        """Whether the last pass reached Slack's Web API (True before the first)."""
+        return self._failures == 0
+
     # -- the thread -------------------------------------------------------------------------------
 
     def start(self) -> None:

@@ -110,7 +110,7 @@ class SlackService:
         notifier = SlackNotifier(store, courier.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
         desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now)
-        app = build_app(settings, secrets, client, desk, store)
+        app = build_app(settings, secrets, client, desk, store, web_api_up=courier.reachable)
         stopping = threading.Event()
         socket = None
         connecting = None

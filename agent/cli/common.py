@@ -113,11 +113,25 @@ def config() -> StewardConfig:
         settings = load_config()
     except InvalidInput as exc:
         fail(str(exc))
+    warn_unknown(settings)
     if not _cluster:
         return settings
     # --kubeconfig / --context name a cluster: the kubernetes backend talks to it.
     section = settings.kubernetes.model_copy(update=_cluster)
     return settings.model_copy(update={"backend": "kubernetes", "kubernetes": section})
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown(loaded: StewardConfig) -> None:
+    """Say once per process, on stderr, which STEWARD_* variables set nothing."""
+    for warning in loaded.warnings:
+        if warning not in _warned:
+            _warned.add(warning)
+            err_console.print(
+                f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True
+            )
 
 
 def data_dir(option: Path | None) -> Path:

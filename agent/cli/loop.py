@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import structlog
 import typer
 
 from agent.approvals.channel import CliChannel
@@ -145,6 +146,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
     configure_logging()
     settings = _with_metrics(_settings(backend), metrics)
+    listen_port = settings.listen.port if port is None else port
+    problems = _slack_problems(settings, listen_port)
+    if problems:
+        fail("\n".join(problems))
     where = data_dir(data_dir_opt)
     if reset:
         reset_data_dir(where)
@@ -176,7 +181,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    listen_port = settings.listen.port if port is None else port
+    check_planner(runtime)
     step = interval if interval is not None else settings.interval_s
     if not math.isfinite(step):
         runtime.close()
@@ -193,7 +198,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     chat, server = None, None
     try:
         if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
-            chat = _start_slack(settings, runtime, telemetry, policy_path, listen_port)
+            chat = _start_slack(settings, runtime, telemetry, policy_path)
         try:
             server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
         except OSError as exc:
@@ -222,6 +227,29 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         if server:
             server.shutdown()
     _summary(summary, waiting, where, json_out, the_policy)
+
+
+def check_planner(runtime: Runtime) -> None:
+    """A model-backed planner's endpoint is asked once before the first tick: when it does not
+    answer, one warning says why, and the rules planner decides until the planner's rest is over
+    (the loop then asks it again), instead of each tick finding out on its own."""
+    from agent.loop.nodes import PLANNER_REST
+
+    probe = getattr(runtime.ctx.planner, "probe", None)
+    if runtime.ctx.planner is runtime.ctx.fallback or probe is None:
+        return
+    why = probe()
+    if why is None:
+        return
+    name = runtime.ctx.planner.name
+    structlog.get_logger("steward.planner").warning(
+        f"the {name} planner's endpoint does not answer; the rules planner decides",
+        endpoint=getattr(getattr(runtime.ctx.planner, "endpoint", None), "base_url", None),
+        cause=why,
+        retry_in_s=PLANNER_REST.total_seconds(),
+    )
+    runtime.ctx.planner_failure = f"its endpoint did not answer at start: {why}"
+    runtime.ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
 
 
 def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
@@ -277,6 +305,11 @@ def _summary(
         lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
     if summary.standby_ticks:
         lines.append(f"{summary.standby_ticks} tick(s) stood by: another replica led")
+    if summary.fallbacks:
+        lines.append(
+            f"{summary.fallbacks} fallback(s) to the rules planner in {summary.ticks} tick(s) "
+            f"(latest: {summary.fallback_reason})"
+        )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
@@ -310,12 +343,9 @@ def _start_slack(
     runtime: Runtime,
     telemetry: Telemetry,
     policy_path: Path,
-    port: int | None,
 ) -> SlackService:
     from agent.chatops.service import start_for_daemon
 
-    if settings.slack.mode == "http" and not port:
-        fail("slack http mode answers on the daemon's port: set listen.port or pass --port N")
     try:
         return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
     except InvalidInput as exc:
@@ -410,5 +440,30 @@ def plan(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 def _notifier(settings: StewardConfig) -> Notifier:
-    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
-    return notifier_for(settings.notifiers)
+    """steward.yaml's notifiers, as one (the log's by default). Slack's joins them when chat-ops
+    starts (agent/chatops/service.py), in front of the others."""
+    return notifier_for([name for name in settings.notifiers if name != "slack"])
+
+
+def _slack_problems(settings: StewardConfig, port: int | None) -> list[str]:
+    """Everything that keeps chat-ops from starting as configured, all at once."""
+    from agent.chatops.settings import load_secrets
+
+    slack = settings.slack
+    problems: list[str] = []
+    if "slack" in settings.notifiers and not slack.enabled:
+        problems.append(
+            "notifiers lists slack but slack.enabled is false: set slack.enabled: true "
+            "(STEWARD_SLACK_ENABLED=true) with the channel and tokens (docs/slack.md)"
+        )
+    if not slack.enabled:
+        return problems
+    if slack.mode == "http" and not port:
+        problems.append(
+            "slack http mode answers on the daemon's port: set listen.port or pass --port N"
+        )
+    try:
+        load_secrets(slack)
+    except InvalidInput as exc:
+        problems += str(exc).splitlines()
+    return problems
