@@ -84,6 +84,7 @@ def twin(  # noqa: PLR0917 - typer maps each option to a parameter
     err_console.print(
         f"steward twin: {sim.scenario.name} at {server.url} (speed {speed:g}x)\n"
         f"  kubectl --server {server.url} get nodes\n  KUBECONFIG={kubeconfig}\n"
+        f"  steward plan --kubeconfig {kubeconfig} --context steward-twin\n"
         f"  DCGM {server.url}/twin/exporters/dcgm/metrics, "
         f"vLLM {server.url}/twin/exporters/engines/metrics, "
         f"Kueue {server.url}/twin/exporters/kueue/metrics",

@@ -78,11 +78,12 @@ def test_the_rendered_manifests_and_examples_apply_and_plan_finds_the_workloads(
         first_line(twin, tmp_path / "twin.log")
         kubeconfig = str(tmp_path / "twin" / "twin.kubeconfig")
         kubectl = (KUBECTL, "--kubeconfig", kubeconfig)
-        # The twin serves no OpenAPI documents: --validate=false (a real cluster validates).
-        applied = run(*kubectl, "apply", "-k", str(docker), "--validate=false")
-        assert f"namespace/{NAMESPACE} created" in applied
-        assert "statefulset.apps/steward created" in applied
-        # Secrets from files, as the docs create them: rendered by kubectl, then applied.
+        # As docs/kubernetes.md orders it: the namespace and the Secret (from a file) first,
+        # rendered by kubectl and applied; then the kustomization. The twin serves no OpenAPI
+        # documents: --validate=false (a real cluster validates).
+        namespace = run(*kubectl, "create", "namespace", NAMESPACE, "--dry-run=client", "-o",
+                        "yaml")  # fmt: skip
+        run(*kubectl, "apply", "-f", "-", "--validate=false", stdin=namespace)
         key = tmp_path / "audit-hmac-key"
         key.write_text("a-long-random-key\n")
         secret = run(
@@ -102,6 +103,12 @@ def test_the_rendered_manifests_and_examples_apply_and_plan_finds_the_workloads(
         stored = json.loads(run(*kubectl, "-n", NAMESPACE, "get", "secret", "steward-secrets",
                                 "-o", "json"))  # fmt: skip
         assert set(stored["data"]) == {"audit-hmac-key"}
+        applied = run(*kubectl, "apply", "-k", str(docker), "--validate=false")
+        assert f"namespace/{NAMESPACE}" in applied
+        assert "statefulset.apps/steward created" in applied
+        sts = json.loads(run(*kubectl, "-n", NAMESPACE, "get", "statefulset", "steward", "-o",
+                             "json"))  # fmt: skip
+        assert sts["spec"]["template"]["spec"]["containers"][0]["image"] == ":".join(IMAGE)
         examples = run(*kubectl, "apply", "-f", str(ROOT / "docker" / "examples"),
                        "--validate=false")  # fmt: skip
         assert "deployment.apps/chat created" in examples
