@@ -99,6 +99,15 @@ def data_dir(option: Path | None) -> Path:
     return path
 
 
+def readable_data_dir(option: Path | None) -> Path:
+    """The data dir as `data_dir` chooses it, for a command that only reads (a copy of a log on
+    read-only storage will do): never created, never required to be writable."""
+    path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
+    if not path.is_dir():
+        fail(f"data dir {path} is not a directory; pass the --data-dir the agent runs with")
+    return path
+
+
 def decision_id_arg(value: str) -> str:
     """A decision id as given on the command line: printable, short, no path or control
     characters (ids look like d-1a2b3c4d5e6f); exit 2 naming it otherwise."""
