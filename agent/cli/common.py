@@ -55,8 +55,19 @@ DataDirOpt = Annotated[
     ),
 ]
 
-console = Console()
-err_console = Console(stderr=True)
+UNWRAPPED = 100_000
+"""The width of output that goes to a pipe or a file: no line is cut to fit a terminal that is
+not there (set COLUMNS to choose a width)."""
+
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=UNWRAPPED if piped else None, soft_wrap=piped)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 def config() -> StewardConfig:
