@@ -42,6 +42,7 @@ from agent.cli.common import (
     decision_id_arg,
     emit_json,
     fail,
+    readable_data_dir,
 )
 from tools.actions import RotateMode, ScaleWorkload
 
@@ -65,7 +66,7 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 def _open(data: Path | None) -> AuditLog:
     try:
-        return AuditLog.open(data_dir(data), readonly=True)
+        return AuditLog.open(readable_data_dir(data), readonly=True)
     except AuditError as exc:
         fail(str(exc))
 
@@ -74,7 +75,7 @@ def _open(data: Path | None) -> AuditLog:
 def verify(data: DataDirOpt = None, json_out: JsonOpt = False) -> None:
     """Check every record's hash, MAC, place and the anchor; exit 1 naming the first bad one."""
     try:
-        opened = AuditLog.open(data_dir(data), readonly=True)
+        opened = AuditLog.open(readable_data_dir(data), readonly=True)
     except LogLost as exc:  # a deleted or emptied log where one was written: a failed check
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_CHECK_FAILED) from None

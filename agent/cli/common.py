@@ -101,8 +101,19 @@ KubeContextOpt = Annotated[
 ]
 """`--context` where a command's own --context is something else (`steward fit`'s tokens)."""
 
-console = Console()
-err_console = Console(stderr=True)
+UNWRAPPED = 100_000
+"""The width of output that goes to a pipe or a file: no line is cut to fit a terminal that is
+not there (set COLUMNS to choose a width)."""
+
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=UNWRAPPED if piped else None, soft_wrap=piped)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 def config() -> StewardConfig:
@@ -147,6 +158,15 @@ def data_dir(option: Path | None) -> Path:
         fail(f"data dir {path} cannot be created: {exc.strerror}; choose another --data-dir")
     if not os.access(path, os.W_OK):
         fail(f"data dir {path} is not writable by this user; choose another --data-dir")
+    return path
+
+
+def readable_data_dir(option: Path | None) -> Path:
+    """The data dir as `data_dir` chooses it, for a command that only reads (a copy of a log on
+    read-only storage will do): never created, never required to be writable."""
+    path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
+    if not path.is_dir():
+        fail(f"data dir {path} is not a directory; pass the --data-dir the agent runs with")
     return path
 
 
