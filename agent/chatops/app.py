@@ -17,11 +17,13 @@ answer when the courier already knows the Web API is down, else through the comm
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 import structlog
 from slack_bolt import App, BoltResponse
@@ -216,16 +218,58 @@ def events_handler(app: App) -> Callable[[bytes, Mapping[str, str], str], tuple[
     """Bolt's `/slack/events` as a POST handler of the daemon's HTTP server."""
 
     def handle(body: bytes, headers: Mapping[str, str], query: str) -> tuple[int, str, bytes]:
-        request = BoltRequest(
-            body=body.decode("utf-8"),
-            query=query,
-            headers={k.lower(): [v] for k, v in headers.items()},
-        )
-        response = app.dispatch(request)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return 400, "text/plain", f"body is not UTF-8 (byte {exc.start})\n".encode()
+        problem = malformed(text)
+        if problem is not None:
+            log.warning("malformed Slack request", problem=problem)
+            return 400, "text/plain", f"malformed Slack request: {problem}\n".encode()
+        try:
+            request = BoltRequest(
+                body=text, query=query, headers={k.lower(): [v] for k, v in headers.items()}
+            )
+            response = app.dispatch(request)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            # Signed, but not what Slack sends (a payload that is not JSON, or JSON of
+            # another shape): the sender's error, said as such, not a dropped connection.
+            log.warning("malformed Slack request", error=f"{type(exc).__name__}: {exc}"[:300])
+            return 400, "text/plain", b"malformed Slack request\n"
+
         kind = (response.headers.get("content-type") or ["text/plain;charset=utf-8"])[0]
         return response.status, kind, response.body.encode("utf-8")
 
     return handle
+
+
+_OBJECTS = ("user", "team", "channel", "container", "message", "view", "enterprise")
+
+
+def malformed(body: str) -> str | None:
+    """What makes a form body unlike anything Slack sends (None: nothing): an interaction's
+    `payload` must be a JSON object whose parts Bolt reads are of the types Slack gives them."""
+    form = parse_qs(body, keep_blank_values=True)
+    given = form.get("payload")
+    if not given:
+        return None
+    try:
+        payload = json.loads(given[0])
+    except ValueError:
+        return "payload is not JSON"
+    if not isinstance(payload, dict):
+        return f"payload is a JSON {type(payload).__name__}, not an object"
+    if not isinstance(payload.get("type"), str):
+        return "payload.type is not a string"
+    for key in _OBJECTS:
+        if payload.get(key) is not None and not isinstance(payload[key], dict):
+            return f"payload.{key} is not an object"
+    actions = payload.get("actions")
+    if actions is not None and not (
+        isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
+    ):
+        return "payload.actions is not a list of objects"
+    return None
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str:

@@ -149,6 +149,7 @@ class Runtime:
                 clock=LoopClock(parts.clock),
                 parts=parts,
                 persist=lambda: parts.save(data_dir),
+                leading=leadership.leading,
             )
             ctx.telemetry.audit_head = audit.head
             if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:

@@ -46,7 +46,7 @@ from agent.loop.state import Decision, Memory
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from policies.engine import judge
-from tools.actions import RotateMode
+from tools.actions import Plan, RotateMode
 from tools.approval import Approval
 
 Update = dict[str, Any]
@@ -80,6 +80,11 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     fresh, asked = False, False
     now = state.observed_at
     resting = ctx.planner_resting_until
+    if ctx.planner is not ctx.fallback and not ctx.leading():
+        # The lead was lost since this tick began: no model call (its plan could not run).
+        log.info("not leading: the planner is not asked", decision=d.decision_id)
+        idle = Plan(rationale="this replica does not lead now", planner=ctx.planner.name)
+        return {"plan": idle, "fallback_reason": None, "fallback_fresh": False, "stage": "guard"}
     if ctx.planner is not ctx.fallback and resting is not None and now < resting:
         # The planner failed lately: the rules decide without waiting on it again.
         reason = (
