@@ -24,6 +24,7 @@ from agent.chatops.settings import SlackSettings
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.yamlbounds import read_text
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
@@ -121,7 +122,9 @@ def load_config(path: Path | None = None, env: dict[str, str] | None = None) -> 
     file = str(path) if path is not None else "(defaults)"
     if path is not None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, file, "the config file")
+        except YamlProblem as exc:
+            raise ConfigError([exc.problem]) from exc
         except (OSError, UnicodeDecodeError) as exc:
             why = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise ConfigError([Problem(file, 1, 1, f"cannot read the config file: {why}")]) from exc
