@@ -83,6 +83,16 @@ class MetricsSection(Section):
     """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 
 
+class AuditSection(Section):
+    """The decision log's witness outside the data dir (docs/audit.md); its key only from the
+    environment (STEWARD_AUDIT_KEY)."""
+
+    witness: str | None = None
+    """A file (one JSON line appended each time the log's head moves) or an http(s) URL (the
+    same line POSTed), out of the data dir's reach: `steward audit verify --witness` checks
+    the log against it."""
+
+
 class StewardConfig(Section):
     """The effective configuration (see the module docstring)."""
 
@@ -98,6 +108,7 @@ class StewardConfig(Section):
     llm: LLMSection = LLMSection()
     kubernetes: KubernetesSection = KubernetesSection()
     metrics: MetricsSection = MetricsSection()
+    audit: AuditSection = AuditSection()
     slack: SlackSettings = SlackSettings()
     """Chat-ops (docs/slack.md); its tokens only from the environment or files."""
     notifiers: tuple[Literal["log", "slack"], ...] = ("log",)
