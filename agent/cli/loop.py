@@ -175,6 +175,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             leadership=opened.leadership,
             notifier=_notifier(settings),
             thresholds=thresholds,
+            witness=settings.audit.witness,
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))

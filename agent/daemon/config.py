@@ -27,6 +27,7 @@ from agent.daemon import envvars
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.yamlbounds import read_text
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
@@ -85,6 +86,16 @@ class MetricsSection(Section):
     """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 
 
+class AuditSection(Section):
+    """The decision log's witness outside the data dir (docs/audit.md); its key only from the
+    environment (STEWARD_AUDIT_KEY)."""
+
+    witness: str | None = None
+    """A file (one JSON line appended each time the log's head moves) or an http(s) URL (the
+    same line POSTed), out of the data dir's reach: `steward audit verify --witness` checks
+    the log against it."""
+
+
 class StewardConfig(Section):
     """The effective configuration (see the module docstring)."""
 
@@ -100,6 +111,7 @@ class StewardConfig(Section):
     llm: LLMSection = LLMSection()
     kubernetes: KubernetesSection = KubernetesSection()
     metrics: MetricsSection = MetricsSection()
+    audit: AuditSection = AuditSection()
     slack: SlackSettings = SlackSettings()
     """Chat-ops (docs/slack.md); its tokens only from the environment or files."""
     notifiers: tuple[Literal["log", "slack"], ...] = ("log",)
@@ -145,7 +157,9 @@ def load_config(path: Path | None = None, env: dict[str, str] | None = None) -> 
     file = str(path) if path is not None else "(defaults)"
     if path is not None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, file, "the config file")
+        except YamlProblem as exc:
+            raise ConfigError([exc.problem]) from exc
         except (OSError, UnicodeDecodeError) as exc:
             why = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise ConfigError([Problem(file, 1, 1, f"cannot read the config file: {why}")]) from exc

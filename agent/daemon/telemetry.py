@@ -23,6 +23,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from agent.audit.witness import Witness
 from agent.daemon.leader import Leadership
 from agent.planners.base import PlannerReport
 
@@ -63,6 +64,17 @@ class _AuditHead(Collector):
         if head is not None:
             family.add_metric([head[1]], float(head[0]))
         yield family
+        signed = GaugeMetricFamily(
+            "steward_audit_head_mac",
+            "The decision log's last seq with its hash and HMAC (STEWARD_AUDIT_KEY) in the "
+            "labels: the whole head for a witness outside the data dir (empty while unsigned).",
+            labels=["hash", "mac"],
+        )
+        outside = self.telemetry.audit_outside_head
+        whole = outside() if outside is not None else None
+        if whole is not None and whole.mac is not None:
+            signed.add_metric([whole.hash, whole.mac], float(whole.seq))
+        yield signed
 
 
 class Telemetry:
@@ -159,6 +171,7 @@ class Telemetry:
         self.tick_started_monotonic: float | None = None
         """When the tick now running began; None between ticks."""
         self.audit_head: Head | None = None
+        self.audit_outside_head: Callable[[], Witness | None] | None = None
         self.registry.register(_AuditHead(self))
 
     def follow(self, leadership: Leadership) -> None:
