@@ -148,6 +148,19 @@ def record_series(engine: World) -> None:
         del st.series[: len(st.series) - keep]
 
 
+def oldest_waiting(run: WorkloadRun) -> float | None:
+    """Arrival time of the oldest request waiting to be served (None: nobody waits).
+
+    Readers outside the serving model (the benchmark's plots, the exporters) ask this rather
+    than look into the queues, whose layout is the serving model's business."""
+    return run.queue[0].arrival_s if run.queue else None
+
+
+def waiting_count(run: WorkloadRun) -> int:
+    """Requests waiting to be served."""
+    return sum(r.count for r in run.queue)
+
+
 def _longest(run: WorkloadRun) -> int:
     """Tokens (input + output) of the longest request queued or running."""
     server = run.server

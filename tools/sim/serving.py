@@ -82,6 +82,19 @@ class Window:
         self.ttft_n += count
         self.tokens += count
 
+    def finished(
+        self, arrival_s: float, ttft_s: float, itl_s: float | None, output_tokens: int, count: int
+    ) -> None:
+        """`count` requests that arrived at `arrival_s` completed: their time to first token and
+        mean inter-token latency (None for a single-token output: there is no gap to measure)."""
+        self.completed += count
+        if itl_s is not None and itl_s > 0:
+            self.stream_sum += count / itl_s
+            self.stream_n += count
+
+    def preempted(self, count: int) -> None:
+        """`count` running requests lost their KV cache and go back to be prefilled again."""
+
 
 @dataclass(slots=True)
 class Server:
@@ -239,11 +252,10 @@ def step(
             server.in_flight -= fl.count
             server.streams -= fl.count
             decode_s = t + used + (v_done - v0) / rate - fl.first_token_s
+            itl = decode_s / (fl.output_tokens - 1) if fl.output_tokens > 1 else None
+            ttft = fl.first_token_s - fl.arrival_s
             for w in windows:
-                w.completed += fl.count
-                if decode_s > 0 and fl.output_tokens > 1:
-                    w.stream_sum += (fl.output_tokens - 1) / decode_s * fl.count
-                    w.stream_n += fl.count
+                w.finished(fl.arrival_s, ttft, itl, fl.output_tokens, fl.count)
         for w in windows:
             w.tokens += tokens
         busy += remain * min(1.0, n * single / peak)

@@ -22,6 +22,7 @@ from evals.bench.trace.load import PEAK_LOAD, Shape, Timeline, demand_for
 from evals.bench.trace.record import Arrivals, JobTrace, Meter, RecordingWindow, Sink, Tally
 from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
+from tools.sim.metrics import oldest_waiting
 from tools.sim.profiles import Profile, fleet, homelab
 from tools.sim.scenario import FleetProfile, HomelabProfile, Scenario
 
@@ -297,7 +298,8 @@ def _loop(
 def _sample(series: Series, sim: SimCluster, names: tuple[str, ...], demand: float) -> None:
     engine = sim.engine
     t = sim.elapsed_s
-    waits = [t - run.queue[0].arrival_s for n in names if (run := engine.state.workloads[n]).queue]
+    oldest = (oldest_waiting(engine.state.workloads[n]) for n in names)
+    waits = [t - a for a in oldest if a is not None]
     cards = sum(len(r.cards) for n in names for r in engine.state.workloads[n].replicas)
     series.t.append(t)
     series.demand.append(demand)
