@@ -13,8 +13,8 @@ fix the load, the same for every controller; they are not among the results.
 from __future__ import annotations
 
 from evals.bench.trace.base import Entry
-from evals.bench.trace.oracle import Static
 from evals.bench.trace.replay import Prepared, replay, rescaled
+from evals.bench.trace.static import Static
 
 SLACK = 0.005
 STEPS = 7
