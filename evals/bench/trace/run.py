@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,24 @@ class Result:
             "test_seeds": [p.setup.seed for p in self.tests],
             "train": {"trace": t.shape.name, "offset_s": t.offset_s, "seed": t.seed},
             "rate_scale": self.train.rate_scale,
+            "commit": commit(),
         }
+
+
+def commit() -> str:
+    """The checkout's commit (with +dirty when tracked files changed), or "unknown"."""
+    root = Path(__file__).resolve().parents[3]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def summary(outs: list[Outcome], bound_gpu: list[float], knob: str) -> dict[str, object]:
