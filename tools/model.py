@@ -141,6 +141,14 @@ class Workload(Versioned):
     queue_wait_s: Metric = MISSING
     tokens_per_s: Metric = MISSING
     ttft_s: Metric = MISSING
+    """Time to first token, p90 over the recent requests (vLLM's histogram), seconds."""
+    itl_s: Metric = MISSING
+    """Mean inter-token latency of the recent requests, p90 (vLLM's
+    inter_token_latency_seconds), seconds."""
+    prompt_tokens_per_s: Metric = MISSING
+    """Prompt tokens prefilled per second (rate of vLLM's prompt_tokens_total)."""
+    requests_per_s: Metric = MISSING
+    """Requests finished per second (rate of vLLM's request_success_total)."""
     rated_tok_s: float | None = Field(default=None, gt=0)
     """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
     kv_cache_usage: Metric = MISSING

@@ -168,7 +168,7 @@ def set_accepting(engine: Engine, workload: str, accepting: bool, dry_run: bool)
     run.accepting = accepting
     engine.dirty_workloads.add(workload)
     engine.version += 1
-    in_flight = run.server.in_flight + sum(r.server.in_flight for r in run.replicas)
+    in_flight = sum(engine.replica_in_flight(r) for r in run.replicas)
     return ActionResult(
         ok=True,
         dry_run=False,

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from tools.bases import new_version
 from tools.metric import MetricStatus, made
 from tools.model import (
-    MISSING,
     ActiveMode,
     ClusterState,
     Gpu,
@@ -298,7 +297,10 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
-                "kv_cache_usage": MISSING,
+                "itl_s": m(9),
+                "prompt_tokens_per_s": m(10),
+                "requests_per_s": m(11),
+                "kv_cache_usage": m(8),
                 "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
                 "requests_running": m(5),
                 "context_refused_tokens": m(6),
