@@ -3,8 +3,8 @@
 Every controller drives the same `SimCluster` through the `Cluster` protocol (`scale`), and reads
 only what its real counterpart reads: `observe()` (the scraped queue depth, GPU utilization,
 ready replicas), the gateway's `in_flight`, or a frontend's request counters (`World.arrivals`).
-Only the oracle reads `World.timeline` — the trace itself, known in advance: it is the hindsight
-bound, not a controller anyone can run.
+Only the static baseline (on its training split) and the bound's schedule come from
+`World.timelines` — the load itself, known in advance; no adaptive controller reads it.
 
 A controller family is one class; it keeps per-workload state itself (one ScaledObject, one HPA,
 one Ray deployment per workload), is called every `interval_s` of simulated time, and its
@@ -59,7 +59,7 @@ class World:
     arrivals: dict[str, Arrivals]
     """Per pool: the frontend's cumulative request and token counters."""
     timelines: dict[str, Timeline]
-    """Per pool: the expected demand, known in advance (the oracle only)."""
+    """Per pool: the expected demand, known in advance (static's training and the bound only)."""
     elapsed_s: float = 0.0
     jobs: bool = False
     """The load is render jobs (service seconds), not token requests."""

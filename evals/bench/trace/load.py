@@ -18,7 +18,7 @@ A `Load` is one demand shape, resolved from `--trace NAME|FILE`:
 `rate_scale` thins or replicates the arrivals (the sim's `rate_scale`). Left out, it is chosen so
 that the busiest minute needs 80 % of what the driven pool can serve at most — fixed before any
 controller runs, the same for all. Every load also gives its expected demand per 10 s bucket
-(`Timeline`): the oracle plans from it and the plots draw it.
+(`Timeline`): the bound plans from it and the plots draw it.
 """
 
 from __future__ import annotations
