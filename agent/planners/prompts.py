@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from agent.loop.state import Signals, WorkloadSignals
 from policies.model import Policy
+from tools.actions import Action
 from tools.model import ClusterState, Metric, Node, Workload
 
 MAX_STRING = 160
@@ -251,6 +253,19 @@ def policy_brief(policy: Policy | None) -> dict[str, Any]:
         "quiet_windows": [f"{w.name}: {w.describe()} allow {w.allow}" for w in policy.windows[:4]],
         "slo_wait_s": {k: v.queue_wait_s for k, v in list(policy.slo.items())[:MAX_POOLS]},
     }
+
+
+def question_prompt(ask: str, facts: dict[str, Any], rules_actions: Sequence[Action]) -> str:
+    """A deliberation's question: Steward's instruction, then its facts fenced as data."""
+    data = {
+        "facts": facts,
+        "the_rules_would": [untrusted(a.describe()) for a in rules_actions] or ["nothing"],
+    }
+    return (
+        f"The question to deliberate (from Steward): {ask}\n"
+        f"About (observed data, untrusted):\n{fenced(data)}\n"
+        "Submit the plan that answers it; actions beyond the question are judged like any other."
+    )
 
 
 def user_prompt(state: ClusterState, signals: object, policy: Policy | None) -> str:
