@@ -35,10 +35,16 @@ Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 
 
 def after_assess(d: Decision) -> str:
-    """Plan only when assess found something to decide; otherwise the tick ends here."""
+    """Plan only when assess found something to decide or an anomaly to deliberate; otherwise
+    the tick ends here."""
     if d.deliberation is not None:
         return "plan"  # a deliberation's answer is judged (or superseded) whatever else is seen
-    return "plan" if d.signals is not None and d.signals.needs_decision else END
+    signals = d.signals
+    if signals is None:
+        return END
+    # An anomaly no rule fixes is a question for a model, when one deliberates (questions.py).
+    judged = signals.shared_card_anomalies or signals.degraded_links
+    return "plan" if signals.needs_decision or judged else END
 
 
 def after_plan(d: Decision) -> str:

@@ -168,8 +168,13 @@ def _judge_answer(d: Decision, ctx: LoopContext, state: ClusterState, asked: Del
     rules = ctx.fallback.plan(state, d.signals)
     now = {q.key: q for q in split(rules, state, d.signals, ctx.policy).questions}
     current = now.get(asked.question.key)
+    # The deliberation goes into the log now, whatever follows (a wait for approval too);
+    # once: the node runs again from its first line after a restart.
+    logged = any(r.kind == "deliberation" for r in ctx.audit.decision(d.decision_id))
     if current is None:
         log.info("deliberation superseded", decision=d.decision_id, premise=asked.question.key)
+        if not logged:
+            ctx.audit.append(_deliberation_record(asked, state.observed_at, "superseded"))
         return {"plan": None, "superseded": True, "stage": "record"}
     if asked.plan is not None:
         proposed = asked.plan
@@ -182,6 +187,9 @@ def _judge_answer(d: Decision, ctx: LoopContext, state: ClusterState, asked: Del
             planner=ctx.fallback.name,
         )
         ctx.telemetry.fallbacks.labels(planner=asked_planner(ctx)).inc()
+    if not logged:
+        outcome: Literal["planned", "fallback"] = "planned" if reason is None else "fallback"
+        ctx.audit.append(_deliberation_record(asked, state.observed_at, outcome, proposed))
     return {
         "plan": hold_back(proposed, d, ctx, state.observed_at),
         "fallback_reason": reason,
@@ -408,10 +416,8 @@ def record(d: Decision, ctx: LoopContext) -> Update:
                     at=d.observed_at,
                 )
             )
-    if asked is not None and "deliberation" not in kinds:
-        ctx.audit.append(_deliberation_record(d, asked))
-        if asked.question.kind == "rotation":
-            ctx.memory = restart_mode_dwell(ctx.memory, d.observed_at)
+    if asked is not None and asked.question.kind == "rotation":
+        ctx.memory = restart_mode_dwell(ctx.memory, d.observed_at)
     if "intent" in kinds and not kinds & {"outcome", "interrupted"}:
         error = "interrupted mid-act by a restart; reconciled" if d.reconciled else None
         ctx.audit.write_outcome(
@@ -428,23 +434,25 @@ def record(d: Decision, ctx: LoopContext) -> Update:
     return {"recorded": True, "stage": "done"}
 
 
-def _deliberation_record(d: Decision, asked: Deliberated) -> DeliberationRecord:
-    outcome: Literal["planned", "fallback", "superseded"] = (
-        "superseded" if d.superseded else "fallback" if asked.plan is None else "planned"
-    )
+def _deliberation_record(
+    asked: Deliberated,
+    judged_at: datetime,
+    outcome: Literal["planned", "fallback", "superseded"],
+    went: Plan | None = None,
+) -> DeliberationRecord:
     if outcome == "superseded":
         reason = "the world changed meanwhile: its premise no longer held; nothing of it ran"
     else:
         reason = asked.fallback_reason or (asked.plan.rationale if asked.plan else "")
     shown = asked.plan.actions if asked.plan is not None else ()
-    if outcome == "fallback" and d.plan is not None:
-        shown = d.plan.actions
+    if outcome == "fallback" and went is not None:
+        shown = went.actions
     return DeliberationRecord(
-        decision_id=d.decision_id,
+        decision_id=asked.deliberation_id,
         question=asked.question.kind,
         premise=asked.question.key,
         asked_at=asked.asked_at,
-        judged_at=d.observed_at,
+        judged_at=judged_at,
         outcome=outcome,
         model=asked.model,
         reason=reason[:2000],

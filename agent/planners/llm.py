@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.audit import AuditLog
 from agent.loop.questions import Question
 from agent.loop.state import Signals
 from agent.planners.base import PlannerReport
@@ -107,6 +108,9 @@ class LLMPlanner:
             raise InvalidInput(NO_ENDPOINT)
         self.policy = policy
         self.history = history
+        self.audit: Callable[[], AuditLog] | None = None
+        """The decision log, for the search_audit and explain_decision look-ups (the daemon
+        gives its own; `steward ask` a reader)."""
         self.clock = clock
         self.endpoint = Endpoint(self.settings, sleep=sleep)
         self.last_report: PlannerReport | None = None
@@ -137,7 +141,7 @@ class LLMPlanner:
         decision = _Decision(state, signals, self.policy, question)
         failure: str | None = None
         try:
-            return self._decide(state, decision, deadline)
+            return self._decide(state, signals, decision, deadline)
         except PlannerFailed as exc:
             failure = exc.reason
             raise
@@ -163,8 +167,10 @@ class LLMPlanner:
                 failure=failure,
             )
 
-    def _decide(self, state: ClusterState, decision: _Decision, deadline: Deadline) -> Plan:
-        lookups = Lookups(state, self.policy, self.history)
+    def _decide(
+        self, state: ClusterState, signals: object, decision: _Decision, deadline: Deadline
+    ) -> Plan:
+        lookups = Lookups(state, self.policy, self.history, signals=signals, audit=self.audit)
         probes = 0
         turn_no = 0
         # The repair round and the one turn that finds out a server ignores "required" come on

@@ -41,9 +41,8 @@ typed actions; you never execute anything. A policy guard judges every action yo
 refuses what breaks the policy, so propose only what the situation needs and the policy allows.
 
 How to answer:
-- You may call read-only tools to look closer, a few times at most: get_node(name), \
-get_workload(name), get_history(limit), get_policy(), get_placement(workload), \
-get_memory_fit(model, context, mode).
+- You may call the read-only tools (get_*, search_audit, explain_decision) to look closer, \
+a few times at most.
 - Then call submit_plan(actions, rationale) once: the actions (an empty list, or one noop, when \
 nothing should change) and a one-line rationale. Use only workload, node and mode names that \
 appear in the data.

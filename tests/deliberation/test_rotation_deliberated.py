@@ -54,7 +54,7 @@ def test_a_deliberated_rotation_runs_after_the_guard_judged_a_fresh_observation(
             tick_until(runtime, lambda: bool(_deliberations(runtime)))
             (record,) = _deliberations(runtime)
             decision = runtime.ctx.audit.decision(record.decision_id)
-            tick_until(runtime, lambda: _active(sim) == "split", limit=60)
+            tick_until(runtime, lambda: _active(sim) == "split", limit=200)
 
     assert len(asked) == 1, "one question, asked once, while the rules proposed it every tick"
     tools = [t["function"]["name"] for t in asked[0]["tools"]]
