@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,7 @@ def test_ten_minutes_against_a_model_that_never_answers(tmp_path: Path) -> None:
         if any(p.action.target == "burst-llm" and p.verdict == "allow" for p in i.proposals)
     ]
     assert scaled, "burst-llm was scaled up"
-    start = yaml.safe_load(scenario.read_text())["start"]
+    start = datetime.fromisoformat(str(SCENARIO["start"]).replace("Z", "+00:00"))
     first = (scaled[0].observed_at - start).total_seconds()
     assert first <= DEMAND_AT_S + 2 * INTERVAL_S, f"scale-up at {first:.0f} s"
     assert scaled[0].planner == "rules"
