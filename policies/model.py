@@ -242,6 +242,10 @@ class Policy(Strict):
     approvers: Approvers = Approvers()
     rotation: Rotation = Rotation()
     activity: Activity = Activity()
+    deliberate: tuple[ActionType, ...] = ()
+    """Action types the model deliberates beside the loop, when one is configured, before they
+    run (rotations, conflicting loans and anomalies always are); without a model the rules'
+    actions run as they are."""
 
     @field_validator("timezone")
     @classmethod

@@ -16,6 +16,7 @@ import evals.bench.metrics
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent.cli import (
     answers,
+    ask,
     audit,
     bench,
     configure,
@@ -49,6 +50,7 @@ app.add_typer(audit.app, name="audit")
 app.add_typer(mode.app, name="mode")
 app.add_typer(configure.app, name="config")
 status.register(app)
+ask.register(app)
 placement.register(app)
 loop.register(app)
 answers.register(app)

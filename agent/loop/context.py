@@ -21,6 +21,7 @@ from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
 from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
+from agent.loop.deliberation import Deliberations
 from agent.loop.findings import FindingsBook
 from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
@@ -96,6 +97,10 @@ class LoopContext:
     to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
     _findings: FindingsBook | None = None
+
+    deliberations: Deliberations | None = None
+    """Where questions of judgment go when a model is configured (agent/loop/deliberation.py);
+    None: the rules decide them inside the tick, as every routine decision."""
 
     held: frozenset[str] = frozenset()
     """Workloads and nodes a long action of an earlier decision still holds (a drain, a

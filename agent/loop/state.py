@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
 from policies.judgement import Verdict
-from tools.actions import Plan
+from tools.actions import Action, Plan
 from tools.approval import Approval
 from tools.model import WorkloadKind
 
@@ -129,6 +129,69 @@ class Signals(_Model):
         }
 
 
+QuestionKind = Literal["rotation", "lending", "anomaly", "marked"]
+
+ASKS: dict[QuestionKind, str] = {
+    "rotation": (
+        "Demand favours another serving mode. Decide whether to rotate the node pair now "
+        "(rotate_mode) or not (an empty plan): a two-node mode must win at something two "
+        "separate models cannot, and the rotation's downtime must pay. Look at the modes, the "
+        "demand and the preflight before you decide."
+    ),
+    "lending": (
+        "A higher-priority pool wants cards that a lower-priority pool with demand of its own "
+        "holds: their SLOs conflict. Decide which pool yields the cards (the scale actions), "
+        "or that neither does (an empty plan)."
+    ),
+    "anomaly": (
+        "An anomaly was found that no rule fixes. Decide what, if anything, to do about it "
+        "(e.g. cordon a node whose accounting is wrong), or nothing (an empty plan)."
+    ),
+    "marked": (
+        "The policy asks for these actions to be deliberated before they run. Decide whether "
+        "to run them, others, or nothing (an empty plan)."
+    ),
+}
+
+
+class Question(_Model):
+    """One thing to deliberate: its premise (`key`), the facts asked about, and what the rules
+    would do about it (the fallback when the model cannot answer)."""
+
+    kind: QuestionKind
+    key: str
+    facts: dict[str, JsonValue] = {}
+    """What the question is about, from the observation (untrusted text: fenced when sent)."""
+    rules_actions: tuple[Action, ...] = ()
+
+    @property
+    def ask(self) -> str:
+        """The instruction (Steward's own words, never cluster text)."""
+        return ASKS[self.kind]
+
+    def line(self) -> str:
+        return f"{self.kind} ({self.key})"
+
+
+class Deliberated(_Model):
+    """A question the model deliberated beside the loop, and its answer, carried into the
+    decision that judges it on a fresh observation (agent/loop/deliberation.py)."""
+
+    deliberation_id: str
+    question: Question
+    asked_at: datetime
+    """The observation the question was asked on."""
+    plan: Plan | None = None
+    """The model's plan; None when it failed (the rules' actions for the question go)."""
+    fallback_reason: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    tools_called: tuple[str, ...] = ()
+    transcript_digest: str | None = None
+
+
 class WorkloadMemory(_Model):
     calm_since: datetime | None = None
     """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
@@ -187,6 +250,10 @@ class Decision(BaseModel):
     stage: Stage = "observe"
     reconciled: bool = False
     """Act found this decision's intent already logged without an outcome (a crash mid-act)."""
+    deliberation: Deliberated | None = None
+    """A deliberation's answer this decision judges (instead of asking a planner)."""
+    superseded: bool = False
+    """The deliberation's premise no longer held on the fresh observation: nothing ran."""
 
     @model_validator(mode="before")
     @classmethod
@@ -235,6 +302,8 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     ActionOutcome,
     Check,
     GateVerdict,
+    Question,
+    Deliberated,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
 

@@ -47,6 +47,7 @@ class _Done:
     decision_s: list[float] = field(default_factory=list)
     fallbacks: int = 0
     deadline_s: float | None = None
+    deliberated: dict[str, int] = field(default_factory=dict)
 
 
 def evaluate(
@@ -83,8 +84,22 @@ def evaluate(
             deadline,
             [s for d in done for s in d.decision_s],
         )
+        questions = None
+        if planner_name == "llm":
+            from agent.planners.llm_settings import LLMSettings
+            from evals.scorecard.questions import score_questions
+
+            questions = score_questions(Path(tmp), LLMSettings())
     scores = [d.score for d in done]
-    return scorecard(planner_name, scores, time.perf_counter() - started, cost)
+    card = scorecard(planner_name, scores, time.perf_counter() - started, cost)
+    if planner_name == "llm":
+        asked: dict[str, int] = {}
+        for d in done:
+            for outcome, n in d.deliberated.items():
+                asked[outcome] = asked.get(outcome, 0) + n
+        card["deliberations"] = {"asked": sum(asked.values()), **asked}
+        card["questions"] = questions
+    return card
 
 
 def _one_file(path: Path, planner_name: str, tmp: Path) -> _Done:
@@ -116,8 +131,10 @@ def _one(case: Case, planner_name: str, tmp: Path) -> _Done:
         decision_s=run.decision_s,
         fallbacks=run.fallbacks,
         deadline_s=deadline,
+        deliberated=run.deliberated,
     )
 
 
 def passed(card: dict[str, Any]) -> bool:
-    return bool(card["score"] >= PASS_SCORE and card["unsafe_actions"] == 0)
+    unsafe_answers = (card.get("questions") or {}).get("unsafe", 0)
+    return bool(card["score"] >= PASS_SCORE and card["unsafe_actions"] == 0 and not unsafe_answers)

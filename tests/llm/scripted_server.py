@@ -154,7 +154,9 @@ class ScriptedServer:
         self.source = source
         """Where replies come from once the script is used up (an endless chaos feed)."""
         self.responder = responder
-        """Or a reply made from each request's body (a model that answers what it reads)."""
+        """A model stub that reads each request (its messages and tools) and answers it; used
+        once the script is used up, after `source`. It runs in the request's thread, outside
+        the server's lock, so it may wait."""
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -198,8 +200,8 @@ class ScriptedServer:
                 return self.replies.popleft()
             if self.source is not None:
                 return self.source()
-            if self.responder is not None and path.endswith("/chat/completions"):
-                return self.responder(body)
+        if self.responder is not None and path.endswith("/chat/completions"):
+            return self.responder(body)
         return error(500, "the script has no more replies")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
