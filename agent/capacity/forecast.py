@@ -1,0 +1,87 @@
+"""Holt's linear trend (double exponential smoothing) over irregular ticks, with uncertainty.
+
+The level and the trend (per second) are corrected by each new reading's one-step error; the
+spread of those errors (an exponentially weighted mean of their squares) gives the forecast's
+standard deviation, widened over the horizon as Holt's method widens it: after k steps of the
+usual tick, var_k = s^2 x (1 + sum_{j<k} (alpha + alpha x beta x j)^2) (Hyndman & Athanasopoulos,
+*Forecasting: principles and practice*, table 8.8, ETS(A,A,N)).
+
+One model load plus one tick is the horizon that matters: a replica asked for now serves only
+after its load, and the next chance to ask again is one tick later.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ALPHA = 0.5
+"""Weight of a new reading in the level: a tick's reading is already a scrape's mean."""
+BETA = 0.3
+"""Weight of a new slope in the trend."""
+SPREAD_WEIGHT = 0.2
+"""Weight of a new squared error in the error spread (about the last five ticks)."""
+MAX_STEPS = 64
+"""The widening of the spread is counted over at most this many ticks ahead."""
+
+
+class Holt(BaseModel):
+    """The smoother's state after the readings it has seen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: float
+    trend_per_s: float = 0.0
+    spread: float = 0.0
+    """Exponentially weighted mean of the squared one-step errors."""
+    at: float
+    """POSIX time of the last reading."""
+    step_s: float = Field(default=15.0, gt=0)
+    """Exponentially weighted mean of the time between readings."""
+    readings: int = 1
+
+
+class Forecast(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mean: float
+    sd: float
+    horizon_s: float
+
+    def upper(self, z: float) -> float:
+        """The mean plus `z` standard deviations (z = 1.64: the 95th percentile)."""
+        return self.mean + z * self.sd
+
+
+def update(state: Holt | None, value: float, at: float) -> Holt:
+    """The state after one more reading `value` taken at POSIX time `at`."""
+    if state is None:
+        return Holt(level=value, at=at)
+    dt = at - state.at
+    if dt <= 0:
+        return state  # the same reading again (a repeated tick): nothing new
+    predicted = state.level + state.trend_per_s * dt
+    error = value - predicted
+    level = predicted + ALPHA * error
+    trend = state.trend_per_s + ALPHA * BETA * error / dt
+    spread = error * error if state.readings < 2 else state.spread
+    spread = (1 - SPREAD_WEIGHT) * spread + SPREAD_WEIGHT * error * error
+    step = state.step_s + 0.2 * (min(dt, 10 * state.step_s) - state.step_s)
+    return Holt(
+        level=level,
+        trend_per_s=trend,
+        spread=spread,
+        at=at,
+        step_s=step,
+        readings=state.readings + 1,
+    )
+
+
+def ahead(state: Holt, horizon_s: float) -> Forecast:
+    """What the readings will be `horizon_s` from the last one (the mean never below 0)."""
+    horizon_s = max(0.0, horizon_s)
+    mean = max(0.0, state.level + state.trend_per_s * horizon_s)
+    steps = min(MAX_STEPS, max(1, math.ceil(horizon_s / state.step_s)))
+    widen = 1.0 + sum((ALPHA + ALPHA * BETA * j) ** 2 for j in range(1, steps))
+    return Forecast(mean=mean, sd=math.sqrt(state.spread * widen), horizon_s=horizon_s)
