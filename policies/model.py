@@ -58,6 +58,9 @@ class PoolPolicy(Strict):
     """Card models the pool's replicas may be placed on; empty: any."""
     min_ready_replicas: int = Field(default=0, ge=0)
     """A serving pool keeps at least this many ready replicas (summed over its workloads)."""
+    keep_loads: float = Field(default=1.0, ge=0)
+    """A replica unneeded for this many of its model loads is given back (what reloading it
+    would cost); to zero also only after no arrival for this long or the usual idle gap."""
 
 
 class Budget(Strict):
@@ -157,8 +160,21 @@ class QuietWindow(Window):
 
 
 class SloTarget(Strict):
-    queue_wait_s: float = Field(gt=0)
+    """A pool's latency targets. `ttft_s` (and `itl_s`) are what a request is promised: a pool
+    with them is sized by the capacity model; `queue_wait_s` stays a signal."""
+
+    queue_wait_s: float | None = Field(default=None, gt=0)
     """Above this queue wait the pool is breaching its SLO: it may not be scaled down."""
+    ttft_s: float | None = Field(default=None, gt=0)
+    """Time to first token a request is promised."""
+    itl_s: float | None = Field(default=None, gt=0)
+    """Mean inter-token latency a request is promised."""
+
+    @model_validator(mode="after")
+    def _some_target(self) -> SloTarget:
+        if self.queue_wait_s is None and self.ttft_s is None:
+            raise ValueError("give ttft_s (and itl_s), or queue_wait_s; e.g. {ttft_s: 3}")
+        return self
 
 
 class Group(Strict):

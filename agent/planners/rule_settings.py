@@ -46,7 +46,12 @@ class RulesSettings(BaseModel):
         base = base or AssessSettings()
         assess = base.model_copy(
             update={
-                "slo_wait_s": {k: v.queue_wait_s for k, v in policy.slo.items()},
+                "slo_wait_s": {
+                    k: v.queue_wait_s for k, v in policy.slo.items() if v.queue_wait_s is not None
+                },
+                "slo_ttft_s": {k: v.ttft_s for k, v in policy.slo.items() if v.ttft_s is not None},
+                "slo_itl_s": {k: v.itl_s for k, v in policy.slo.items() if v.itl_s is not None},
+                "keep_loads": {k: p.keep_loads for k, p in policy.pools.items()},
                 "min_cards": {k: p.min_cards for k, p in policy.pools.items()},
                 "link_min_fraction": policy.rotation.min_link_fraction or base.link_min_fraction,
                 "idle_to_zero_s": {
