@@ -73,6 +73,8 @@ class ChangeBudget(Strict):
     """Executed plus proposed actions in any sliding hour (NoOp not counted)."""
     cards_per_tick: int | None = Field(default=None, ge=0)
     """The blast radius: cards one plan may change in total."""
+    cards_per_hour: int | None = Field(default=None, ge=0)
+    """Cards changed (up or down) by executed and proposed actions in any sliding hour."""
 
 
 class Cooldowns(Strict):
@@ -82,6 +84,10 @@ class Cooldowns(Strict):
     """Per action type: e.g. two scale_workload actions on one workload."""
     by_target: dict[str, Duration] = {}
     """Per target name (a workload, node or mode): any two actions on it."""
+    by_direction: dict[Literal["scale_up", "scale_down"], Duration] = {}
+    """Per direction of a scale (scale_workload, place_replica): the least time since the last
+    scale of the same workload, either way, before one in this direction — growth can follow
+    quickly, shrinking waits (e.g. scale_up: 30s, scale_down: 5m)."""
 
 
 class Window(Strict):
