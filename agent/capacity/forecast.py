@@ -1,6 +1,8 @@
 """Holt's linear trend (double exponential smoothing) over irregular ticks, with uncertainty.
 
-The level and the trend (per second) are corrected by each new reading's one-step error; the
+The trend is damped (Gardner & McKenzie's damped trend, phi per usual tick): a ramp is followed,
+but a burst's slope is not extrapolated a whole model load ahead at full strength. The level
+and the trend (per second) are corrected by each new reading's one-step error; the
 spread of those errors (an exponentially weighted mean of their squares) gives the forecast's
 standard deviation, widened over the horizon as Holt's method widens it: after k steps of the
 usual tick, var_k = s^2 x (1 + sum_{j<k} (alpha + alpha x beta x j)^2) (Hyndman & Athanasopoulos,
@@ -22,6 +24,8 @@ BETA = 0.3
 """Weight of a new slope in the trend."""
 SPREAD_WEIGHT = 0.2
 """Weight of a new squared error in the error spread (about the last five ticks)."""
+DAMPING = 0.9
+"""phi: the share of the trend kept per usual tick ahead."""
 MAX_STEPS = 64
 """The widening of the spread is counted over at most this many ticks ahead."""
 
@@ -81,7 +85,9 @@ def update(state: Holt | None, value: float, at: float) -> Holt:
 def ahead(state: Holt, horizon_s: float) -> Forecast:
     """What the readings will be `horizon_s` from the last one (the mean never below 0)."""
     horizon_s = max(0.0, horizon_s)
-    mean = max(0.0, state.level + state.trend_per_s * horizon_s)
     steps = min(MAX_STEPS, max(1, math.ceil(horizon_s / state.step_s)))
+    # sum_{k=1..steps} phi^k usual ticks of trend, each tick step_s long (scaled to the horizon)
+    damped = DAMPING * (1 - DAMPING**steps) / (1 - DAMPING) / steps
+    mean = max(0.0, state.level + state.trend_per_s * horizon_s * damped)
     widen = 1.0 + sum((ALPHA + ALPHA * BETA * j) ** 2 for j in range(1, steps))
     return Forecast(mean=mean, sd=math.sqrt(state.spread * widen), horizon_s=horizon_s)

@@ -34,9 +34,15 @@ def release_to(
     return most if most < desired else None
 
 
+GAP_MARGIN = 1.25
+"""The usual idle gap is estimated from a few gaps, measured between readings: zero waits a
+quarter longer than it, so a workload whose questions come like clockwork keeps its replica."""
+
+
 def zero_after(keep: float, usual_gap_s: float) -> float:
-    """Seconds without an arrival before zero: the keep time or the usual idle gap, if longer."""
-    return max(keep, usual_gap_s)
+    """Seconds without an arrival before zero: the keep time or the usual idle gap (with its
+    margin), whichever is longer."""
+    return max(keep, usual_gap_s * GAP_MARGIN)
 
 
 def quiet_enough(quiet_for_s: float | None, keep: float, usual_gap_s: float) -> bool:

@@ -79,10 +79,13 @@ class Quiet(BaseModel):
 
     last_work_at: float | None = None
     gaps_s: tuple[float, ...] = ()
+    watching_since: float | None = None
+    """The first reading: a workload never seen working has been quiet since then."""
 
     def quiet_for(self, now: float) -> float | None:
-        """Seconds since work was last seen (None: never seen)."""
-        return None if self.last_work_at is None else max(0.0, now - self.last_work_at)
+        """Seconds since work was last seen, or since watching began (None: neither)."""
+        since = self.last_work_at if self.last_work_at is not None else self.watching_since
+        return None if since is None else max(0.0, now - since)
 
     def usual_gap(self, q: float = 0.95) -> float:
         """The `q` percentile of the idle gaps seen (0 with none)."""
@@ -92,6 +95,8 @@ class Quiet(BaseModel):
 def seen(state: Quiet, busy: bool, now: float, min_gap_s: float = 0.0) -> Quiet:
     """`state` after a reading that saw work (`busy`) or none at `now`. A gap is recorded when
     work comes back after at least `min_gap_s` (a tick) without it."""
+    if state.watching_since is None:
+        state = state.model_copy(update={"watching_since": now})
     if not busy:
         return state
     gaps = state.gaps_s
@@ -99,4 +104,4 @@ def seen(state: Quiet, busy: bool, now: float, min_gap_s: float = 0.0) -> Quiet:
         gap = now - state.last_work_at
         if gap > min_gap_s:
             gaps = (*gaps, gap)[-GAPS:]
-    return Quiet(last_work_at=now, gaps_s=gaps)
+    return Quiet(last_work_at=now, gaps_s=gaps, watching_since=state.watching_since)

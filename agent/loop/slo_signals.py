@@ -32,6 +32,8 @@ WAITING_SHARE = 0.25
 """A reading counts as "requests waiting" when the oldest has waited this share of the TTFT
 target: an engine's queue holds arrivals for a step or two in the normal course."""
 GAP_PERCENTILE = 0.95
+WARM_READINGS = 8
+"""Readings the forecast must have folded before its sizing may give a replica back."""
 """The idle gaps' percentile that going to zero waits out."""
 
 
@@ -105,6 +107,8 @@ def slo_view(
     needs = tuple((at, n) for at, n in (*mem.needs, (t, need)) if t - at <= keep + 60.0)
     if mem.needs and mem.needs[-1][0] >= t:
         needs = mem.needs  # the same tick again
+    if mem.holt.readings < WARM_READINGS:
+        needs = ()  # a forecast of a few readings says too little to give anything back on
     drift, told = _drift(
         mem, served=served, running=running, workload=workload, profile=profile, slots=cap.slots
     )

@@ -87,5 +87,19 @@ def test_one_fewer_only_after_the_keep_time_and_never_on_one_reading() -> None:
 
 def test_zero_waits_for_the_workloads_own_idle_gaps() -> None:
     assert not quiet_enough(200.0, keep=180.0, usual_gap_s=400.0)
-    assert quiet_enough(401.0, keep=180.0, usual_gap_s=400.0)
+    assert not quiet_enough(401.0, keep=180.0, usual_gap_s=400.0)  # the gap, no margin yet
+    assert quiet_enough(501.0, keep=180.0, usual_gap_s=400.0)
+    assert quiet_enough(181.0, keep=180.0, usual_gap_s=0.0)
     assert not quiet_enough(None, keep=0.0, usual_gap_s=0.0)
+
+
+def test_idle_gaps_are_learned_and_a_workload_never_busy_is_quiet_since_watching() -> None:
+    from agent.capacity.windows import Quiet, seen
+
+    quiet = Quiet()
+    for t, busy in [(0, False), (15, True), (30, True), (330, True), (345, True), (645, True)]:
+        quiet = seen(quiet, busy, float(t), min_gap_s=20.0)
+    assert quiet.gaps_s == (300.0, 300.0)  # two quiet spells of five minutes
+    assert quiet.usual_gap(0.95) == 300.0
+    never = seen(Quiet(), False, 100.0)
+    assert never.quiet_for(400.0) == 300.0
