@@ -91,3 +91,50 @@ def ahead(state: Holt, horizon_s: float) -> Forecast:
     mean = max(0.0, state.level + state.trend_per_s * horizon_s * damped)
     widen = 1.0 + sum((ALPHA + ALPHA * BETA * j) ** 2 for j in range(1, steps))
     return Forecast(mean=mean, sd=math.sqrt(state.spread * widen), horizon_s=horizon_s)
+
+
+MISSES_KEPT = 60
+"""Horizon-ahead errors kept (about fifteen minutes at a 15 s tick)."""
+MIN_MISSES = 8
+"""Errors needed before they widen the forecast."""
+
+
+class Misses(BaseModel):
+    """How far the forecasts made one horizon ago fell short of what came: the forecast's own
+    record over the horizon that matters, not the model's (a burst of a minute is not in the
+    one-step errors of a smoothed series)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pending: tuple[tuple[float, float], ...] = ()
+    """(POSIX time due, mean forecast) of forecasts not yet due, oldest first."""
+    ratios: tuple[float, ...] = ()
+    """What came over what was forecast, minus one, for the forecasts that fell due."""
+
+
+def expect(misses: Misses, due: float, mean: float) -> Misses:
+    """`misses` with one more forecast to check when it falls due."""
+    pending = (*misses.pending, (due, mean))[-MISSES_KEPT:]
+    return misses.model_copy(update={"pending": pending})
+
+
+def came(misses: Misses, value: float, at: float, floor: float = 1.0) -> Misses:
+    """`misses` after a reading `value` at `at`: the forecasts due by then are scored (those
+    of less than `floor` are too small to give a ratio)."""
+    due = [m for t, m in misses.pending if t <= at]
+    if not due:
+        return misses
+    ratios = (*misses.ratios, *(value / m - 1.0 for m in due if m >= floor))[-MISSES_KEPT:]
+    pending = tuple((t, m) for t, m in misses.pending if t > at)
+    return Misses(pending=pending, ratios=ratios)
+
+
+def widened(got: Forecast, misses: Misses, z: float, q: float = 0.95) -> Forecast:
+    """`got` with a spread at least as wide as its record says: its high end (mean + z sd) no
+    lower than the mean times the `q` percentile of what came over what was forecast."""
+    if len(misses.ratios) < MIN_MISSES:
+        return got
+    ordered = sorted(misses.ratios)
+    short = ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    sd = max(got.sd, got.mean * max(0.0, short) / z)
+    return got.model_copy(update={"sd": sd})

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from agent.capacity import forecast, release, windows
 from agent.capacity.replica import MIN_BATCH_FOR_CORRECTION, capacity, corrected, drifted
-from agent.capacity.sizing import Demand, size
+from agent.capacity.sizing import FORECAST_Z, Demand, size
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import SloMemory, SloView
 from tools.model import Metric, ServingProfile, Workload
@@ -61,7 +61,8 @@ def slo_view(
     wait = _read(workload.queue_wait_s, now, max_age)
     read_at = (workload.queue_depth.observed_at or now).timestamp()
     t = now.timestamp()
-    if mem.read_at is None or read_at > mem.read_at:
+    fresh = mem.read_at is None or read_at > mem.read_at
+    if fresh:
         mem = _fold(
             mem,
             read_at,
@@ -77,10 +78,15 @@ def slo_view(
     load_s = profile.load_s or 0.0
     horizon = load_s + mem.holt.step_s
     ahead = forecast.ahead(mem.holt, horizon)
+    holt, recent = mem.holt, mem.windows
+    if fresh:
+        mem = mem.model_copy(
+            update={"misses": forecast.expect(mem.misses, read_at + horizon, ahead.mean)}
+        )
     demand = Demand(
         now=in_flight,
-        forecast=ahead,
-        short_high=mem.windows.high(SHORT_HIGH),
+        forecast=forecast.widened(ahead, mem.misses, FORECAST_Z),
+        short_high=recent.high(SHORT_HIGH),
         queued=depth,
     )
     sizing = size(demand, cap, ttft_s=ttft)
@@ -107,7 +113,7 @@ def slo_view(
     needs = tuple((at, n) for at, n in (*mem.needs, (t, need)) if t - at <= keep + 60.0)
     if mem.needs and mem.needs[-1][0] >= t:
         needs = mem.needs  # the same tick again
-    if mem.holt.readings < WARM_READINGS:
+    if holt.readings < WARM_READINGS:
         needs = ()  # a forecast of a few readings says too little to give anything back on
     drift, told = _drift(
         mem, served=served, running=running, workload=workload, profile=profile, slots=cap.slots
@@ -119,7 +125,7 @@ def slo_view(
         terms=sizing.terms,
         deciding=sizing.deciding,
         words=sizing.words,
-        forecast=ahead,
+        forecast=demand.forecast,
         reactive=reactive,
         release_to=release.release_to(needs, workload.desired_replicas, t, keep),
         keep_s=keep,
@@ -149,6 +155,7 @@ def _fold(
     # The forecast follows the short window, not the raw scrape: a scrape's own noise is what
     # the queueing rule and the short window's high percentile cover.
     holt = forecast.update(mem.holt, folded.short, at)
+    misses = forecast.came(mem.misses, offered, at)
     busy = offered > 0 or served > 0
     tick = holt.step_s
     quiet = windows.seen(mem.quiet, busy, at, min_gap_s=1.5 * tick)
@@ -163,6 +170,7 @@ def _fold(
         update={
             "read_at": at,
             "holt": holt,
+            "misses": misses,
             "windows": folded,
             "quiet": quiet,
             "correction": correction,

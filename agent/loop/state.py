@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
-from agent.capacity.forecast import Forecast, Holt
+from agent.capacity.forecast import Forecast, Holt, Misses
 from agent.capacity.windows import Quiet, Windows
 from policies.judgement import Verdict
 from tools.actions import Plan
@@ -172,6 +172,8 @@ class SloMemory(_Model):
     read_at: float | None = None
     """POSIX time of the last reading folded in (a scrape is counted once)."""
     holt: Holt | None = None
+    misses: Misses = Misses()
+    """The forecast's record one horizon ahead (agent.capacity.forecast.widened)."""
     windows: Windows | None = None
     quiet: Quiet = Quiet()
     needs: tuple[tuple[float, int], ...] = ()
@@ -280,6 +282,7 @@ class Decision(BaseModel):
 SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     Forecast,
     Holt,
+    Misses,
     Quiet,
     Windows,
     SloView,

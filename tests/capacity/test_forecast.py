@@ -58,3 +58,17 @@ def test_the_forecast_is_never_negative_and_its_spread_is_finite(values: list[fl
 def test_a_rising_load_is_never_forecast_below_its_level(start: float, rise: float, n: int) -> None:
     state = _fed([start + rise * i for i in range(n)])
     assert ahead(state, 120.0).mean >= state.level
+
+
+def test_a_forecast_that_missed_bursts_is_widened_by_its_record() -> None:
+    from agent.capacity.forecast import Forecast, Misses, came, expect, widened
+
+    misses = Misses()
+    for i in range(20):
+        misses = expect(misses, due=100.0 + i, mean=100.0)
+        # every fifth forecast saw twice what it said (a burst), the rest what it said
+        misses = came(misses, 200.0 if i % 5 == 0 else 100.0, at=100.0 + i)
+    got = widened(Forecast(mean=100.0, sd=1.0, horizon_s=120), misses, z=1.64)
+    assert got.upper(1.64) >= 199.0
+    calm = Misses(ratios=(0.0,) * 20)
+    assert widened(Forecast(mean=100.0, sd=1.0, horizon_s=120), calm, z=1.64).sd == 1.0
