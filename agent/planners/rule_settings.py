@@ -27,6 +27,10 @@ class RulesSettings(BaseModel):
     pools: dict[str, PoolRules] = {}
     advice: AdviceSettings = AdviceSettings()
     """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
+    drain_deadline_s: float = 120.0
+    """How long a replica being scaled down may finish its in-flight requests (the backend's
+    grace period: the simulator's SCALE_DOWN_GRACE_S, a pod's terminationGracePeriodSeconds);
+    told in the ETA of a workload waiting on lent cards."""
     cards_per_tick: int | None = None
     """The policy's blast radius: cards one plan may change."""
     placements_gated: tuple[str, ...] = ()

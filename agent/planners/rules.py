@@ -304,9 +304,32 @@ class RulesPlanner:
             ScaleWorkload(
                 workload=workload.name,
                 replicas=workload.desired_replicas + 1,
-                reason=f"{why}; cards on {node} taken back from lower-priority pools",
+                reason=f"{why}; cards on {node} taken back from lower-priority pools; "
+                + self._eta(workload, state, scale_downs),
             ),
         ]
+
+    def _eta(self, workload: Workload, state: ClusterState, lenders: list[Action]) -> str:
+        """An honest ETA for a workload waiting on lent cards: the lenders' replicas stop
+        admitting and finish what they serve (up to the drain deadline), exit, then it loads."""
+        in_flight = 0.0
+        for action in lenders:
+            lender = state.workload(action.target)
+            if lender is None or not isinstance(action, ScaleWorkload):
+                continue
+            running = lender.requests_running
+            share = (lender.desired_replicas - action.replicas) / max(lender.desired_replicas, 1)
+            if running.usable and running.value is not None:
+                in_flight += running.value * share
+        deadline = self.settings.drain_deadline_s
+        profile = workload.serving_profile
+        load = profile.load_s if profile is not None else None
+        then = f"then {workload.name} loads ({load:g} s)" if load else f"then {workload.name} loads"
+        most = f"; ready in at most {deadline + load:.0f} s" if load else ""
+        return (
+            f"ETA: the lent replica(s) stop admitting and finish their {in_flight:.0f} request(s) "
+            f"in flight (drain deadline {deadline:g} s), exit, {then}{most}"
+        )
 
     def _waiting_above(
         self, workload: Workload, state: ClusterState, cards: PlanCards
