@@ -130,6 +130,21 @@ class ReplicaPlacement(Frozen):
     creation; None for a placed replica, or where the backend cannot tell)."""
 
 
+class ServingProfile(Frozen):
+    """How fast one replica serves, as the model catalogue profiles this model on this card:
+    the prefill rate, and the inter-token latency as a function of the batch,
+    ITL(b) = itl_base_s + itl_per_seq_s x b."""
+
+    prefill_tok_s: float = Field(gt=0)
+    itl_base_s: float = Field(ge=0)
+    itl_per_seq_s: float = Field(ge=0)
+    kv_tokens: int | None = Field(default=None, ge=0)
+    """KV-cache tokens one replica holds (None: not known)."""
+    max_num_seqs: int = Field(default=256, gt=0)
+    load_s: float | None = Field(default=None, ge=0)
+    """From placement to ready (model load, graph capture), as profiled."""
+
+
 class Workload(Versioned):
     name: str
     kind: WorkloadKind
@@ -156,6 +171,8 @@ class Workload(Versioned):
     """Requests finished per second (rate of vLLM's request_success_total)."""
     rated_tok_s: float | None = Field(default=None, gt=0)
     """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
+    serving_profile: ServingProfile | None = None
+    """The catalogue's profile of one replica (None: not profiled; sized from the queue)."""
     kv_cache_usage: Metric = MISSING
     """The fullest replica's KV-cache use, 0..1 (vLLM, SGLang)."""
     requests_running: Metric = MISSING

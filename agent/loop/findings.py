@@ -162,12 +162,25 @@ def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]
         found.append(
             Finding(
                 kind="context_below_fit",
-                key=f"context_below_fit:{workload.name}",
+                # The configured context is in the key: told once, and again when it changes.
+                key=f"context_below_fit:{workload.name}:{workload.context_length}",
                 text=f"{workload.name}: {workload.model} is set to {workload.context_length:,} "
-                f"tokens of context; {largest:,} fit on {card.model}",
+                f"tokens of context; {_fitting(workload.context_length, largest)} fit on "
+                f"{card.model} (an advisory: Steward changes no context by itself)",
             )
         )
     return found
+
+
+def _fitting(configured: int, largest: int) -> str:
+    """The standard contexts above `configured` that fit, the two largest named: "262,144 and
+    524,288" (or the largest alone)."""
+    sizes = [largest]
+    step = largest // 2
+    while step > configured and len(sizes) < 2 and step & (step - 1) == 0:
+        sizes.insert(0, step)
+        step //= 2
+    return " and ".join(f"{n:,}" for n in sizes)
 
 
 @lru_cache(maxsize=256)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.loop.assess import is_hot
+from agent.loop.assess import is_hot, zero_due
 from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
@@ -137,7 +137,12 @@ class RulesPlanner:
             what = "render job(s)" if workload.kind == "render" else "request(s)"
             why = f"{depth:g} {what} queued and no replica: back from zero"
             count = sizing.wanted(workload, signal, settings)
+            if signal.slo is not None:
+                count = max(1, signal.slo.need)
+                why = f"{why}; {signal.slo.words}"
             return self._grow(workload, state, cards, why, notes, count=count)
+        if signal.slo is not None:
+            return self._to_slo(workload, signal, state, cards, notes)
         if queued and workload.desired_replicas > 0 and is_hot(signal, settings):
             if sizing.starting(workload, state):
                 notes.append(f"{workload.name}: replicas still starting, waiting for them")
@@ -185,6 +190,61 @@ class RulesPlanner:
                 )
             ]
         return []
+
+    def _to_slo(
+        self,
+        workload: Workload,
+        signal: WorkloadSignals,
+        state: ClusterState,
+        cards: PlanCards,
+        notes: list[str],
+    ) -> list[Action]:
+        """A profiled workload sized by the capacity model (agent.loop.slo_signals): grown to
+        what the forecast and the reactive layer ask (replicas loading count, so nothing is
+        asked twice, and nothing waits for them), given back one replica or more once the rest
+        have covered the forecast for the keep time, to zero after a long enough quiet."""
+        view = signal.slo
+        assert view is not None
+        desired = workload.desired_replicas
+        if view.need > desired:
+            if view.reactive:
+                why = f"reactive: {view.reactive}; {view.words}"
+            else:
+                why = f"sized to the SLO: {view.words}"
+            return self._grow(workload, state, cards, why, notes, count=view.need - desired)
+        if workload.pool in self._held:
+            return []
+        pool = self.settings.pool(workload.pool)
+        if zero_due(signal, self.settings.assess) and pool.min_cards == 0:
+            cards.release(workload.pool, workload.cards)
+            return [
+                ScaleWorkload(
+                    workload=workload.name,
+                    replicas=0,
+                    reason=f"no arrival for {view.quiet_for_s or 0:.0f} s, longer than the keep "
+                    f"time ({view.keep_s:.0f} s) and the usual idle gap (zero after "
+                    f"{view.zero_after_s:.0f} s)",
+                )
+            ]
+        keep = view.release_to
+        if keep is None or keep >= desired:
+            return []
+        per = workload.cards_per_replica
+        floor = -(
+            -max(0, pool.min_cards - (cards.pool(workload.pool) - workload.cards)) // max(per, 1)
+        )
+        keep = max(keep, floor, 1)
+        if keep >= desired:
+            return []
+        cards.release(workload.pool, (desired - keep) * per)
+        return [
+            ScaleWorkload(
+                workload=workload.name,
+                replicas=keep,
+                reason=f"{keep} replica(s) have covered the forecast for the keep time "
+                f"({view.keep_s:.0f} s, the cost of a reload): {view.words}",
+            )
+        ]
 
     def _grow(
         self,
@@ -254,7 +314,8 @@ class RulesPlanner:
             ScaleWorkload(
                 workload=workload.name,
                 replicas=workload.desired_replicas + 1,
-                reason=f"{why}; cards on {node} taken back from lower-priority pools",
+                reason=f"{why}; cards on {node} taken back from lower-priority pools; "
+                + self._eta(workload, state, scale_downs),
             ),
         ]
 
@@ -288,6 +349,28 @@ class RulesPlanner:
             "other than Steward (lifting that cordon needs a person)"
         )
         return []
+
+    def _eta(self, workload: Workload, state: ClusterState, lenders: list[Action]) -> str:
+        """An honest ETA for a workload waiting on lent cards: the lenders' replicas stop
+        admitting and finish what they serve (up to the drain deadline), exit, then it loads."""
+        in_flight = 0.0
+        for action in lenders:
+            lender = state.workload(action.target)
+            if lender is None or not isinstance(action, ScaleWorkload):
+                continue
+            running = lender.requests_running
+            share = (lender.desired_replicas - action.replicas) / max(lender.desired_replicas, 1)
+            if running.usable and running.value is not None:
+                in_flight += running.value * share
+        deadline = self.settings.drain_deadline_s
+        profile = workload.serving_profile
+        load = profile.load_s if profile is not None else None
+        then = f"then {workload.name} loads ({load:g} s)" if load else f"then {workload.name} loads"
+        most = f"; ready in at most {deadline + load:.0f} s" if load else ""
+        return (
+            f"ETA: the lent replica(s) stop admitting and finish their {in_flight:.0f} request(s) "
+            f"in flight (drain deadline {deadline:g} s), exit, {then}{most}"
+        )
 
     def _waiting_above(
         self, workload: Workload, state: ClusterState, cards: PlanCards

@@ -138,8 +138,9 @@ class Context:
         out = {}
         for pool, target in self.policy.slo.items():
             wait = worst.get(pool)
-            if wait is not None and wait > target.queue_wait_s:
-                out[pool] = wait, target.queue_wait_s
+            limit = target.queue_wait_s
+            if wait is not None and limit is not None and wait > limit:
+                out[pool] = wait, limit
         return out
 
     @cached_property
