@@ -31,6 +31,7 @@ from agent.cli import (
     twin,
 )
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from agent.daemon import logs
 from agent.daemon.config import CONFIG_ENV
 from agent.provenance import version_line
 from tools.errors import InvalidInput, StewardError
@@ -91,6 +92,14 @@ def _root(
             help="Print the version and the commit it was built from, and exit.",
         ),
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v",
+            "--verbose",
+            help="Log every field of every event on a terminal (default: one short line each).",
+        ),
+    ] = False,
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -101,6 +110,7 @@ def _root(
     ] = None,
 ) -> None:
     """Steward: an autonomous, policy-guarded agent that manages GPU capacity."""
+    logs.VERBOSE = verbose
 
 
 def main() -> None:

@@ -68,20 +68,54 @@ def measure(
     `cpu_ms`, when given, gets each timed call's CPU time (all the process's threads): on a
     shared machine, what the call itself cost apart from waiting for a core or a disk.
     """
-    for _ in range(warmup):
-        if setup is not None:
-            setup()
-        fn()
-    samples: list[float] = []
-    for _ in range(runs):
-        if setup is not None:
-            setup()
-        start, cpu = time.perf_counter(), time.process_time()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-        if cpu_ms is not None:
-            cpu_ms.append((time.process_time() - cpu) * 1000)
+    progress = RunProgress(name, warmup + runs)
+    try:
+        for _ in range(warmup):
+            if setup is not None:
+                setup()
+            fn()
+            progress.step()
+        samples: list[float] = []
+        for _ in range(runs):
+            if setup is not None:
+                setup()
+            start, cpu = time.perf_counter(), time.process_time()
+            fn()
+            samples.append((time.perf_counter() - start) * 1000)
+            if cpu_ms is not None:
+                cpu_ms.append((time.process_time() - cpu) * 1000)
+            progress.step()
+    finally:
+        progress.done()
     return figures(name, samples)
+
+
+class RunProgress:
+    """`bench NAME: run 12/40` on a terminal's stderr while a benchmark runs; nothing when stderr
+    is not a terminal or the command prints JSON (`--json`). It redraws twice a second, outside
+    the timed calls, so the figures pay for no more than a counter."""
+
+    def __init__(self, name: str, total: int) -> None:
+        from agent.cli.common import err_console
+
+        self.name, self.total, self.count = name, total, 0
+        shown = err_console.is_terminal and "--json" not in sys.argv[1:]
+        self._status = (
+            err_console.status(f"bench {name}: run 0/{total}", refresh_per_second=2)
+            if shown
+            else None
+        )
+        if self._status is not None:
+            self._status.start()
+
+    def step(self) -> None:
+        self.count += 1
+        if self._status is not None:
+            self._status.update(f"bench {self.name}: run {self.count}/{self.total}")
+
+    def done(self) -> None:
+        if self._status is not None:
+            self._status.stop()
 
 
 def figures(name: str, samples_ms: Sequence[float]) -> Figures:

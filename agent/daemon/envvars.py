@@ -41,6 +41,7 @@ OTHER_VARIABLES = frozenset(
         "STEWARD_LLM_SERVER_THREADS",  # scripts/llm-server
         "STEWARD_IMAGE",  # scripts/container
         "STEWARD_BASE_IMAGE",  # scripts/container
+        "STEWARD_VENV",  # .ci/run
     }
 )
 

@@ -62,7 +62,13 @@ class LogNotifier:
     )
     """What the agent tried and could not do, and a planner that failed; a finding is news."""
 
+    LOGGED: frozenset[NoticeKind] = frozenset({"finding_appeared", "finding_cleared"})
+    """Already one line of the loop's log (`finding appeared`, agent/loop/findings.py): a
+    second line for the same event would only repeat it."""
+
     def notify(self, notice: Notice) -> None:
+        if notice.kind in self.LOGGED:
+            return
         emit = log.warning if notice.kind in self.TROUBLE else log.info
         emit(
             notice.kind,

@@ -243,7 +243,11 @@ class FindingsBook:
             # info, not warning: a finding is news, not an error of the agent's (and commands
             # that print JSON filter their log to warnings).
             log.info(
-                f"finding {change.status}", kind=change.finding, key=change.key, text=change.text
+                f"finding {change.status}",
+                kind=change.finding,
+                key=change.key,
+                text=change.text,
+                at=at.isoformat(),
             )
             notices.append(
                 Notice(

@@ -1,5 +1,6 @@
-"""`steward eval` says how far it got while it runs, on a terminal only: its stderr on a pseudo
-terminal shows the cases counted; with --json (or piped) stderr carries no progress at all."""
+"""`steward eval` and `steward bench` say how far they got while they run, on a terminal only:
+their stderr on a pseudo terminal shows the cases (the runs) counted; with --json (or piped)
+stderr carries no progress at all."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ CATEGORY = "preemption"
 
 
 def eval_with_stderr_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    return with_stderr_on_a_terminal("eval", "--category", CATEGORY, *args)
+
+
+def with_stderr_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str]:
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agent.cli", "eval", "--category", CATEGORY, *args],
+        [sys.executable, "-m", "agent.cli", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=follower,
@@ -54,3 +59,14 @@ def test_none_with_json() -> None:
     assert done.returncode in (0, 1), terminal
     assert json.loads(done.stdout)["cases"]
     assert "eval: " not in terminal and "case(s)" not in terminal, terminal
+
+
+def test_bench_progress_on_a_terminal_only() -> None:
+    bench = ("bench", "sim", "--nodes", "200", "--runs", "400")
+    done, terminal = with_stderr_on_a_terminal(*bench)
+    assert done.returncode == 0, terminal
+    assert "bench sim 200x8: run " in terminal, terminal
+    done, terminal = with_stderr_on_a_terminal(*bench, "--json")
+    assert done.returncode == 0, terminal
+    assert json.loads(done.stdout)["runs"] == 400
+    assert "bench sim" not in terminal, terminal
