@@ -86,3 +86,14 @@ def test_bench_sim_prints_its_figures(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
     assert figures["gpus"] == 160 and figures["median_ms"] > 0 and figures["p99_ms"] > 0
+
+
+def test_a_cluster_saved_in_an_older_format_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    SimCluster.from_scenario(steady("gx10", 20)).save(tmp_path)
+    saved = tmp_path / "sim.json"
+    data = json.loads(saved.read_text())
+    data["format"] = 1  # the pooled serving model's
+    saved.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["status", "--json", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "format 1" in result.output and "remove the file" in result.output

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from tools.sim import jobs, lifecycle, metrics, router
 from tools.sim.demand import Generator, Request
 from tools.sim.faults import FaultBook
 from tools.sim.placement import Placer
 from tools.sim.profiles import Profile, WorkloadSpec
-from tools.sim.serving import step
+from tools.sim.serving import COUNT_EPS, step
 from tools.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
@@ -164,30 +165,33 @@ class Engine:
         before = run.series.tokens
         kv_capacity = self.kv_capacity[name]
         if run.queue and run.accepting and run.ready:
-            router.fold_idle(run, t)
             router.dispatch(
-                run, kv_capacity=kv_capacity, context_length=spec.context_length, windows=windows
+                run,
+                t=t,
+                kv_capacity=kv_capacity,
+                context_length=spec.context_length,
+                windows=windows,
             )
-        speed: float | None = None
-        stepped: set[int] = set()
-        copies: dict[int, int] = {}
+        # Only replicas with work step (an idle one costs nothing), and an engine shared by
+        # replicas alike steps once for all of them (tools.sim.router); a terminating replica
+        # drains what it holds, its queue included, and is sent nothing new.
+        busy: dict[int, list[Any]] = {}
         for r in run.replicas:
-            if r.phase == "ready":
-                copies[id(r.server)] = copies.get(id(r.server), 0) + 1
-        for r in run.replicas:
-            # Only replicas with work step (an idle one costs nothing), and an engine shared by
-            # replicas alike steps once for all (tools.sim.router); a terminating replica
-            # drains what it holds, its queue included, and is sent nothing new.
             server = r.server
-            if server.has_work and r.phase in ("ready", "terminating"):
-                if id(server) in stepped:
-                    continue
-                stepped.add(id(server))
-                if speed is None:
-                    speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
+            if (server.in_flight > COUNT_EPS or server.waiting_n > COUNT_EPS) and r.phase in {
+                "ready",
+                "terminating",
+            }:
+                found = busy.get(id(server))
+                if found is None:
+                    busy[id(server)] = [server, 1]
+                else:
+                    found[1] += 1
+        if busy:
+            speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
+            for server, copies in busy.values():
                 step(server, spec.serving, t=t, dt=dt, speed=speed,
-                     kv_capacity=kv_capacity, windows=windows,
-                     copies=copies.get(id(server), 1))  # fmt: skip
+                     kv_capacity=kv_capacity, windows=windows, copies=copies)  # fmt: skip
         run.tokens_total += run.series.tokens - before
 
     def replica_in_flight(self, r: Replica) -> int:

@@ -51,32 +51,41 @@ def _rebind(r: Replica, server: Server) -> None:
     r.server = server
 
 
-def fold_idle(run: WorkloadRun, t: float) -> None:
-    """Fold the ready replicas with nothing to do (and no step running past `t`) into one."""
+def fold_idle(run: WorkloadRun, t: float) -> list[tuple[Server, list[Replica]]]:
+    """Fold the ready replicas with nothing to do (and no step running past `t`) into one;
+    returns the ready replicas' groups then (as `groups`)."""
     idle: Server | None = None
+    found: dict[int, tuple[Server, list[Replica]]] = {}
     for r in run.replicas:
-        if r.phase != "ready" or r.server.has_work or r.server.clock > t:
+        if r.phase != "ready":
             continue
-        if idle is None:
-            idle = r.server
-        elif r.server is not idle:
-            _rebind(r, idle)
-
-
-def shared(r: Replica, replicas: list[Replica]) -> bool:
-    return any(o is not r and o.server is r.server for o in replicas)
+        server = r.server
+        if server.in_flight <= COUNT_EPS and server.waiting_n <= COUNT_EPS and server.clock <= t:
+            if idle is None:
+                idle = server
+            elif server is not idle:
+                _rebind(r, idle)
+                server = idle
+        group = found.get(id(server))
+        if group is None:
+            found[id(server)] = (server, [r])
+        else:
+            group[1].append(r)
+    return list(found.values())
 
 
 def dispatch(
     run: WorkloadRun,
     *,
+    t: float,
     kv_capacity: int,
     context_length: int | None,
     windows: tuple[Window, ...],
 ) -> None:
-    """Route the gateway's queue to the ready replicas; reject what no replica can hold."""
+    """Route the gateway's queue to the ready replicas (idle ones folded first, `fold_idle`);
+    reject what no replica can hold."""
     queue: deque[Request] = run.queue
-    found = groups(run.replicas)
+    found = fold_idle(run, t)
     while queue:
         req = queue.popleft()
         need = req.input_tokens + req.output_tokens
