@@ -46,8 +46,11 @@ def test_a_workload_labelled_sglang_is_written_under_sglangs_names() -> None:
         "sglang:num_running_reqs",
         "sglang:token_usage",
         "sglang:generation_tokens_total",
+        "sglang:prompt_tokens_total",
+        "sglang:num_requests_total",
         *(f"sglang:time_to_first_token_seconds_{p}" for p in ("bucket", "sum", "count")),
         *(f"sglang:queue_time_seconds_{p}" for p in ("bucket", "sum", "count")),
+        *(f"sglang:inter_token_latency_seconds_{p}" for p in ("bucket", "sum", "count")),
     }
     assert {lb["model_name"] for lb in series[("sglang:token_usage", "chat-0")]} == {"llama-3-8b"}
     bounds = [lb["le"] for lb in series[("sglang:time_to_first_token_seconds_bucket", "chat-0")]]

@@ -15,12 +15,12 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from tools.sim import jobs, lifecycle, metrics
+from tools.sim import jobs, lifecycle, metrics, router
 from tools.sim.demand import Generator, Request
 from tools.sim.faults import FaultBook
 from tools.sim.placement import Placer
 from tools.sim.profiles import Profile, WorkloadSpec
-from tools.sim.serving import dispatch, step
+from tools.sim.serving import step
 from tools.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
@@ -164,27 +164,36 @@ class Engine:
         before = run.series.tokens
         kv_capacity = self.kv_capacity[name]
         if run.queue and run.accepting and run.ready:
-            dispatch(
-                run.queue,
-                [r.server for r in run.replicas if r.phase == "ready"],
-                kv_capacity=kv_capacity,
-                context_length=spec.context_length,
-                windows=windows,
+            router.fold_idle(run, t)
+            router.dispatch(
+                run, kv_capacity=kv_capacity, context_length=spec.context_length, windows=windows
             )
         speed: float | None = None
+        stepped: set[int] = set()
+        copies: dict[int, int] = {}
         for r in run.replicas:
-            # Only replicas with work step (an idle one costs nothing); a terminating one
+            if r.phase == "ready":
+                copies[id(r.server)] = copies.get(id(r.server), 0) + 1
+        for r in run.replicas:
+            # Only replicas with work step (an idle one costs nothing), and an engine shared by
+            # replicas alike steps once for all (tools.sim.router); a terminating replica
             # drains what it holds, its queue included, and is sent nothing new.
-            if r.server.has_work and r.phase in ("ready", "terminating"):
+            server = r.server
+            if server.has_work and r.phase in ("ready", "terminating"):
+                if id(server) in stepped:
+                    continue
+                stepped.add(id(server))
                 if speed is None:
                     speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
-                step(r.server, spec.serving, t=t, dt=dt, speed=speed,
-                     kv_capacity=kv_capacity, windows=windows)  # fmt: skip
+                step(server, spec.serving, t=t, dt=dt, speed=speed,
+                     kv_capacity=kv_capacity, windows=windows,
+                     copies=copies.get(id(server), 1))  # fmt: skip
         run.tokens_total += run.series.tokens - before
 
     def replica_in_flight(self, r: Replica) -> int:
-        """Requests one replica holds, running or waiting in its queue."""
-        return r.server.in_flight + r.server.waiting_n
+        """Requests one replica holds, running or waiting in its queue (whole: a replica
+        folded with others holds its share of a cohort, a fraction, tools.sim.router)."""
+        return round(r.server.in_flight + r.server.waiting_n)
 
     def steady_utilization(self, r: Replica) -> float:
         """A ready replica's card share at its first reading: a batch worker's steady load, a
@@ -195,8 +204,10 @@ class Engine:
         return spec.busy_utilization
 
     def replica_busy_s(self, r: Replica) -> float:
-        """Cumulative busy seconds of one replica (a step running, for a serving replica)."""
-        return r.server.busy_s
+        """Cumulative busy seconds of one replica until now (a step running, for a serving
+        replica: a step that runs past now counts up to now)."""
+        server = r.server
+        return server.busy_s - r.busy_offset - max(0.0, server.clock - self.state.t)
 
     def _reroute(self, name: str, run: WorkloadRun) -> None:
         """A workload scaled to zero hands the requests the pool's router sent it to a serving

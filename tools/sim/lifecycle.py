@@ -11,6 +11,7 @@ unless its node comes back first (then it starts again: the process died with th
 
 from __future__ import annotations
 
+from tools.sim.router import detach
 from tools.sim.state import EVICTION_S, SCALE_DOWN_GRACE_S, Replica, WorkloadRun
 from tools.sim.world import World
 
@@ -91,7 +92,8 @@ def terminate(engine: World, run: WorkloadRun, r: Replica, t: float, deadline_s:
         run.replicas.remove(r)
         return
     # It keeps the requests routed to it, running or queued, and drains them (the router
-    # sends it nothing new).
+    # sends it nothing new), on an engine of its own.
+    detach(r)
     serving = r.server.has_work
     r.phase, r.since_s, r.deadline_s = "terminating", t, deadline_s
     recount(run)
@@ -112,6 +114,7 @@ def node_changed(engine: World, node: str, *, lost: bool, t: float) -> None:
     for r in engine.replicas_on(node):
         run = engine.state.workloads[r.workload]
         if lost and r.phase in ("starting", "ready", "terminating"):
+            detach(r)
             aborted = r.server.abort_all()
             run.scrape.aborted += aborted
             run.series.aborted += aborted

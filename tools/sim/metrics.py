@@ -111,13 +111,13 @@ def kv_cache_usage(engine: World, name: str) -> float | None:
     return round(min(1.0, max(used) / capacity), 4)
 
 
-def quantile(values: list[tuple[float, int]], q: float) -> float | None:
+def quantile(values: list[tuple[float, float]], q: float) -> float | None:
     """The `q` quantile of (value, weight) pairs; None if there are none."""
     total = sum(n for _, n in values)
     if total <= 0:
         return None
     rank = q * total
-    seen = 0
+    seen = 0.0
     for value, n in sorted(values):
         seen += n
         if seen >= rank:
@@ -159,7 +159,7 @@ def record_series(engine: World) -> None:
             SeriesRow(
                 t=t,
                 workload=name,
-                queue_depth=waiting_count(run),
+                queue_depth=round(waiting_count(run)),
                 queue_wait_s=_r(wait),
                 ttft_s=_r(w.ttft_sum / w.ttft_n if w.ttft_n else None),
                 utilization=round(util, 3),
@@ -167,9 +167,9 @@ def record_series(engine: World) -> None:
                 tokens_total=round(run.tokens_total, 1),
                 stream_tok_s=_r(w.stream_sum / w.stream_n if w.stream_n else None),
                 ready_replicas=len(ready),
-                completed=w.completed,
-                rejected=w.rejected,
-                aborted=w.aborted,
+                completed=round(w.completed),
+                rejected=round(w.rejected),
+                aborted=round(w.aborted),
             )
         )
         run.last_busy = busy
@@ -195,7 +195,7 @@ def oldest_waiting(run: WorkloadRun) -> float | None:
     return oldest
 
 
-def waiting_count(run: WorkloadRun) -> int:
+def waiting_count(run: WorkloadRun) -> float:
     """Requests waiting to be served: at the gateway and in the replicas' queues."""
     return sum(r.count for r in run.queue) + sum(r.server.waiting_n for r in run.replicas)
 

@@ -45,6 +45,8 @@ KV_WATERMARK = 0.01
 """Share of the KV cache kept free when admitting (vLLM's watermark), so that a request just
 preempted is not admitted again at once."""
 EPS_TOKENS = 1e-6
+COUNT_EPS = 1e-9
+"""Fewer requests than this are none (a cohort's shares are fractions: tools.sim.router)."""
 
 
 @dataclass(slots=True)
@@ -59,7 +61,9 @@ class Flight:
     output_tokens: int
     kv_tokens: int
     """Context the request needs at most (input + output)."""
-    count: int = 1
+    count: float = 1
+    """Requests it stands for: whole, except one replica's share of a cohort spread over
+    replicas folded into one engine (tools.sim.router)."""
     first_token_s: float = -1.0
     input_tokens: int = 0
     generated: int = 0
@@ -75,20 +79,20 @@ class Window:
     tokens: float = 0.0
     prompt_tokens: float = 0.0
     ttft_sum: float = 0.0
-    ttft_n: int = 0
+    ttft_n: float = 0
     wait_sum: float = 0.0
-    wait_n: int = 0
+    wait_n: float = 0
     stream_sum: float = 0.0
-    stream_n: int = 0
-    completed: int = 0
-    rejected: int = 0
-    aborted: int = 0
-    preemptions: int = 0
+    stream_n: float = 0
+    completed: float = 0
+    rejected: float = 0
+    aborted: float = 0
+    preemptions: float = 0
     longest_rejected: int = 0
     """Tokens (input + output) of the longest request rejected for its context."""
-    ttfts: list[tuple[float, int]] = field(default_factory=list)
+    ttfts: list[tuple[float, float]] = field(default_factory=list)
     """(TTFT, requests) since the last reading: its quantiles."""
-    itls: list[tuple[float, int]] = field(default_factory=list)
+    itls: list[tuple[float, float]] = field(default_factory=list)
     """(mean inter-token latency, requests) of the requests finished since the last reading."""
 
     def reset(self) -> None:
@@ -102,12 +106,12 @@ class Window:
     # One method per per-request event, so that a benchmark can keep each request's figures (a
     # subclass in evals/bench/trace), where the exporters only need these sums.
 
-    def admitted(self, wait_s: float, arrival_s: float, count: int) -> None:
+    def admitted(self, wait_s: float, arrival_s: float, count: float) -> None:
         """`count` requests that arrived at `arrival_s` leave the queue after `wait_s`."""
         self.wait_sum += wait_s * count
         self.wait_n += count
 
-    def first_token(self, ttft_s: float, arrival_s: float, count: int) -> None:
+    def first_token(self, ttft_s: float, arrival_s: float, count: float) -> None:
         """`count` requests that arrived at `arrival_s` get their first token after `ttft_s`."""
         self.ttft_sum += ttft_s * count
         self.ttft_n += count
@@ -115,7 +119,12 @@ class Window:
         self.ttfts.append((ttft_s, count))
 
     def finished(
-        self, arrival_s: float, ttft_s: float, itl_s: float | None, output_tokens: int, count: int
+        self,
+        arrival_s: float,
+        ttft_s: float,
+        itl_s: float | None,
+        output_tokens: int,
+        count: float,
     ) -> None:
         """`count` requests that arrived at `arrival_s` completed: their time to first token and
         mean inter-token latency (None for a single-token output: there is no gap to measure)."""
@@ -125,7 +134,7 @@ class Window:
             self.stream_n += count
             self.itls.append((itl_s, count))
 
-    def preempted(self, count: int) -> None:
+    def preempted(self, count: float) -> None:
         """`count` running requests lost their KV cache and go back to be prefilled again."""
         self.preemptions += count
 
@@ -136,7 +145,7 @@ class Server:
 
     waiting: deque[Flight] = field(default_factory=deque)
     """Routed to this replica, not running (a request preempted goes back to the front)."""
-    waiting_n: int = 0
+    waiting_n: float = 0.0
     prefilling: deque[Flight] = field(default_factory=deque)
     """Admitted, prefill not finished: first come, first served."""
     prefill_pending: float = 0.0
@@ -144,9 +153,9 @@ class Server:
     decoding: list[tuple[float, int, Flight]] = field(default_factory=list)
     """Heap of (v at which it finishes, join order, flight); a flight preempted whole has
     count 0 and is dropped when it comes up (the last to join is preempted first)."""
-    in_flight: int = 0
+    in_flight: float = 0.0
     """Requests admitted (prefilling or decoding)."""
-    streams: int = 0
+    streams: float = 0.0
     """Requests decoding."""
     v: float = 0.0
     """Virtual decode clock: steps run with decodes in them (tokens each running request got)."""
@@ -165,15 +174,15 @@ class Server:
 
     @property
     def has_work(self) -> bool:
-        return bool(self.in_flight or self.waiting_n)
+        return self.in_flight > COUNT_EPS or self.waiting_n > COUNT_EPS
 
-    def abort_all(self) -> int:
+    def abort_all(self) -> float:
         """Drop every request, waiting or running; returns how many."""
         n = self.in_flight + self.waiting_n
         self.waiting.clear()
         self.prefilling.clear()
         self.decoding.clear()
-        self.in_flight = self.streams = self.waiting_n = 0
+        self.in_flight = self.streams = self.waiting_n = 0.0
         self.prefill_pending = self.kv_fixed = 0.0
         return n
 
@@ -193,6 +202,11 @@ def decode_step_s(spec: ServingSpec) -> tuple[float, float]:
     return single - c, c
 
 
+def too_long(need: int, kv_capacity: int, context_length: int | None) -> bool:
+    """A request (input + output tokens) no replica can hold: the server refuses it."""
+    return need > kv_capacity or (context_length is not None and need > context_length)
+
+
 def dispatch(
     queue: deque[Request],
     servers: list[Server],
@@ -201,51 +215,39 @@ def dispatch(
     context_length: int | None,
     windows: tuple[Window, ...],
 ) -> None:
-    """Route the gateway's queue to `servers` (ready replicas), least loaded first; reject a
-    request that no replica can hold (longer than its KV cache or context)."""
+    """Route `queue` to `servers`, one engine per replica, least loaded first, whole requests;
+    reject a request that no replica can hold. (The simulator's router, tools.sim.router, also
+    folds replicas alike; this is the plain one.)"""
     while queue:
         req = queue.popleft()
         need = req.input_tokens + req.output_tokens
-        if need > kv_capacity or (context_length is not None and need > context_length):
+        if too_long(need, kv_capacity, context_length):
             for w in windows:
                 w.rejected += req.count
                 w.longest_rejected = max(w.longest_rejected, need)
             continue
-        if req.count == 1 or len(servers) == 1:
-            target = min(servers, key=_load)
-            _enqueue(target, req, req.count, need)
-            continue
-        for server, k in zip(servers, _spread([_load(s) for s in servers], req.count), strict=True):
+        loads = [s.waiting_n + s.in_flight for s in servers]
+        for server, k in zip(servers, _spread(loads, req.count), strict=True):
             if k:
-                _enqueue(server, req, k, need)
+                enqueue(server, req, float(k), need)
 
 
-def _load(server: Server) -> int:
-    return server.waiting_n + server.in_flight
-
-
-def _enqueue(server: Server, req: Request, count: int, need: int) -> None:
+def enqueue(server: Server, req: Request, count: float, need: int) -> None:
+    """`count` of `req`'s requests join the replica's queue."""
     server.waiting.append(
         Flight(req.arrival_s, 0.0, req.output_tokens, need, count, input_tokens=req.input_tokens)
     )
     server.waiting_n += count
 
 
-def _spread(loads: list[int], count: int) -> list[int]:
+def _spread(loads: list[float], count: int) -> list[int]:
     """How many of `count` requests each replica gets, filling the least loaded first."""
-    order = sorted(range(len(loads)), key=lambda i: (loads[i], i))
-    level = loads[order[0]]
-    k = 1  # replicas raised to `level` so far
-    left = count
-    while k < len(order) and (loads[order[k]] - level) * k <= left:
-        left -= (loads[order[k]] - level) * k
-        level = loads[order[k]]
-        k += 1
-    per, extra = divmod(left, k)
     out = [0] * len(loads)
-    for j in range(k):
-        i = order[j]
-        out[i] = level - loads[i] + per + (1 if j < extra else 0)
+    held = list(loads)
+    for _ in range(count):
+        i = min(range(len(held)), key=held.__getitem__)
+        held[i] += 1
+        out[i] += 1
     return out
 
 
@@ -258,8 +260,12 @@ def step(
     speed: float,
     kv_capacity: int,
     windows: tuple[Window, ...],
+    copies: int = 1,
 ) -> None:
-    """Serve for `dt` seconds from `t`; `speed` scales every rate (a degraded TP link)."""
+    """Serve for `dt` seconds from `t`; `speed` scales every rate (a degraded TP link).
+
+    `copies`: the replicas this engine stands for (tools.sim.router); what it reports to
+    `windows` counts for each of them."""
     a, c = decode_step_s(spec)
     a, c = a / speed, c / speed
     prefill_rate = spec.prefill_tok_s * speed
@@ -269,12 +275,12 @@ def step(
     heap = server.decoding
     while now < end:
         if server.waiting:
-            _admit(server, spec, cap, now, windows)
-        n = server.streams
+            _admit(server, spec, cap, now, windows, copies)
+        n = server.streams if server.streams > COUNT_EPS else 0.0
         pend = server.prefill_pending
-        if n == 0 and pend <= EPS_TOKENS:
+        if not n and pend <= EPS_TOKENS:
             break
-        while heap and heap[0][2].count == 0:
+        while heap and heap[0][2].count <= COUNT_EPS:
             heapq.heappop(heap)
         dec = a + c * n if n else 0.0
         room = budget - n
@@ -285,7 +291,7 @@ def step(
             if n:
                 server.v += 1.0
                 for w in windows:
-                    w.tokens += n
+                    w.tokens += n * copies
             server.prefilling[-1].prefill_left = 0.0
             for fl in server.prefilling:
                 fl.prefill_left = 0.0
@@ -307,25 +313,30 @@ def step(
             if n:
                 server.v += h * r
                 for w in windows:
-                    w.tokens += n * h * r
+                    w.tokens += n * h * r * copies
             if q:
                 server.prefilling[0].prefill_left -= h * q
                 server.prefill_pending -= h * q
         server.busy_s += h
         now += h
         while server.prefilling and server.prefilling[0].prefill_left <= EPS_TOKENS:
-            _prefilled(server, now, windows)
+            _prefilled(server, now, windows, copies)
         while heap and heap[0][0] <= server.v + EPS_TOKENS:
-            _finished(server, now, windows)
-        while server.streams and server.kv_used >= cap - EPS_TOKENS:
-            _preempt(server, windows)
+            _finished(server, now, windows, copies)
+        while server.streams > COUNT_EPS and server.kv_used >= cap - EPS_TOKENS:
+            _preempt(server, windows, copies)
         if server.prefill_pending < EPS_TOKENS and not server.prefilling:
             server.prefill_pending = 0.0
     server.clock = now
 
 
-def _admit(
-    server: Server, spec: ServingSpec, cap: float, now: float, windows: tuple[Window, ...]
+def _admit(  # noqa: PLR0917 - one internal call shape
+    server: Server,
+    spec: ServingSpec,
+    cap: float,
+    now: float,
+    windows: tuple[Window, ...],
+    copies: int,
 ) -> None:
     """Admit waiting requests while the KV cache (less the watermark) and the batch have room."""
     limit = cap * (1.0 - KV_WATERMARK)
@@ -333,15 +344,16 @@ def _admit(
         fl = server.waiting[0]
         need = fl.input_tokens + fl.generated
         free = (cap if server.in_flight == 0 else limit) - server.kv_used
-        k = min(fl.count, int(free // need), spec.max_num_seqs - server.in_flight)
-        if k <= 0:
+        k = min(fl.count, free // need, spec.max_num_seqs - server.in_flight)
+        if k <= COUNT_EPS:
             return
-        if k < fl.count:
+        if k < fl.count - COUNT_EPS:
             fl.count -= k
             fl = Flight(fl.arrival_s, 0.0, fl.output_tokens, fl.kv_tokens, k, fl.first_token_s,
                         fl.input_tokens, fl.generated)  # fmt: skip
         else:
             server.waiting.popleft()
+            k = fl.count
         server.waiting_n -= k
         server.in_flight += k
         server.kv_fixed += need * k
@@ -350,10 +362,10 @@ def _admit(
         server.prefilling.append(fl)
         if fl.generated == 0:  # a request preempted was admitted once already
             for w in windows:
-                w.admitted(now - fl.arrival_s, fl.arrival_s, k)
+                w.admitted(now - fl.arrival_s, fl.arrival_s, k * copies)
 
 
-def _prefilled(server: Server, now: float, windows: tuple[Window, ...]) -> None:
+def _prefilled(server: Server, now: float, windows: tuple[Window, ...], copies: int) -> None:
     """The head of the prefill queue is done: its (next) token comes out; it starts decoding."""
     fl = server.prefilling.popleft()
     server.prefill_pending -= fl.prefill_left
@@ -362,17 +374,17 @@ def _prefilled(server: Server, now: float, windows: tuple[Window, ...]) -> None:
     if fl.generated == 0:
         fl.first_token_s = now
         for w in windows:
-            w.first_token(now - fl.arrival_s, fl.arrival_s, fl.count)
-            w.prompt_tokens += fl.input_tokens * fl.count
+            w.first_token(now - fl.arrival_s, fl.arrival_s, fl.count * copies)
+            w.prompt_tokens += fl.input_tokens * fl.count * copies
     else:
         for w in windows:
-            w.tokens += fl.count
+            w.tokens += fl.count * copies
     fl.generated += 1
     rest = fl.output_tokens - fl.generated
     if rest <= 0:
         server.kv_fixed -= need * fl.count
         server.in_flight -= fl.count
-        _report(fl, now, windows)
+        _report(fl, now, windows, copies)
         return
     fl.kv_base = need + 1 - server.v
     server.kv_fixed += (1 - server.v) * fl.count
@@ -381,51 +393,54 @@ def _prefilled(server: Server, now: float, windows: tuple[Window, ...]) -> None:
     heapq.heappush(server.decoding, (server.v + rest, server.seq, fl))
 
 
-def _finished(server: Server, now: float, windows: tuple[Window, ...]) -> None:
+def _finished(server: Server, now: float, windows: tuple[Window, ...], copies: int) -> None:
     v_done, _, fl = heapq.heappop(server.decoding)
-    if fl.count == 0:
+    if fl.count <= COUNT_EPS:
         return
     for w in windows:  # a whole step ran past its last token: those were never made
-        w.tokens -= (server.v - v_done) * fl.count
+        w.tokens -= (server.v - v_done) * fl.count * copies
     server.kv_fixed -= fl.kv_base * fl.count
     server.streams -= fl.count
     server.in_flight -= fl.count
-    _report(fl, now, windows)
+    _report(fl, now, windows, copies)
 
 
-def _report(fl: Flight, now: float, windows: tuple[Window, ...]) -> None:
+def _report(fl: Flight, now: float, windows: tuple[Window, ...], copies: int) -> None:
     ttft = fl.first_token_s - fl.arrival_s
     itl = (now - fl.first_token_s) / (fl.output_tokens - 1) if fl.output_tokens > 1 else None
     for w in windows:
-        w.finished(fl.arrival_s, ttft, itl, fl.output_tokens, fl.count)
+        w.finished(fl.arrival_s, ttft, itl, fl.output_tokens, fl.count * copies)
 
 
-def _preempt(server: Server, windows: tuple[Window, ...]) -> None:
+def _preempt(server: Server, windows: tuple[Window, ...], copies: int) -> None:
     """The KV cache is full: the request admitted last goes back to the front of the queue."""
     if server.prefilling:
         fl = server.prefilling[-1]
+        part = min(1.0, fl.count)
         need = fl.input_tokens + fl.generated
         per = fl.prefill_left / fl.count
-        fl.count -= 1
-        fl.prefill_left -= per
-        server.prefill_pending -= per
-        server.kv_fixed -= need
-        if fl.count == 0:
+        fl.count -= part
+        fl.prefill_left -= per * part
+        server.prefill_pending -= per * part
+        server.kv_fixed -= need * part
+        if fl.count <= COUNT_EPS:
             server.prefilling.pop()
         made = fl.generated
     else:
         # The flight that started decoding last (the heap is small: a scan is cheap, and rare).
-        fl = max((e for e in server.decoding if e[2].count), key=lambda e: e[1])[2]
+        live = (e for e in server.decoding if e[2].count > COUNT_EPS)
+        fl = max(live, key=lambda e: e[1])[2]
+        part = min(1.0, fl.count)
         # Its tokens so far: those it had when it joined, plus one per step since.
         joined_v = fl.input_tokens + fl.generated - fl.kv_base
         made = fl.generated + int(server.v - joined_v + EPS_TOKENS)
-        fl.count -= 1
-        server.kv_fixed -= fl.kv_base
-        server.streams -= 1
-    server.in_flight -= 1
-    back = Flight(fl.arrival_s, 0.0, fl.output_tokens, fl.kv_tokens, 1, fl.first_token_s,
+        fl.count -= part
+        server.kv_fixed -= fl.kv_base * part
+        server.streams -= part
+    server.in_flight -= part
+    back = Flight(fl.arrival_s, 0.0, fl.output_tokens, fl.kv_tokens, part, fl.first_token_s,
                   fl.input_tokens, made)  # fmt: skip
     server.waiting.appendleft(back)
-    server.waiting_n += 1
+    server.waiting_n += part
     for w in windows:
-        w.preempted(1)
+        w.preempted(part * copies)

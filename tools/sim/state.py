@@ -41,7 +41,10 @@ class Replica:
     """terminating: in-flight work still running then is aborted. unreachable: eviction."""
     server: Server = field(default_factory=Server)
     """The replica's engine: its queue, running requests and busy time (tools.sim.serving); a
-    render replica's job (tools.sim.jobs); a batch worker's busy time."""
+    render replica's job (tools.sim.jobs); a batch worker's busy time. Ready replicas alike may
+    share one (tools.sim.router)."""
+    busy_offset: float = 0.0
+    """The replica's busy seconds are its engine's less this (an engine shared since)."""
 
     @property
     def client(self) -> str:

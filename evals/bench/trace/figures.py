@@ -57,13 +57,13 @@ class Figures(BaseModel):
     p99_ms: float
 
 
-def weighted_quantile(samples: Sequence[tuple[float, int]], q: float) -> float | None:
+def weighted_quantile(samples: Sequence[tuple[float, float]], q: float) -> float | None:
     """The `q` quantile of (value, count) samples; None when there are none."""
     total = sum(n for _, n in samples)
     if total <= 0:
         return None
     rank = q * total
-    seen = 0
+    seen = 0.0
     ordered = sorted(samples)
     for value, n in ordered:
         seen += n

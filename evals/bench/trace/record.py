@@ -29,9 +29,9 @@ from tools.sim.serving import Window
 class Sink:
     """Per-request events of the driven workloads: (arrival s, seconds, count)."""
 
-    waits: list[tuple[float, float, int]] = field(default_factory=list)
-    ttfts: list[tuple[float, float, int]] = field(default_factory=list)
-    finished: list[tuple[float, float, float | None, int]] = field(default_factory=list)
+    waits: list[tuple[float, float, float]] = field(default_factory=list)
+    ttfts: list[tuple[float, float, float]] = field(default_factory=list)
+    finished: list[tuple[float, float, float | None, float]] = field(default_factory=list)
     """(arrival s, TTFT s, mean inter-token latency s or None, count) of completed requests."""
 
 
@@ -41,18 +41,18 @@ class RecordingWindow(Window):
 
     sink: Sink | None = None
 
-    def admitted(self, wait_s: float, arrival_s: float, count: int) -> None:
+    def admitted(self, wait_s: float, arrival_s: float, count: float) -> None:
         Window.admitted(self, wait_s, arrival_s, count)
         if self.sink is not None:
             self.sink.waits.append((arrival_s, wait_s, count))
 
-    def first_token(self, ttft_s: float, arrival_s: float, count: int) -> None:
+    def first_token(self, ttft_s: float, arrival_s: float, count: float) -> None:
         Window.first_token(self, ttft_s, arrival_s, count)
         if self.sink is not None:
             self.sink.ttfts.append((arrival_s, ttft_s, count))
 
     def finished(
-        self, arrival_s: float, ttft_s: float, itl_s: float | None, output_tokens: int, count: int
+        self, arrival_s: float, ttft_s: float, itl_s: float | None, output_tokens: int, count: float
     ) -> None:
         Window.finished(self, arrival_s, ttft_s, itl_s, output_tokens, count)
         if self.sink is not None:

@@ -438,8 +438,8 @@ def _sample(series: Series, sim: SimCluster, names: tuple[str, ...], demand: flo
 
 def _per_minute(series: Series, sink: Sink, prep: Prepared) -> None:
     minutes = math.ceil((prep.setup.duration_s + TAIL_S) / 60)
-    ttft: list[list[tuple[float, int]]] = [[] for _ in range(minutes)]
-    itl: list[list[tuple[float, int]]] = [[] for _ in range(minutes)]
+    ttft: list[list[tuple[float, float]]] = [[] for _ in range(minutes)]
+    itl: list[list[tuple[float, float]]] = [[] for _ in range(minutes)]
     for a, v, n in sink.waits if prep.jobs else sink.ttfts:
         ttft[min(minutes - 1, int(a // 60))].append((v, n))
     for a, _, gap, n in sink.finished:
@@ -476,7 +476,7 @@ def _figures(prep: Prepared, sim: SimCluster, m: _Measured) -> fig.Figures:
         )  # fmt: skip
     gaps = [(gap, n) for a, _, gap, n in sink.finished if a < window and gap is not None]
 
-    def share(ok: int) -> float:
+    def share(ok: float) -> float:
         return round(min(1.0, ok / wanted), 5) if wanted > 0 else 1.0
 
     served = sum(n for _, _, n in waits)
@@ -495,9 +495,9 @@ def _figures(prep: Prepared, sim: SimCluster, m: _Measured) -> fig.Figures:
         energy_kwh=round(meter.joules / 3.6e6, 4),
         scaling_actions=sum(len(c) for c in m.changes.values()),
         reversals=sum(fig.reversals(c) for c in m.changes.values()),
-        dropped=max(0, wanted - served),
-        aborted=aborted,
-        rejected=rejected,
+        dropped=round(max(0, wanted - served)),
+        aborted=round(aborted),
+        rejected=round(rejected),
         from_zero_wait_p99_s=fig.rounded(fig.weighted_quantile(from_zero, 0.99)),
         median_ms=median_ms,
         p99_ms=p99_ms,
