@@ -43,7 +43,7 @@ def table(figures: dict[str, object]) -> list[str]:
             f"| {_pct(f['ttft_attainment'])} | {_pct(f['itl_attainment'])} "
             f"| {_num(f['gpu_hours'])} ({_num(glo)}-{_num(ghi)}) | {_num(f['ratio_to_bound'])} "
             f"| {_num(f['scaling_actions'], 1)} | {_num(f['reversals'], 1)} "
-            f"| {f['meets_target_seeds']}/{f['seeds']} | {f['knob']} |"
+            f"| {f['meets_target_seeds']}/{f['seeds']} | {f['knob'] or '(policy, untuned)'} |"
         )
     return rows
 
