@@ -77,7 +77,14 @@ def load(data_dir: Path) -> Saved | None:
     if not target.exists():
         return None
     try:
-        return _ADAPTER.validate_json(target.read_bytes())
+        text = target.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(
+            f"{target}: the simulated cluster cannot be read ({exc.strerror}); move it away "
+            "(restore it from a backup if the data dir has a history)"
+        ) from exc
+    try:
+        return _ADAPTER.validate_json(text)
     except ValidationError as exc:
         raise InvalidInput(
             f"{target}: not a simulated cluster this version can read ({exc.error_count()} "
