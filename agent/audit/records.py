@@ -42,6 +42,7 @@ Kind = Literal[
     "interrupted",
     "mode_step",
     "finding",
+    "deliberation",
 ]
 KINDS: tuple[Kind, ...] = (
     "startup",
@@ -54,6 +55,7 @@ KINDS: tuple[Kind, ...] = (
     "interrupted",
     "mode_step",
     "finding",
+    "deliberation",
 )
 
 DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
@@ -231,6 +233,7 @@ FindingKind = Literal[
     "stale_metrics",
     "unschedulable",
     "context_below_fit",
+    "cordoned_capacity",
 ]
 
 
@@ -309,6 +312,36 @@ class Fallback(_Payload):
     reason: str = Field(min_length=1)
 
 
+class DeliberationRecord(_Payload):
+    """A question deliberated by the model beside the loop, and what became of its answer:
+    `planned` (the model's plan went to the guard on a fresh observation), `fallback` (the model
+    failed or missed its deadline: the rules' actions went instead) or `superseded` (the world
+    changed meanwhile: the premise no longer held, nothing ran). The transcript is stored once
+    beside the log (agent/audit/transcripts.py), named by `transcript_digest`."""
+
+    kind: Literal["deliberation"] = "deliberation"
+    decision_id: DecisionId
+    question: str = Field(min_length=1)
+    """The question's kind, e.g. rotation."""
+    premise: str = Field(min_length=1)
+    """The question's key: the situation asked about."""
+    asked_at: datetime
+    """The observation the question was asked on."""
+    judged_at: datetime | None = None
+    """The fresh observation the answer was judged on."""
+    outcome: Literal["planned", "fallback", "superseded"]
+    planner: str = "llm"
+    model: str | None = None
+    reason: str = ""
+    actions: tuple[Action, ...] = ()
+    """What the model proposed (or the rules, on a fallback)."""
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0)
+    tools_called: tuple[str, ...] = ()
+    transcript_digest: Digest | None = None
+
+
 class Interrupted(_Payload):
     """An intent that never got its outcome (the process died in between); found at start."""
 
@@ -353,7 +386,8 @@ Payload = Annotated[
     | Interrupted
     | ModeStep
     | Startup
-    | FindingChange,
+    | FindingChange
+    | DeliberationRecord,
     Field(discriminator="kind"),
 ]
 PAYLOAD_ADAPTER: TypeAdapter[Payload] = TypeAdapter(Payload)

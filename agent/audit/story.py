@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent.audit.records import (
     ApprovalRecord,
+    DeliberationRecord,
     DryRunPlan,
     Execution,
     Fallback,
@@ -84,6 +85,8 @@ class Story(BaseModel):
     verification: tuple[Check, ...] = ()
     mode_steps: tuple[str, ...] = ()
     """The mode rotation's journal steps, when the decision rotated a mode."""
+    deliberations: tuple[str, ...] = ()
+    """The model's deliberation behind the plan, when the plan came from one."""
     error: str | None = None
     closed_at: datetime | None = None
 
@@ -99,6 +102,7 @@ class _Trail:
         self.approvals: dict[int, list[str]] = {}
         self.fallbacks: list[str] = []
         self.steps: list[str] = []
+        self.deliberations: list[str] = []
         self.outcome: Outcome | None = None
         self.closed: Record | None = None
         self.execution: Execution | None = None
@@ -121,6 +125,8 @@ class _Trail:
                 self.steps.append(
                     f"rotation {p.rotation_id}{mode}: {p.step} {p.status} ({r.time:%H:%M:%S})"
                 )
+            elif isinstance(p, DeliberationRecord):
+                self.deliberations.append(deliberation_line(p))
             elif isinstance(p, Outcome | Interrupted):
                 self.outcome = p if isinstance(p, Outcome) else None
                 self.closed = r
@@ -199,6 +205,7 @@ def explain(records: Sequence[Record]) -> Story:
         actions=tuple(_action_story(i, p, trail) for i, p in enumerate(decision.proposals)),
         verification=trail.outcome.verification if trail.outcome else (),
         mode_steps=tuple(trail.steps),
+        deliberations=tuple(trail.deliberations),
         error=trail.error(),
         closed_at=trail.closed.time if trail.closed else None,
     )
@@ -216,6 +223,7 @@ def render(story: Story) -> str:
         *_signal_lines(story.signals),
         f"Planned by: {by}.",
         *(f"Fallback: {f}." for f in story.fallbacks),
+        *(f"Deliberated: {d}" for d in story.deliberations),
     ]
     if story.rationale:
         lines.append(f"Why: {story.rationale}")
@@ -278,6 +286,15 @@ def _ending(story: Story) -> str:
     return text + (f" — {story.error}." if story.error else ".")
 
 
+def deliberation_line(p: DeliberationRecord) -> str:
+    """One deliberation in a line: the question, what became of the answer, the transcript."""
+    by = p.planner + (f"/{p.model}" if p.model else "")
+    acts = "; ".join(a.describe() for a in p.actions) or "nothing"
+    why = f" — {p.reason}" if p.reason else ""
+    told = f"; transcript {p.transcript_digest[:12]}" if p.transcript_digest else ""
+    return f"{p.question} {p.premise} by {by}: {p.outcome}, proposed {acts}{why}{told}"
+
+
 def summary(record: Record) -> str:
     """One line saying what a record holds (for `steward audit show`)."""
     p = record.payload
@@ -306,6 +323,8 @@ def summary(record: Record) -> str:
         return f"finding {p.status}: {p.finding} {p.key}" + (f" — {p.text}" if p.text else "")
     if isinstance(p, Fallback):
         return f"{p.from_planner} planner failed, {p.to_planner} decided: {p.reason}"
+    if isinstance(p, DeliberationRecord):
+        return deliberation_line(p)
     if isinstance(p, Interrupted):
         return f"intent seq {p.intent_seq} never got an outcome: {p.reason}"
     if isinstance(p, ModeStep):

@@ -34,7 +34,7 @@ from tools.model import ClusterState
 
 USAGE = (
     "status · plan · why ID · pending · approve ID · deny ID REASON · pause [REASON] · "
-    "resume · mode split|cluster"
+    "resume · mode split|cluster · ask QUESTION"
 )
 STEERING = ("approve", "deny", "pause", "resume", "mode")
 
@@ -75,8 +75,11 @@ class Desk:
         plan: Callable[[], dict[str, object]],
         rotations: Rotations | None,
         now: Callable[[], datetime] | None = None,
+        ask: Callable[[str], Reply] | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.ask = ask
+        """Answers a question with the model's read-only tools (agent/chatops/questions.py)."""
         self.policy = policy
         self.observe = observe
         self.now = now
@@ -127,6 +130,10 @@ class Desk:
             return self.resume(user)
         if verb == "mode" and len(args) == 1:
             return self.mode(args[0], user)
+        if self.ask is not None and args and verb not in STEERING:
+            # `/steward ask …`, or a mention that is a question (`@steward why is …?`): what
+            # no command above took.
+            return self.ask(" ".join(args if verb == "ask" else [verb, *args]))
         return Reply(f"usage: /steward {USAGE}", ephemeral=verb != "help")
 
     # -- asking -----------------------------------------------------------------------------------

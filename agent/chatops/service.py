@@ -25,7 +25,7 @@ from tenacity import Retrying, retry_if_exception_type, wait_exponential
 
 from agent.chatops.app import EVENTS_PATH, build_app, events_handler
 from agent.chatops.courier import Courier
-from agent.chatops.desk import Desk
+from agent.chatops.desk import Desk, Reply
 from agent.chatops.notifier import SlackNotifier
 from agent.chatops.settings import SlackSettings, load_secrets
 from agent.chatops.store import ChatopsStore
@@ -101,6 +101,7 @@ class SlackService:
         then: Notifier | None = None,
         environ: Mapping[str, str] | None = None,
         now: Callable[[], datetime] | None = None,
+        ask: Callable[[str], Reply] | None = None,
     ) -> SlackService:
         """Everything of chat-ops, started; InvalidInput when a secret or the channel is missing."""
         secrets = load_secrets(settings, environ)
@@ -109,8 +110,10 @@ class SlackService:
         courier = Courier(settings, client, store, data_dir)
         notifier = SlackNotifier(store, courier.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
-        desk = Desk(data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now)
-        app = build_app(settings, secrets, client, desk, store)
+        desk = Desk(
+            data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now, ask=ask
+        )
+        app = build_app(settings, secrets, client, desk, store, web_api_up=courier.reachable)
         stopping = threading.Event()
         socket = None
         connecting = None
@@ -189,6 +192,7 @@ def start_for_daemon(
     """Chat-ops for `steward run`: status and approvals observe the cluster as `steward status`
     and `steward approve` do (the composition root opens it); plan is `steward plan`'s dry run.
     Notifications go to Slack when `notifiers` lists slack, and to the log when it lists log."""
+    from agent.chatops.questions import asker_for
     from agent.daemon.compose import assess_settings, dry_run, open_backend
 
     where = runtime.data_dir
@@ -208,6 +212,7 @@ def start_for_daemon(
         telemetry=telemetry,
         then=runtime.notifier if "log" in config.notifiers else None,
         now=runtime.parts.clock.now,  # answers at the cluster's time, not its last save's
+        ask=asker_for(config, runtime),
     )
     if "slack" in config.notifiers:
         runtime.notifier = service.notifier

@@ -44,6 +44,7 @@ from agent.cli.common import (
     decision_id_arg,
     emit_json,
     fail,
+    readable_data_dir,
 )
 from tools.actions import RotateMode, ScaleWorkload
 from tools.errors import InvalidInput
@@ -68,7 +69,7 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 def _open(data: Path | None) -> AuditLog:
     try:
-        return AuditLog.open(data_dir(data), readonly=True)
+        return AuditLog.open(readable_data_dir(data), readonly=True)
     except AuditError as exc:
         fail(str(exc))
 
@@ -93,7 +94,7 @@ def verify(
     except InvalidInput as exc:
         fail(str(exc))
     try:
-        opened = AuditLog.open(data_dir(data), readonly=True)
+        opened = AuditLog.open(readable_data_dir(data), readonly=True)
     except (LogLost, LogDamaged) as exc:  # a log lost or damaged where one was written
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_CHECK_FAILED) from None

@@ -48,10 +48,11 @@ from agent.daemon.telemetry import Telemetry
 from agent.daemon.threads import DecisionThreads, config, decision_of
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
+from agent.loop.deliberation import Deliberations
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
 from agent.loop.state import Decision, Memory
-from agent.planners.base import Planner, ReadsHistory
+from agent.planners.base import Deliberator, Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
@@ -139,6 +140,12 @@ class Runtime:
             catch_up(parts, audit.last_time())
             inbox = Inbox.open(data_dir)
             opened.append(inbox)
+            # A model never plans inside the tick: it deliberates questions of judgment beside
+            # the loop, and the rules plan every tick (agent/loop/deliberation.py).
+            deliberations = None
+            if isinstance(planner, Deliberator):
+                deliberations = Deliberations(planner, data_dir, deadline_s=_deadline_of(planner))
+                planner = rules
             ctx = LoopContext(
                 cluster=parts.cluster(fence),
                 policy=policy,
@@ -147,17 +154,20 @@ class Runtime:
                 settings=settings,
                 planner=planner or rules,
                 fallback=rules,
+                deliberations=deliberations,
                 telemetry=telemetry or Telemetry(),
                 notifier=HeadStamped(notifier or LogNotifier(), audit.outside_head),
                 rotate=rotate,
                 clock=LoopClock(parts.clock),
                 parts=parts,
                 persist=lambda: parts.save(data_dir),
+                leading=leadership.leading,
             )
             ctx.telemetry.audit_head = audit.head
             ctx.telemetry.audit_outside_head = audit.outside_head
-            if isinstance(ctx.planner, ReadsHistory) and ctx.planner.history is None:
-                ctx.planner.history = ctx.recent_history
+            for reader in (ctx.planner, deliberations.model if deliberations else None):
+                if isinstance(reader, ReadsHistory) and reader.history is None:
+                    reader.history = ctx.recent_history
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
             for part in reversed(opened):  # a half-opened loop leaves no writer lock behind
@@ -279,6 +289,9 @@ class Runtime:
         What the ticks did is summed up as they go (an unbounded run keeps no list of them);
         `on_tick` sees each report (the CLI's progress line)."""
         self.ctx.telemetry.interval_s = interval_s if speed == 0 else interval_s / speed
+        if self.ctx.deliberations is not None and speed == 0:
+            # Flat out on a simulated clock: the world waits for the model (reproducible runs).
+            self.ctx.deliberations.wait = True
         summary = RunSummary()
         while not self.stop.is_set() and (ticks is None or summary.ticks < ticks):
             started = time.monotonic()
@@ -313,6 +326,7 @@ class Runtime:
         # had started goes on to its end, as stopping a drain half-way would leave it worse.
         paused = pause.read(self.data_dir)
         resumed = self.threads.continue_long_actions() + (() if paused else self.resume_answered())
+        resumed += self.judge_deliberated()
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self.threads.failed)
@@ -360,6 +374,28 @@ class Runtime:
             self.announcer.tick(paused=paused, at=self.clock.now())
         return report
 
+    def judge_deliberated(self) -> tuple[str, ...]:
+        """Run each deliberation's answer that came since the last tick as a decision of its
+        own: judged by the guard on a fresh observation, superseded if its premise is gone."""
+        if self.ctx.deliberations is None:
+            return ()
+        done: list[str] = []
+        for answer in self.ctx.deliberations.finished():
+            thread = answer.deliberation_id
+            self.ctx.held = self.threads.held()
+            given = Decision(decision_id=thread, tick=self.tick_no, deliberation=answer)
+            try:
+                result = self.threads.invoke(thread, given)
+            except TemporaryError as exc:
+                log.warning("a deliberation's answer could not be judged now; it goes on next "
+                            "tick", decision=thread, error=str(exc))  # fmt: skip
+                self.threads.failed.append(thread)
+                continue
+            if result is not None:
+                self.threads.finish(thread, result)
+            done.append(thread)
+        return tuple(done)
+
     def _stand_by(self, started: float) -> TickReport:
         """A standby's tick: observe (so it is ready, and /healthz says so), decide nothing."""
         self.tick_no += 1
@@ -406,3 +442,10 @@ class Runtime:
     def open_threads(self) -> list[str]:
         """Graph threads still in the checkpoints: killed mid-way or waiting for a human."""
         return self.threads.open_threads()
+
+
+def _deadline_of(model: Deliberator) -> float:
+    """The model's own deadline for one decision (its settings'), 240 s when it has none."""
+    settings = getattr(model, "settings", None)
+    deadline = getattr(settings, "deadline_s", None)
+    return float(deadline) if isinstance(deadline, int | float) else 240.0

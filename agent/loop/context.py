@@ -21,6 +21,7 @@ from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
 from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
+from agent.loop.deliberation import Deliberations
 from agent.loop.findings import FindingsBook
 from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
@@ -87,12 +88,19 @@ class LoopContext:
     planner_resting_until: datetime | None = None
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
     planner_failure: str = ""
+    leading: Callable[[], bool] = lambda: True
+    """Whether this replica leads now (agent.daemon.leader): the model is asked only while
+    it does — a replica that lost the lead mid-tick decides nothing, and spends no tokens."""
     memory: Memory = field(default_factory=Memory)
     """What the loop remembers between ticks. Assess, guard and record update it (loop-level
     soft state, not the decision's: it stays out of the checkpoints and is saved by the runtime
     to the data dir)."""
     _snapshots: dict[str, ClusterState] = field(default_factory=dict)
     _findings: FindingsBook | None = None
+
+    deliberations: Deliberations | None = None
+    """Where questions of judgment go when a model is configured (agent/loop/deliberation.py);
+    None: the rules decide them inside the tick, as every routine decision."""
 
     held: frozenset[str] = frozenset()
     """Workloads and nodes a long action of an earlier decision still holds (a drain, a

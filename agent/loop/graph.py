@@ -35,15 +35,23 @@ Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 
 
 def after_assess(d: Decision) -> str:
-    """Plan only when assess found something to decide; otherwise the tick ends here."""
-    return "plan" if d.signals is not None and d.signals.needs_decision else END
+    """Plan only when assess found something to decide or an anomaly to deliberate; otherwise
+    the tick ends here."""
+    if d.deliberation is not None:
+        return "plan"  # a deliberation's answer is judged (or superseded) whatever else is seen
+    signals = d.signals
+    if signals is None:
+        return END
+    # An anomaly no rule fixes is a question for a model, when one deliberates (questions.py).
+    judged = signals.shared_card_anomalies or signals.degraded_links
+    return "plan" if signals.needs_decision or judged else END
 
 
 def after_plan(d: Decision) -> str:
     """An empty plan has nothing to judge; a fresh planner failure is still written to the log."""
     if d.plan is not None and d.plan.actions:
         return "guard"
-    return "record" if d.fallback_fresh else END
+    return "record" if d.fallback_fresh or d.deliberation is not None else END
 
 
 def after_guard(d: Decision) -> str:

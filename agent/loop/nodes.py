@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from langgraph.types import interrupt
@@ -25,6 +25,7 @@ from agent.audit import (
     ActionOutcome,
     ApprovalRecord,
     Check,
+    DeliberationRecord,
     Execution,
     Fallback,
     GateVerdict,
@@ -42,12 +43,14 @@ from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
 from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
-from agent.loop.state import Decision, Memory
+from agent.loop.questions import split
+from agent.loop.state import Decision, Deliberated, Memory
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from policies.engine import judge
-from tools.actions import RotateMode
+from tools.actions import Plan, RotateMode, joined_notes
 from tools.approval import Approval
+from tools.model import ClusterState
 
 Update = dict[str, Any]
 PLANNER_REST = timedelta(minutes=5)
@@ -75,11 +78,20 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("plan")
     state = ctx.snapshot(d.decision_id)
     assert d.signals is not None, "plan runs only after assess"
+    if d.deliberation is not None:
+        return _judge_answer(d, ctx, state, d.deliberation)
+    if ctx.deliberations is not None:
+        return _fast_path(d, ctx, state)
     started = time.perf_counter()
     reason: str | None = None
     fresh, asked = False, False
     now = state.observed_at
     resting = ctx.planner_resting_until
+    if ctx.planner is not ctx.fallback and not ctx.leading():
+        # The lead was lost since this tick began: no model call (its plan could not run).
+        log.info("not leading: the planner is not asked", decision=d.decision_id)
+        idle = Plan(rationale="this replica does not lead now", planner=ctx.planner.name)
+        return {"plan": idle, "fallback_reason": None, "fallback_fresh": False, "stage": "guard"}
     if ctx.planner is not ctx.fallback and resting is not None and now < resting:
         # The planner failed lately: the rules decide without waiting on it again.
         reason = (
@@ -105,6 +117,8 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         ctx.telemetry.planner_report(report)
         log.info("planner", decision=d.decision_id, **report.model_dump(mode="json"))
     proposed = hold_back(proposed, d, ctx, state.observed_at)
+    if proposed.planner == ctx.fallback.name and proposed.actions:
+        proposed = _said_rules_decide(proposed, state, d, ctx)
     return {
         "plan": proposed,
         "fallback_reason": reason,
@@ -112,6 +126,86 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         "planner_ms": round(elapsed * 1000, 3),
         "stage": "guard",
     }
+
+
+def _said_rules_decide(proposed: Plan, state: ClusterState, d: Decision, ctx: LoopContext) -> Plan:
+    """Without a model the rules decide the questions of judgment too; the rationale says so."""
+    assert d.signals is not None
+    asked = [q for q in split(proposed, state, d.signals, ctx.policy).questions if q.rules_actions]
+    if not asked:
+        return proposed
+    note = "; ".join(f"{q.kind} decided by the rules (no model deliberates)" for q in asked)
+    return proposed.model_copy(update={"rationale": joined_notes([proposed.rationale, note])})
+
+
+def _fast_path(d: Decision, ctx: LoopContext, state: ClusterState) -> Update:
+    """The rules decide the routine part now; each question of judgment goes to the model,
+    beside the loop (agent/loop/deliberation.py), and its actions wait for its answer."""
+    assert d.signals is not None and ctx.deliberations is not None
+    started = time.perf_counter()
+    rules = ctx.fallback.plan(state, d.signals)
+    parts = split(rules, state, d.signals, ctx.policy)
+    ctx.deliberations.forget_gone({q.key for q in parts.questions})
+    notes: list[str] = []
+    for q in parts.questions:
+        started_id = None if d.dry_run else ctx.deliberations.ask(q, state, d.signals)
+        if started_id is not None:
+            notes.append(f"{q.line()} handed to the model (deliberation {started_id})")
+    proposed = parts.routine
+    if notes:
+        proposed = proposed.model_copy(
+            update={"rationale": joined_notes([proposed.rationale, *notes])}
+        )
+    elapsed = time.perf_counter() - started
+    ctx.telemetry.planner_seconds.labels(planner=ctx.fallback.name).observe(elapsed)
+    return {
+        "plan": hold_back(proposed, d, ctx, state.observed_at),
+        "planner_ms": round(elapsed * 1000, 3),
+        "stage": "guard",
+    }
+
+
+def _judge_answer(d: Decision, ctx: LoopContext, state: ClusterState, asked: Deliberated) -> Update:
+    """A deliberation's answer, on this decision's fresh observation: superseded when its
+    premise is gone; else the model's plan, or the rules' actions for the question when the
+    model failed, goes to the guard like any plan."""
+    assert d.signals is not None
+    rules = ctx.fallback.plan(state, d.signals)
+    now = {q.key: q for q in split(rules, state, d.signals, ctx.policy).questions}
+    current = now.get(asked.question.key)
+    # The deliberation goes into the log now, whatever follows (a wait for approval too);
+    # once: the node runs again from its first line after a restart.
+    logged = any(r.kind == "deliberation" for r in ctx.audit.decision(d.decision_id))
+    if current is None:
+        log.info("deliberation superseded", decision=d.decision_id, premise=asked.question.key)
+        if not logged:
+            ctx.audit.append(_deliberation_record(asked, state.observed_at, "superseded"))
+        return {"plan": None, "superseded": True, "stage": "record"}
+    if asked.plan is not None:
+        proposed = asked.plan
+        reason = None
+    else:
+        reason = asked.fallback_reason or "the model gave no plan"
+        proposed = Plan(
+            actions=current.rules_actions,
+            rationale=f"{current.line()}: the model failed ({reason}); the rules decide",
+            planner=ctx.fallback.name,
+        )
+        ctx.telemetry.fallbacks.labels(planner=asked_planner(ctx)).inc()
+    if not logged:
+        outcome: Literal["planned", "fallback"] = "planned" if reason is None else "fallback"
+        ctx.audit.append(_deliberation_record(asked, state.observed_at, outcome, proposed))
+    return {
+        "plan": hold_back(proposed, d, ctx, state.observed_at),
+        "fallback_reason": reason,
+        "fallback_fresh": reason is not None,
+        "stage": "guard",
+    }
+
+
+def asked_planner(ctx: LoopContext) -> str:
+    """The name of the planner that deliberates (the model's), for the log and /metrics."""
+    return ctx.deliberations.model.name if ctx.deliberations is not None else ctx.planner.name
 
 
 def guard(d: Decision, ctx: LoopContext) -> Update:
@@ -125,10 +219,14 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     for decision, count in Counter(v.decision for v in verdicts).items():
         ctx.telemetry.decisions.labels(verdict=decision).inc(count)
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
+    refused = [v for v in judgement.verdicts if v.decision == "deny"]
+    # The actions of one plan go together (a preemption is a scale-down and the scale-up it
+    # frees cards for): one denied for a rule that passes later (a cooldown) is retried then,
+    # and its partners with it rather than held the full DENIED_HOLD_S.
+    retry = max((v.retry_at for v in refused if v.retry_at is not None), default=None)
     denied = {
-        hold_key(v.action, state): hold_until(state.observed_at, v.retry_at)
-        for v in judgement.verdicts
-        if v.decision == "deny"
+        hold_key(v.action, state): hold_until(state.observed_at, v.retry_at or retry)
+        for v in refused
     }
     if denied:
         kept = denied_recently(ctx.memory, state.observed_at)
@@ -306,12 +404,14 @@ def record(d: Decision, ctx: LoopContext) -> Update:
     ctx.maybe_crash("record")
     earlier = ctx.audit.decision(d.decision_id)
     kinds = {r.kind for r in earlier}
+    asked = d.deliberation
+    failed_planner = asked_planner(ctx) if asked is not None else ctx.planner.name
     if d.fallback_reason and "fallback" not in kinds:
         ctx.audit.append(
             Fallback(
                 decision_id=d.decision_id,
-                from_planner=ctx.planner.name,
-                model=getattr(ctx.planner, "model", None),
+                from_planner=failed_planner,
+                model=asked.model if asked is not None else getattr(ctx.planner, "model", None),
                 reason=d.fallback_reason,
             )
         )
@@ -320,11 +420,13 @@ def record(d: Decision, ctx: LoopContext) -> Update:
                 Notice(
                     kind="planner_fallback",
                     decision_id=d.decision_id,
-                    text=f"the {ctx.planner.name} planner failed ({d.fallback_reason}); the "
+                    text=f"the {failed_planner} planner failed ({d.fallback_reason}); the "
                     "rules planner decided",
                     at=d.observed_at,
                 )
             )
+    if asked is not None and asked.question.kind == "rotation":
+        ctx.memory = restart_mode_dwell(ctx.memory, d.observed_at)
     if "intent" in kinds and not kinds & {"outcome", "interrupted"}:
         error = "interrupted mid-act by a restart; reconciled" if d.reconciled else None
         ctx.audit.write_outcome(
@@ -339,6 +441,37 @@ def record(d: Decision, ctx: LoopContext) -> Update:
     if any(isinstance(v.action, RotateMode) for v in d.verdicts):
         ctx.memory = restart_mode_dwell(ctx.memory, d.observed_at)
     return {"recorded": True, "stage": "done"}
+
+
+def _deliberation_record(
+    asked: Deliberated,
+    judged_at: datetime,
+    outcome: Literal["planned", "fallback", "superseded"],
+    went: Plan | None = None,
+) -> DeliberationRecord:
+    if outcome == "superseded":
+        reason = "the world changed meanwhile: its premise no longer held; nothing of it ran"
+    else:
+        reason = asked.fallback_reason or (asked.plan.rationale if asked.plan else "")
+    shown = asked.plan.actions if asked.plan is not None else ()
+    if outcome == "fallback" and went is not None:
+        shown = went.actions
+    return DeliberationRecord(
+        decision_id=asked.deliberation_id,
+        question=asked.question.kind,
+        premise=asked.question.key,
+        asked_at=asked.asked_at,
+        judged_at=judged_at,
+        outcome=outcome,
+        model=asked.model,
+        reason=reason[:2000],
+        actions=shown,
+        prompt_tokens=asked.prompt_tokens,
+        completion_tokens=asked.completion_tokens,
+        latency_s=asked.latency_s,
+        tools_called=asked.tools_called,
+        transcript_digest=asked.transcript_digest,
+    )
 
 
 def restart_mode_dwell(memory: Memory, at: datetime | None) -> Memory:

@@ -18,8 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
+from agent.capacity.forecast import Forecast, Holt, Misses
+from agent.capacity.windows import Quiet, Windows
 from policies.judgement import Verdict
-from tools.actions import Plan
+from tools.actions import Action, Plan
 from tools.approval import Approval
 from tools.model import WorkloadKind
 
@@ -28,6 +30,37 @@ Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify"
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SloView(_Model):
+    """What the capacity model makes of one profiled workload against its pool's SLO: the
+    replicas it needs and why, what the reactive layer saw, and whether one fewer (or zero)
+    pays. Built by assess (agent.loop.slo_signals), read by the rules planner."""
+
+    need: int
+    """Replicas the sizing asks for (agent.capacity.sizing), the reactive layer's deficit
+    included."""
+    sized: int
+    """What the forecast and the queueing rule alone ask for."""
+    terms: dict[str, int] = {}
+    deciding: str = ""
+    words: str = ""
+    """The forecast, the capacity model and the sizing terms, in plain words."""
+    forecast: Forecast | None = None
+    reactive: str = ""
+    """Why the reactive layer added replicas now ("" when it did not)."""
+    release_to: int | None = None
+    """Replicas to keep when one fewer (or more) has been unneeded for the keep time."""
+    keep_s: float = 0.0
+    quiet_for_s: float | None = None
+    """Seconds since work was last seen."""
+    zero_after_s: float = 0.0
+    """No arrival for this long before zero: the keep time or the usual idle gap, if longer."""
+    drift: str = ""
+    """A capacity profile that no longer describes the replicas (beyond +-25 %)."""
+
+    def line(self) -> str:
+        return self.words + (f"; reactive: {self.reactive}" if self.reactive else "")
 
 
 class WorkloadSignals(_Model):
@@ -50,6 +83,8 @@ class WorkloadSignals(_Model):
     """Seconds the queue wait has stayed below the scale-down watermark."""
     stale: bool = False
     """A demand metric is stale or missing: the planner holds this workload as it is."""
+    slo: SloView | None = None
+    """The capacity model's view, for a workload with a profile under a TTFT target."""
 
     def line(self) -> str:
         """One readable line: replicas, queue, wait against the SLO, trend, idleness."""
@@ -66,6 +101,8 @@ class WorkloadSignals(_Model):
             parts.append(f"idle {self.idle_for_s:.0f} s")
         if self.calm_for_s:
             parts.append(f"calm {self.calm_for_s:.0f} s")
+        if self.slo is not None:
+            parts.append(self.slo.line())
         return ", ".join(parts)
 
     @property
@@ -129,11 +166,94 @@ class Signals(_Model):
         }
 
 
+QuestionKind = Literal["rotation", "lending", "anomaly", "marked"]
+
+ASKS: dict[QuestionKind, str] = {
+    "rotation": (
+        "Demand favours another serving mode. Decide whether to rotate the node pair now "
+        "(rotate_mode) or not (an empty plan): a two-node mode must win at something two "
+        "separate models cannot, and the rotation's downtime must pay. Look at the modes, the "
+        "demand and the preflight before you decide."
+    ),
+    "lending": (
+        "A higher-priority pool wants cards that a lower-priority pool with demand of its own "
+        "holds: their SLOs conflict. Decide which pool yields the cards (the scale actions), "
+        "or that neither does (an empty plan)."
+    ),
+    "anomaly": (
+        "An anomaly was found that no rule fixes. Decide what, if anything, to do about it "
+        "(e.g. cordon a node whose accounting is wrong), or nothing (an empty plan)."
+    ),
+    "marked": (
+        "The policy asks for these actions to be deliberated before they run. Decide whether "
+        "to run them, others, or nothing (an empty plan)."
+    ),
+}
+
+
+class Question(_Model):
+    """One thing to deliberate: its premise (`key`), the facts asked about, and what the rules
+    would do about it (the fallback when the model cannot answer)."""
+
+    kind: QuestionKind
+    key: str
+    facts: dict[str, JsonValue] = {}
+    """What the question is about, from the observation (untrusted text: fenced when sent)."""
+    rules_actions: tuple[Action, ...] = ()
+
+    @property
+    def ask(self) -> str:
+        """The instruction (Steward's own words, never cluster text)."""
+        return ASKS[self.kind]
+
+    def line(self) -> str:
+        return f"{self.kind} ({self.key})"
+
+
+class Deliberated(_Model):
+    """A question the model deliberated beside the loop, and its answer, carried into the
+    decision that judges it on a fresh observation (agent/loop/deliberation.py)."""
+
+    deliberation_id: str
+    question: Question
+    asked_at: datetime
+    """The observation the question was asked on."""
+    plan: Plan | None = None
+    """The model's plan; None when it failed (the rules' actions for the question go)."""
+    fallback_reason: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    tools_called: tuple[str, ...] = ()
+    transcript_digest: str | None = None
+
+
+class SloMemory(_Model):
+    """What the capacity model remembers of one workload between ticks."""
+
+    read_at: float | None = None
+    """POSIX time of the last reading folded in (a scrape is counted once)."""
+    holt: Holt | None = None
+    misses: Misses = Misses()
+    """The forecast's record one horizon ahead (agent.capacity.forecast.widened)."""
+    windows: Windows | None = None
+    quiet: Quiet = Quiet()
+    needs: tuple[tuple[float, int], ...] = ()
+    """(POSIX time, replicas the sizing asked for), oldest first, over the keep time."""
+    correction: float = 1.0
+    drift_told: bool = False
+    """A drift was reported and has not ended since (told once)."""
+    waiting: int = 0
+    """Readings in a row that found requests waiting."""
+
+
 class WorkloadMemory(_Model):
     calm_since: datetime | None = None
     """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
     samples: tuple[tuple[float, float], ...] = ()
     """Recent (POSIX time, queue depth) readings, oldest first, bounded."""
+    slo: SloMemory | None = None
 
 
 class Memory(_Model):
@@ -187,6 +307,10 @@ class Decision(BaseModel):
     stage: Stage = "observe"
     reconciled: bool = False
     """Act found this decision's intent already logged without an outcome (a crash mid-act)."""
+    deliberation: Deliberated | None = None
+    """A deliberation's answer this decision judges (instead of asking a planner)."""
+    superseded: bool = False
+    """The deliberation's premise no longer held on the fresh observation: nothing ran."""
 
     @model_validator(mode="before")
     @classmethod
@@ -223,6 +347,13 @@ class Decision(BaseModel):
 
 
 SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
+    Forecast,
+    Holt,
+    Misses,
+    Quiet,
+    Windows,
+    SloView,
+    SloMemory,
     WorkloadSignals,
     LinkSignal,
     Signals,
@@ -235,6 +366,8 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     ActionOutcome,
     Check,
     GateVerdict,
+    Question,
+    Deliberated,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
 

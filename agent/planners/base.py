@@ -12,13 +12,16 @@ when it raises `PlannerFailed` — so the loop can log it and count it in /metri
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.history import History
 from tools.actions import Plan
 from tools.model import ClusterState
+
+if TYPE_CHECKING:
+    from agent.loop.questions import Question
 
 
 class Planner(Protocol):
@@ -66,3 +69,18 @@ class ReadsHistory(Protocol):
     daemon gives it the loop's own when it has none."""
 
     history: Callable[[], History] | None
+
+
+@runtime_checkable
+class Deliberator(Protocol):
+    """A planner that can answer a judgment question beside the loop (the LLM planner): it
+    keeps the report and the transcript of its last deliberation."""
+
+    name: str
+    last_report: PlannerReport | None
+    last_transcript: list[dict[str, Any]]
+
+    @property
+    def model(self) -> str | None: ...
+
+    def deliberate(self, state: ClusterState, signals: object, question: Question) -> Plan: ...

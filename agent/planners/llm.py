@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.audit import AuditLog
+from agent.loop.questions import Question
 from agent.loop.state import Signals
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
@@ -38,7 +40,7 @@ from agent.planners.llm_tools import (
     parse_envelope,
     tool_specs,
 )
-from agent.planners.prompts import SYSTEM_PROMPT, user_prompt
+from agent.planners.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Plan
@@ -49,12 +51,21 @@ MAX_CALLS_PER_TURN = 4
 """Tool calls handled from one answer; more are refused (a model looping on look-ups)."""
 
 
-def first_request(state: ClusterState, signals: object, policy: Policy | None) -> dict[str, Any]:
-    """The messages and tools of a decision's first turn (what `bench llm-prompt` counts)."""
+def first_request(
+    state: ClusterState,
+    signals: object,
+    policy: Policy | None,
+    question: Question | None = None,
+) -> dict[str, Any]:
+    """The messages and tools of a decision's first turn (what `bench llm-prompt` counts); a
+    deliberation adds its question (agent/loop/questions.py) to the user message."""
+    prompt = user_prompt(state, signals, policy)
+    if question is not None:
+        prompt += "\n" + question_prompt(question.ask, question.facts, question.rules_actions)
     return {
         "messages": [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": user_prompt(state, signals, policy)},
+            {"role": "user", "content": prompt},
         ],
         "tools": tool_specs(TOOL_NAMES),
     }
@@ -63,8 +74,16 @@ def first_request(state: ClusterState, signals: object, policy: Policy | None) -
 class _Decision:
     """The mutable course of one decision: messages, usage, look-ups, repairs."""
 
-    def __init__(self, state: ClusterState, signals: object, policy: Policy | None) -> None:
-        self.messages: list[dict[str, Any]] = first_request(state, signals, policy)["messages"]
+    def __init__(
+        self,
+        state: ClusterState,
+        signals: object,
+        policy: Policy | None,
+        question: Question | None = None,
+    ) -> None:
+        self.messages: list[dict[str, Any]] = first_request(state, signals, policy, question)[
+            "messages"
+        ]
         self.usage = Usage()
         self.lookups: list[str] = []
         self.repairs = 0
@@ -89,10 +108,20 @@ class LLMPlanner:
             raise InvalidInput(NO_ENDPOINT)
         self.policy = policy
         self.history = history
+        self.audit: Callable[[], AuditLog] | None = None
+        """The decision log, for the search_audit and explain_decision look-ups (the daemon
+        gives its own; `steward ask` a reader)."""
         self.clock = clock
         self.endpoint = Endpoint(self.settings, sleep=sleep)
         self.last_report: PlannerReport | None = None
+        self.last_transcript: list[dict[str, Any]] = []
+        """The messages of the last decision, the model's final answer included."""
         self._in_flight = threading.Lock()
+
+    def probe(self) -> str | None:
+        """Whether the endpoint answers one request now (at most the request timeout, and
+        PROBE_S): None if it does, else why not — for the warning `steward run` prints at start."""
+        return self.endpoint.probe(min(self.settings.timeout_s, PROBE_S))
 
     @property
     def model(self) -> str | None:
@@ -103,13 +132,21 @@ class LLMPlanner:
         if isinstance(signals, Signals) and not signals.needs_decision:
             self.last_report = PlannerReport(planner=self.name, endpoint=self.endpoint.base_url)
             return Plan(rationale="nothing to decide", planner=self.name)
+        return self._run(state, signals, None)
+
+    def deliberate(self, state: ClusterState, signals: object, question: Question) -> Plan:
+        """Answer one judgment question (agent/loop/questions.py) with a plan; raises
+        PlannerFailed when the model cannot, within the deadline."""
+        return self._run(state, signals, question)
+
+    def _run(self, state: ClusterState, signals: object, question: Question | None) -> Plan:
         if not self._in_flight.acquire(blocking=False):
             raise PlannerFailed("another LLM decision is still in flight")
         deadline = Deadline(self.settings.deadline_s, self.clock)
-        decision = _Decision(state, signals, self.policy)
+        decision = _Decision(state, signals, self.policy, question)
         failure: str | None = None
         try:
-            return self._decide(state, decision, deadline)
+            return self._decide(state, signals, decision, deadline)
         except PlannerFailed as exc:
             failure = exc.reason
             raise
@@ -120,6 +157,7 @@ class LLMPlanner:
             raise PlannerFailed(failure) from exc
         finally:
             self._in_flight.release()
+            self.last_transcript = list(decision.messages)
             self.last_report = PlannerReport(
                 planner=self.name,
                 model=self.endpoint.model,
@@ -134,8 +172,10 @@ class LLMPlanner:
                 failure=failure,
             )
 
-    def _decide(self, state: ClusterState, decision: _Decision, deadline: Deadline) -> Plan:
-        lookups = Lookups(state, self.policy, self.history)
+    def _decide(
+        self, state: ClusterState, signals: object, decision: _Decision, deadline: Deadline
+    ) -> Plan:
+        lookups = Lookups(state, self.policy, self.history, signals=signals, audit=self.audit)
         probes = 0
         turn_no = 0
         # The repair round and the one turn that finds out a server ignores "required" come on
@@ -196,6 +236,7 @@ class LLMPlanner:
                 parsed = parse_call(call.name, call.arguments)
                 if isinstance(parsed, SubmitPlan):
                     check_plan(parsed, state)
+                    _append_turn(decision.messages, turn, [call], ["accepted"])
                     return Plan(
                         actions=parsed.actions,
                         rationale=parsed.rationale,
@@ -257,6 +298,8 @@ def _append_turn(
         messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})
 
 
+PROBE_S = 10.0
+"""The longest the start-up check of the endpoint waits for its one answer."""
 NO_ENDPOINT = (
     "--planner llm: no endpoint is set, and Steward never picks one for you: set llm.base_url "
     "in steward.yaml or STEWARD_LLM_BASE_URL (or OPENAI_BASE_URL), e.g. "

@@ -10,19 +10,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent.audit import AuditLog
+from agent.loop.state import Signals
+from agent.planners import sizing
+from agent.planners.audit_lookups import audit_explain, audit_search
 from agent.planners.llm_tools import (
     Args,
+    ExplainDecision,
+    GetDryRunPlan,
+    GetForecast,
     GetHistory,
     GetMemoryFit,
+    GetModePreflight,
+    GetModeStatus,
     GetNode,
     GetPlacement,
+    GetStatus,
     GetWorkload,
+    SearchAudit,
 )
 from agent.planners.prompts import MAX_LISTED, fenced, policy_brief, untrusted
+from agent.planners.rule_settings import RulesSettings
+from agent.planners.rules import RulesPlanner
+from agent.rotation.runner import rotation_settings
+from policies.engine import judge
 from policies.history import History
 from policies.model import Policy
 from tools.errors import StewardError
 from tools.model import ClusterState, Metric
+from tools.modes import demand_from_state, rotation_gain
+from tools.modes.preflight import PreflightLimits, placement_fit, preflight
 from tools.placement import fit, pick_node
 
 
@@ -35,17 +52,23 @@ def _metric(m: Metric, scale: float = 1.0) -> float | str:
 
 
 class Lookups:
-    """Answers the read-only tools from the decision's observation, policy and history."""
+    """Answers the read-only tools from the decision's observation, policy, history and log."""
 
     def __init__(
         self,
         state: ClusterState,
         policy: Policy | None,
         history: Callable[[], History] | None,
+        *,
+        signals: object = None,
+        audit: Callable[[], AuditLog] | None = None,
     ) -> None:
         self.state = state
         self.policy = policy
         self.history = history
+        self.signals = signals if isinstance(signals, Signals) else None
+        self.audit = audit
+        self.rules = RulesPlanner(RulesSettings.from_policy(policy)) if policy else RulesPlanner()
 
     def answer(self, call: Args) -> str:
         """The fenced JSON result of one look-up; a look-up that finds nothing says so."""
@@ -64,6 +87,20 @@ class Lookups:
             return self._history(call.limit)
         if isinstance(call, GetPlacement):
             return self._placement(call.workload)
+        if isinstance(call, GetStatus):
+            return self._status()
+        if isinstance(call, GetForecast):
+            return self._forecast(call.workload)
+        if isinstance(call, GetModeStatus):
+            return self._modes()
+        if isinstance(call, GetModePreflight):
+            return self._preflight(call.target)
+        if isinstance(call, GetDryRunPlan):
+            return self._dry_run()
+        if isinstance(call, SearchAudit):
+            return audit_search(self.audit, call.text, call.limit)
+        if isinstance(call, ExplainDecision):
+            return audit_explain(self.audit, call.decision_id)
         if isinstance(call, GetMemoryFit):
             report = fit(call.model, call.context, call.mode)
             return {
@@ -130,6 +167,109 @@ class Lookups:
             "annotations": {
                 untrusted(k, 80): untrusted(v, 300) for k, v in list(w.annotations.items())[:8]
             },
+        }
+
+    def _status(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "observed_at": s.observed_at.isoformat(),
+            "nodes": [
+                [untrusted(n.name, 80), n.ready, n.cordoned, len(n.gpus)]
+                for n in s.nodes[:MAX_LISTED]
+            ],
+            "nodes_more": max(0, len(s.nodes) - MAX_LISTED),
+            "active_mode": untrusted(s.active_mode.name) if s.active_mode else None,
+            "workloads": [
+                {
+                    "name": untrusted(w.name),
+                    "pool": untrusted(w.pool),
+                    "replicas": w.desired_replicas,
+                    "ready": w.ready_replicas,
+                    "queue": _metric(w.queue_depth),
+                    "tokens_per_s": _metric(w.tokens_per_s),
+                }
+                for w in s.workloads[: MAX_LISTED * 2]
+            ],
+            "workloads_more": max(0, len(s.workloads) - MAX_LISTED * 2),
+        }
+
+    def _forecast(self, name: str) -> dict[str, Any]:
+        w = self.state.workload(name)
+        if w is None:
+            return {"error": f"no workload named {untrusted(name, 60)!r}"}
+        signal = self.signals.workload(name) if self.signals else None
+        absorbed, figures = sizing.absorbs(w)
+        out: dict[str, Any] = {
+            "workload": untrusted(w.name),
+            "replicas": w.desired_replicas,
+            "ready": w.ready_replicas,
+            "tokens_per_s": _metric(w.tokens_per_s),
+            "one_fewer_absorbs_the_load": absorbed,
+            "capacity": untrusted(figures, 300),
+        }
+        if signal is not None:
+            out |= {
+                "demand": untrusted(signal.line(), 300),
+                "queue_trend_per_min": signal.demand_trend,
+                "replicas_the_rules_size_for": sizing.wanted(w, signal, self.rules.settings.assess),
+            }
+        return out
+
+    def _modes(self) -> dict[str, Any]:
+        s = self.state
+        advice = rotation_gain(s, demand_from_state(s), self.rules.settings.advice)
+        return {
+            "active_mode": untrusted(s.active_mode.name) if s.active_mode else None,
+            "modes": [
+                {
+                    "name": untrusted(m.name),
+                    "nodes": [untrusted(n, 80) for n in m.nodes[:4]],
+                    "workloads": [untrusted(n, 80) for n in m.workloads[:4]],
+                    "peak_tok_s": m.aggregate_peak_tok_s,
+                    "single_stream_tok_s": m.single_stream_tok_s,
+                    "max_context": m.max_context,
+                }
+                for m in s.modes[:4]
+            ],
+            "rotation_pays": advice.rotate,
+            "rotation_target": untrusted(advice.target) if advice.target else None,
+            "why": untrusted(advice.reason, 400),
+            "wins": [untrusted(x, 200) for x in advice.wins[:4]],
+        }
+
+    def _preflight(self, target: str) -> dict[str, Any]:
+        limits = PreflightLimits()
+        if self.policy is not None:
+            limits = rotation_settings(self.policy).limits
+        report = preflight(self.state, target, limits, placement_fit)
+        return {
+            "target": untrusted(target, 60),
+            "ok": report.ok,
+            "checks": [
+                {"name": untrusted(c.name, 80), "ok": c.ok, "message": untrusted(c.message, 200)}
+                for c in report.checks[:12]
+            ],
+        }
+
+    def _dry_run(self) -> dict[str, Any]:
+        if self.signals is None:
+            return {"error": "no signals for this observation: no dry-run plan"}
+        plan = self.rules.plan(self.state, self.signals)
+        if self.policy is None:
+            return {"actions": [untrusted(a.describe()) for a in plan.actions]}
+        history = self.history() if self.history else History(executed=())
+        verdicts = judge(plan, self.state, self.policy, history).verdicts
+        return {
+            "rationale": untrusted(plan.rationale, 400),
+            "actions": [
+                {
+                    "action": untrusted(v.action.describe()),
+                    "verdict": v.decision,
+                    "rules": list(v.rule_ids),
+                    "why": untrusted(v.message, 200),
+                }
+                for v in verdicts[:MAX_LISTED]
+            ],
         }
 
     def _history(self, limit: int) -> dict[str, Any]:

@@ -48,39 +48,86 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=253)]
 
 
 class GetNode(Args):
-    """A node: readiness, labels, taints, memory, each card with its use and sharing."""
+    """A node: readiness, labels, taints, memory, cards."""
 
     name: Name
 
 
 class GetWorkload(Args):
-    """A workload: replicas, queue and latency metrics, where its replicas run, annotations."""
+    """A workload: replicas, metrics, placement, annotations."""
 
     name: Name
 
 
 class GetHistory(Args):
-    """The most recent actions Steward carried out, newest first."""
+    """Recent actions carried out, newest first."""
 
     limit: int = Field(default=10, ge=1, le=50)
 
 
 class GetPolicy(Args):
-    """The policy: pool bounds, protected workloads, budgets, cooldowns, approval rules."""
+    """The policy: pools, protection, budgets, cooldowns, approvals."""
 
 
 class GetPlacement(Args):
-    """The nodes that fit one more replica of a workload, best first, with reasons."""
+    """Nodes that fit one more replica, best first."""
 
     workload: Name
 
 
 class GetMemoryFit(Args):
-    """Whether a model fits at a context length in a serving mode, and the largest that does."""
+    """Whether a model fits at a context in a mode."""
 
     model: str = Field(min_length=1, max_length=200)
     context: int = Field(ge=1, le=16_777_216)
     mode: Literal["split", "cluster"] = "split"
+
+
+class GetStatus(Args):
+    """Nodes, active mode, workloads' replicas and queues."""
+
+
+class GetForecast(Args):
+    """A workload's demand trend and capacity figures."""
+
+    workload: Name
+
+
+class GetModeStatus(Args):
+    """Serving modes, and whether a rotation pays now."""
+
+
+class GetModePreflight(Args):
+    """Preflight checks of a rotation to a mode."""
+
+    target: Name
+
+
+class GetDryRunPlan(Args):
+    """The rules planner's plan now, with verdicts."""
+
+
+class SearchAudit(Args):
+    """Decision log entries mentioning text, newest first."""
+
+    text: str = Field(default="", max_length=100)
+    limit: int = Field(default=10, ge=1, le=30)
+
+
+class ExplainDecision(Args):
+    """One decision of the log, told whole."""
+
+    decision_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+class Answer(Args):
+    """Answer the question and end: the answer in a few sentences, the decision ids it relies
+    on, and, only if the question asks for a change, the proposed actions (they go to the policy
+    guard and to approval; nothing runs here)."""
+
+    text: str = Field(min_length=1, max_length=4000)
+    decision_ids: tuple[str, ...] = Field(default=(), max_length=20)
+    proposal: tuple[Action, ...] = Field(default=(), max_length=MAX_ACTIONS)
 
 
 class SubmitPlan(Args):
@@ -97,11 +144,23 @@ LOOKUPS: dict[str, type[Args]] = {
     "get_policy": GetPolicy,
     "get_placement": GetPlacement,
     "get_memory_fit": GetMemoryFit,
+    "get_status": GetStatus,
+    "get_forecast": GetForecast,
+    "get_mode_status": GetModeStatus,
+    "get_mode_preflight": GetModePreflight,
+    "get_dry_run_plan": GetDryRunPlan,
+    "search_audit": SearchAudit,
+    "explain_decision": ExplainDecision,
 }
+"""The read-only tools: they read the observation, the policy and the log, and change nothing."""
 SUBMIT = "submit_plan"
+ANSWER = "answer"
 TOOL_NAMES = (*LOOKUPS, SUBMIT)
+"""What a deliberation is offered: the read-only tools and submit_plan (the typed actions)."""
+ASK_TOOL_NAMES = (*LOOKUPS, ANSWER)
+"""What a question (`steward ask`, Slack) is offered: the read-only tools and answer."""
 
-_MODELS: dict[str, type[Args]] = {**LOOKUPS, SUBMIT: SubmitPlan}
+_MODELS: dict[str, type[Args]] = {**LOOKUPS, SUBMIT: SubmitPlan, ANSWER: Answer}
 _ADAPTERS: dict[str, TypeAdapter[Args]] = {name: TypeAdapter(m) for name, m in _MODELS.items()}
 
 
@@ -149,6 +208,18 @@ def parameters(name: str) -> dict[str, Any]:
     """The JSON schema of one tool's arguments."""
     if name == SUBMIT:
         return submit_plan_schema()
+    if name == ANSWER:
+        actions = submit_plan_schema()["properties"]["actions"]
+        return {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 1},
+                "decision_ids": {"type": "array", "items": {"type": "string"}},
+                "proposal": actions,
+            },
+            "required": ["text"],
+            "additionalProperties": False,
+        }
     schema: dict[str, Any] = _compact(LOOKUPS[name].model_json_schema())
     schema.pop("description", None)
     schema.setdefault("properties", {})
@@ -156,7 +227,7 @@ def parameters(name: str) -> dict[str, Any]:
 
 
 def description(name: str) -> str:
-    model = SubmitPlan if name == SUBMIT else LOOKUPS[name]
+    model = _MODELS[name]
     return (model.__doc__ or "").strip()
 
 
@@ -216,11 +287,12 @@ def parse_envelope(content: str | None) -> tuple[str, str]:
     return env.tool, json.dumps(env.arguments)
 
 
-def parse_call(name: str, arguments: str) -> Args:
-    """One call's arguments validated strictly by its model; CallRejected says what is wrong."""
-    if name not in _ADAPTERS:
+def parse_call(name: str, arguments: str, offered: Sequence[str] = TOOL_NAMES) -> Args:
+    """One call's arguments validated strictly by its model; CallRejected says what is wrong
+    (a tool that exists but was not offered is refused like an unknown one)."""
+    if name not in _ADAPTERS or name not in offered:
         raise CallRejected(
-            f"unknown tool {untrusted(name, 60)!r}; the tools are {', '.join(TOOL_NAMES)}"
+            f"unknown tool {untrusted(name, 60)!r}; the tools are {', '.join(offered)}"
         )
     try:
         parsed: Args = _ADAPTERS[name].validate_json(arguments or "{}", strict=True)

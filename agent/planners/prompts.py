@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from agent.loop.state import Signals, WorkloadSignals
 from policies.model import Policy
+from tools.actions import Action
 from tools.model import ClusterState, Metric, Node, Workload
 
 MAX_STRING = 160
@@ -39,9 +41,8 @@ typed actions; you never execute anything. A policy guard judges every action yo
 refuses what breaks the policy, so propose only what the situation needs and the policy allows.
 
 How to answer:
-- You may call read-only tools to look closer, a few times at most: get_node(name), \
-get_workload(name), get_history(limit), get_policy(), get_placement(workload), \
-get_memory_fit(model, context, mode).
+- You may call the read-only tools (get_*, search_audit, explain_decision) to look closer, \
+a few times at most.
 - Then call submit_plan(actions, rationale) once: the actions (an empty list, or one noop, when \
 nothing should change) and a one-line rationale. Use only workload, node and mode names that \
 appear in the data.
@@ -249,8 +250,28 @@ def policy_brief(policy: Policy | None) -> dict[str, Any]:
             for r in policy.approvals[:MAX_LISTED]
         ],
         "quiet_windows": [f"{w.name}: {w.describe()} allow {w.allow}" for w in policy.windows[:4]],
-        "slo_wait_s": {k: v.queue_wait_s for k, v in list(policy.slo.items())[:MAX_POOLS]},
+        "slo_wait_s": {
+            k: v.queue_wait_s
+            for k, v in list(policy.slo.items())[:MAX_POOLS]
+            if v.queue_wait_s is not None
+        },
+        "slo_ttft_s": {
+            k: v.ttft_s for k, v in list(policy.slo.items())[:MAX_POOLS] if v.ttft_s is not None
+        },
     }
+
+
+def question_prompt(ask: str, facts: dict[str, Any], rules_actions: Sequence[Action]) -> str:
+    """A deliberation's question: Steward's instruction, then its facts fenced as data."""
+    data = {
+        "facts": facts,
+        "the_rules_would": [untrusted(a.describe()) for a in rules_actions] or ["nothing"],
+    }
+    return (
+        f"The question to deliberate (from Steward): {ask}\n"
+        f"About (observed data, untrusted):\n{fenced(data)}\n"
+        "Submit the plan that answers it; actions beyond the question are judged like any other."
+    )
 
 
 def user_prompt(state: ClusterState, signals: object, policy: Policy | None) -> str:

@@ -35,7 +35,9 @@ from tools.sim.demand import PoissonDemand
 from tools.sim.faults import NodeLoss
 from tools.sim.scenario import FleetProfile, Scenario
 
-BUDGET_TOKENS = 3000
+BUDGET_TOKENS = 3500
+"""The first request of a deliberation at most: system prompt, summary and tools (13 read-only
+look-ups and submit_plan) — well within the 8,192-token context of the small local server."""
 FLEET_POLICY = Path(__file__).parents[2] / "policies" / "examples" / "fleet.yaml"
 CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 4

@@ -162,6 +162,33 @@ def markdown(card: dict[str, Any]) -> str:
             f"{llm['over_deadline']})",
             "",
         ]
+    asked = card.get("deliberations")
+    if asked is not None:
+        lines += [
+            "## Deliberations (questions of judgment the model was asked beside the loop)",
+            "",
+            f"- asked: {asked['asked']}; planned: {asked.get('planned', 0)}, fallback to the "
+            f"rules: {asked.get('fallback', 0)}, superseded: {asked.get('superseded', 0)}",
+            "",
+        ]
+    questions = card.get("questions")
+    if questions is not None:
+        lines += [
+            "## Questions (answered from the decision log, read-only tools only)",
+            "",
+            f"- passed {questions['passed']} of {questions['questions']} (pass rate "
+            f"{questions['pass_rate']:g}); unsafe proposals: {questions['unsafe']}; model: "
+            f"{', '.join(questions['models']) or '(none answered)'}",
+            f"- tokens: {questions['prompt_tokens']} prompt, {questions['completion_tokens']} "
+            f"completion; latency median {questions['latency_s_median']:g} s, max "
+            f"{questions['latency_s_max']:g} s",
+            "",
+        ]
+        for r in questions["results"]:
+            mark = "pass" if r["passed"] else "FAIL"
+            why = r["failure"] or f"cited {', '.join(r['cited']) or 'nothing'}"
+            lines.append(f"  - {mark} {r['name']}: {why}")
+        lines.append("")
     bad = [r for r in card["results"] if r["status"] != "pass"]
     if bad:
         lines += ["## Not passed", ""]

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from agent.audit import AuditLog, new_decision_id
-from agent.audit.records import ActionOutcome, Intent, Outcome, Proposal
+from agent.audit.records import ActionOutcome, FindingChange, Intent, Outcome, Proposal
 from agent.daemon.runtime import Runtime
 from agent.loop.assess import assess
 from agent.planners.base import Planner, PlannerReport
@@ -72,6 +72,9 @@ class CaseRun:
     decision_s: list[float] = field(default_factory=list)
     """Wall time of each tick that called a planner."""
     fallbacks: int = 0
+    deliberated: dict[str, int] = field(default_factory=dict)
+    """Questions the model deliberated, by what became of its answer (planned, fallback,
+    superseded)."""
     error: str | None = None
     levels: dict[str, list[tuple[float, int, int]]] = field(default_factory=dict)
     """Per workload: (seconds, desired, ready) each time either changed, from t = 0."""
@@ -86,6 +89,10 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
     if scenario.history:
         preload(data_dir, start, scenario.history)
     runtime = Runtime.open(data_dir, sim, case.policy, planner=planner)
+    deliberations = runtime.ctx.deliberations
+    if deliberations is not None:
+        deliberations.wait = True  # the simulated world waits for the model: reproducible
+    asked = deliberations.model if deliberations is not None else runtime.ctx.planner
     seen: dict[tuple[str, str], Seen] = {}
     levels: dict[str, list[tuple[float, int, int]]] = {}
     _level(levels, sim.observe(), 0.0)
@@ -103,7 +110,7 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
             for finding in report.findings:
                 _see(seen, "finding", _about(finding), at_s)
             _level(levels, _notices(seen, runtime, sim.observe(), case, at_s), at_s)
-            used = getattr(runtime.ctx.planner, "last_report", None)
+            used = getattr(asked, "last_report", None)
             if isinstance(used, PlannerReport) and used is not last_report:
                 decisions.append(used)
                 decision_s.append(report.seconds)
@@ -112,8 +119,17 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
             Done(at_s=(e.at - start).total_seconds(), action=e.action, ok=e.ok)
             for e in runtime.ctx.audit.executed_actions(start)
         ]
+        for record in runtime.ctx.audit.records(kind="finding"):
+            change = record.payload
+            if isinstance(change, FindingChange) and change.status == "appeared":
+                at = (change.observed_at - start).total_seconds()
+                _see(seen, change.finding, _about(change.text), at)
         pending = [a for p in runtime.ctx.inbox.listed("waiting") for a in p.actions]
         fallbacks = len(runtime.ctx.audit.records(kind="fallback"))
+        deliberated: dict[str, int] = {}
+        for record in runtime.ctx.audit.records(kind="deliberation"):
+            outcome = getattr(record.payload, "outcome", "?")
+            deliberated[outcome] = deliberated.get(outcome, 0) + 1
         end = sim.observe()
     finally:
         runtime.close()
@@ -128,6 +144,7 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
         decisions=decisions,
         decision_s=decision_s,
         fallbacks=fallbacks,
+        deliberated=deliberated,
         error=error,
         levels=levels,
     )

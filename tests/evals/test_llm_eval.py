@@ -40,6 +40,9 @@ def test_a_badly_answering_model_runs_nothing_unsafe_and_falls_back(tmp_path: Pa
     cases.mkdir()
     for name in ("spike-answered", "half-met"):
         (cases / f"{name}.yaml").write_text((DATA / f"{name}.yaml").read_text())
+    # The model is asked only questions of judgment (beside the loop): an anomaly to deliberate.
+    anomaly = DATA.parents[2] / "evals" / "cases" / "sharing-mps-double-count.yaml"
+    (cases / anomaly.name).write_text(anomaly.read_text())
     report = tmp_path / "llm.json"
     with ScriptedServer() as server:
         server.add(*BAD * 6)  # past the script, every request gets HTTP 500
@@ -60,7 +63,7 @@ def test_a_badly_answering_model_runs_nothing_unsafe_and_falls_back(tmp_path: Pa
     card = json.loads(done.stdout)
     assert done.returncode in (0, 1), done.stderr
     assert card["unsafe_actions"] == 0
-    assert card["cases"] == 2
+    assert card["cases"] == 3
     llm = card["llm"]
     assert asked > 0 and llm["decisions"] > 0
     assert llm["failed_decisions"] > 0 and llm["fallbacks"] > 0

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent.daemon.report import TickReport
+from agent.daemon.runtime import Runtime
 from agent.loop.assess import assess
 from agent.loop.state import Memory, Signals
 from agent.planners.llm import LLMPlanner
@@ -20,6 +22,7 @@ from tests.llm.scripted_server import Reply, ScriptedServer
 from tools.backends.sim import SimCluster
 from tools.model import ClusterState
 from tools.sim.demand import PoissonDemand
+from tools.sim.faults import MpsDoubleCount
 from tools.sim.scenario import Scenario
 
 
@@ -56,6 +59,26 @@ def server() -> Iterator[ScriptedServer]:
 
 
 PlannerFactory = Callable[..., LLMPlanner]
+
+ANOMALY = Scenario(
+    name="mps-double-count-and-burst",
+    demand=(PoissonDemand(target="burst-llm", rate_per_min=30),),
+    faults=(MpsDoubleCount(node="ws-1"),),
+)
+"""Requests for burst-llm (a routine scale-up, decided in the tick) while ws-1's scheduler
+counts its MPS-shared card twice (an anomaly no rule fixes: a question for the model)."""
+
+
+def answered(runtime: Runtime, interval_s: float = 15.0) -> TickReport:
+    """One tick, then the model's answer to what it asked (if anything) judged on the next."""
+    first = runtime.tick(interval_s)
+    deliberations = runtime.ctx.deliberations
+    assert deliberations is not None, "a model planner deliberates beside the loop"
+    waited = time.monotonic()
+    while deliberations.busy and time.monotonic() - waited < 60:
+        time.sleep(0.01)
+    runtime.tick(interval_s)
+    return first
 
 
 @pytest.fixture

@@ -145,11 +145,18 @@ class ScriptedServer:
     """Start with `with ScriptedServer([...]) as server:`; `server.base_url` is the endpoint."""
 
     def __init__(
-        self, replies: list[Reply] | None = None, source: Callable[[], Reply] | None = None
+        self,
+        replies: list[Reply] | None = None,
+        source: Callable[[], Reply] | None = None,
+        responder: Callable[[dict[str, Any]], Reply] | None = None,
     ) -> None:
         self.replies: deque[Reply] = deque(replies or ())
         self.source = source
         """Where replies come from once the script is used up (an endless chaos feed)."""
+        self.responder = responder
+        """A model stub that reads each request (its messages and tools) and answers it; used
+        once the script is used up, after `source`. It runs in the request's thread, outside
+        the server's lock, so it may wait."""
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -193,6 +200,8 @@ class ScriptedServer:
                 return self.replies.popleft()
             if self.source is not None:
                 return self.source()
+        if self.responder is not None and path.endswith("/chat/completions"):
+            return self.responder(body)
         return error(500, "the script has no more replies")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -23,12 +23,10 @@ from agent.planners.errors import PlannerFailed
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
 from policies.model import Policy
-from tests.llm.conftest import PlannerFactory
+from tests.llm.conftest import ANOMALY, PlannerFactory, answered
 from tests.llm.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
 from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}
 WHAT_IS_WRONG = {
@@ -113,13 +111,12 @@ def test_in_the_loop_the_rules_decide_after_a_null_message(
     tmp_path: Path, server: ScriptedServer, policy: Policy
 ) -> None:
     server.add(bad("null_message"))
-    scenario = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
-    sim = SimCluster.open(tmp_path, scenario)
+    sim = SimCluster.open(tmp_path, ANOMALY)
     settings = LLMSettings(base_url=server.base_url, model="scripted-model", deadline_s=5.0)
     planner = LLMPlanner(settings, policy=policy)
     with Runtime.open(tmp_path, sim, policy, planner=planner) as runtime:
         runtime.start()
-        report = runtime.tick(15.0)
+        report = answered(runtime)  # the anomaly's deliberation fails; the scale-up never waited
         fallbacks = runtime.ctx.audit.records(kind="fallback")
 
     assert report.decided and report.executed >= 1

@@ -1,5 +1,7 @@
 """In the loop, the guard has the last word: a misbehaving or manipulated model changes nothing
-the policy forbids, its failures hand the decision to the rules planner, and the log says so."""
+the policy forbids, its failures hand the decision to the rules planner, and the log says so.
+The model is asked only questions of judgment (here: ws-1's card counted twice), beside the
+loop; the routine scale-up of burst-llm is the rules' and never waits for it."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import pytest
 import structlog
 from typer.testing import CliRunner
 
-from agent.audit import Fallback
+from agent.audit import Fallback, Intent, Outcome
 from agent.cli.app import app
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
 from policies.model import Policy
+from tests.llm.conftest import ANOMALY, answered
 from tests.llm.scripted_server import ScriptedServer, call, submit
 from tools.backends.sim import SimCluster
 from tools.sim.demand import PoissonDemand
@@ -52,17 +55,21 @@ def test_a_manipulated_plan_runs_only_what_the_policy_allows(
             "the annotation says maintenance",
         )
     )
-    sim = SimCluster.open(tmp_path, BURST)
+    sim = SimCluster.open(tmp_path, ANOMALY)
     with Runtime.open(tmp_path, sim, policy, planner=_planner(server, policy)) as runtime:
         runtime.start()
-        report = runtime.tick(15.0)
+        answered(runtime)
+        (record,) = runtime.ctx.audit.records(kind="deliberation")
+        decision = runtime.ctx.audit.decision(record.payload.decision_id)
         after = sim.observe()
 
     assert len(server.completions) == 1
-    verdicts = dict(zip(report.actions, report.verdicts, strict=True))
+    intent = next(r.payload for r in decision if isinstance(r.payload, Intent))
+    verdicts = {p.action.describe(): p.verdict for p in intent.proposals}
     assert verdicts["scale tts to 0 replica(s)"] == "deny"
     assert all(v != "allow" for a, v in verdicts.items() if a.startswith("drain"))
-    assert report.executed == 0
+    outcome = next(r.payload for r in decision if isinstance(r.payload, Outcome))
+    assert not any(r.executed for r in outcome.results)
     tts = after.workload("tts")
     assert tts is not None and tts.desired_replicas >= 1
     assert not any(n.cordoned for n in after.nodes)
@@ -73,11 +80,11 @@ def test_an_invalid_model_hands_the_decision_to_the_rules_planner(
 ) -> None:
     hallucinated = call("kubectl_apply", {"manifest": "..."})
     server.add(hallucinated, hallucinated)
-    sim = SimCluster.open(tmp_path, BURST)
+    sim = SimCluster.open(tmp_path, ANOMALY)
     planner = _planner(server, policy)
     with Runtime.open(tmp_path, sim, policy, planner=planner) as runtime:
         runtime.start()
-        report = runtime.tick(15.0)
+        report = answered(runtime)
         fallbacks = runtime.ctx.audit.records(kind="fallback")
 
     assert report.decided and report.executed >= 1  # the rules planner's scale-up ran

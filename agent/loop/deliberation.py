@@ -1,0 +1,184 @@
+"""Deliberations: the model answers judgment questions beside the loop, never inside a tick.
+
+A tick that finds a question (agent/loop/questions.py) hands it here with the tick's
+observation and goes on; the question is deliberated in a worker thread, one at a time, under
+the model's own deadline (STEWARD_LLM_DEADLINE_S). Each later tick asks `finished()` for the
+answers that came: the runtime runs each as a decision of its own, judged by the guard on a
+fresh observation (agent/loop/nodes.py: superseded when its premise is gone). A model that
+fails — an error, a hang, an answer past the deadline — is a fallback: the rules' actions for
+the question go to the guard instead, and the log says so. A worker that outlives its deadline
+(and a grace) is abandoned: its question ends as a fallback at the deadline, and whatever the
+worker returns later is dropped.
+
+With `wait=True` (a simulated clock run flat out: evals, tests) a question is deliberated before
+`ask` returns: the simulated world does not move meanwhile, so the run stays reproducible; the
+answer is still judged on the next tick's observation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from agent.audit import new_decision_id, transcripts
+from agent.loop.state import Deliberated, Question, Signals
+from agent.planners.base import Deliberator
+from agent.planners.errors import PlannerFailed
+from tools.model import ClusterState
+
+log = structlog.get_logger("steward.deliberation")
+
+GRACE_S = 5.0
+"""Past its deadline, how long a worker may still take before its question is given up."""
+
+
+@dataclass
+class _Running:
+    deliberation_id: str
+    question: Question
+    asked_at_s: float
+    state: ClusterState
+    thread: threading.Thread | None = None
+    answer: Deliberated | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class Deliberations:
+    """The questions in deliberation and the answers not yet judged (module docstring)."""
+
+    def __init__(
+        self,
+        model: Deliberator,
+        data_dir: Path,
+        *,
+        deadline_s: float,
+        wait: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.data_dir = data_dir
+        self.deadline_s = deadline_s
+        self.wait = wait
+        self.clock = clock
+        self._running: list[_Running] = []
+        self._lock = threading.Lock()
+        self.settled: dict[str, str] = {}
+        """Premises answered (key -> deliberation id): not asked again while they stand."""
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return any(not r.done.is_set() for r in self._running)
+
+    def pending(self) -> set[str]:
+        """The premises asked and not yet judged."""
+        with self._lock:
+            return {r.question.key for r in self._running}
+
+    def forget_gone(self, keys: set[str]) -> None:
+        """Premises no longer seen may be asked again when they come back."""
+        for key in [k for k in self.settled if k not in keys]:
+            del self.settled[key]
+
+    def ask(self, question: Question, state: ClusterState, signals: Signals) -> str | None:
+        """Start deliberating `question` unless it is pending or settled, or the model is busy
+        with another (one at a time); returns the new deliberation's id."""
+        if question.key in self.settled or question.key in self.pending() or self.busy:
+            return None
+        running = _Running(new_decision_id(), question, self.clock(), state)
+        with self._lock:
+            self._running.append(running)
+        log.info(
+            "deliberating",
+            deliberation=running.deliberation_id,
+            question=question.line(),
+            deadline_s=self.deadline_s,
+        )
+        if self.wait:
+            self._work(running, signals)
+            return running.deliberation_id
+        running.thread = threading.Thread(
+            target=self._work,
+            args=(running, signals),
+            name=f"deliberation-{running.deliberation_id}",
+            daemon=True,
+        )
+        running.thread.start()
+        return running.deliberation_id
+
+    def finished(self) -> list[Deliberated]:
+        """The answers that came, and the questions given up at their deadline."""
+        now = self.clock()
+        out: list[Deliberated] = []
+        with self._lock:
+            for r in list(self._running):
+                if r.done.is_set() and r.answer is not None:
+                    out.append(r.answer)
+                elif now - r.asked_at_s > self.deadline_s + GRACE_S:
+                    out.append(self._given_up(r, now))
+                else:
+                    continue
+                self._running.remove(r)
+                self.settled[r.question.key] = r.deliberation_id
+        return out
+
+    def _given_up(self, r: _Running, now: float) -> Deliberated:
+        reason = (
+            f"no answer within the deliberation's deadline of {self.deadline_s:g} s "
+            f"({now - r.asked_at_s:.0f} s); the rules decide"
+        )
+        log.warning("deliberation given up", deliberation=r.deliberation_id, reason=reason)
+        r.done.set()  # whatever the worker returns later is dropped
+        return Deliberated(
+            deliberation_id=r.deliberation_id,
+            question=r.question,
+            asked_at=r.state.observed_at,
+            fallback_reason=reason,
+            model=self.model.model,
+            latency_s=round(now - r.asked_at_s, 3),
+        )
+
+    def _work(self, r: _Running, signals: Signals) -> None:
+        plan, failure = None, None
+        try:
+            plan = self.model.deliberate(r.state, signals, r.question)
+        except PlannerFailed as exc:
+            failure = exc.reason
+        except Exception as exc:  # a worker never dies silently: its question falls back
+            failure = f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
+        report = self.model.last_report
+        digest = None
+        try:
+            if self.model.last_transcript:
+                digest = transcripts.store(self.data_dir, self.model.last_transcript)
+        except OSError as exc:
+            log.warning("transcript not stored", error=str(exc))
+        answer = Deliberated(
+            deliberation_id=r.deliberation_id,
+            question=r.question,
+            asked_at=r.state.observed_at,
+            plan=plan,
+            fallback_reason=failure,
+            model=self.model.model,
+            prompt_tokens=report.prompt_tokens if report else 0,
+            completion_tokens=report.completion_tokens if report else 0,
+            latency_s=report.latency_s if report else round(self.clock() - r.asked_at_s, 3),
+            tools_called=report.lookups if report else (),
+            transcript_digest=digest,
+        )
+        with self._lock:
+            if r.done.is_set():
+                return  # given up at its deadline already
+            r.answer = answer
+            r.done.set()
+        log.info(
+            "deliberated",
+            deliberation=r.deliberation_id,
+            failed=failure,
+            actions=[a.describe() for a in plan.actions] if plan else None,
+        )
