@@ -24,7 +24,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from agent.audit.errors import AuditError
+from agent.audit.errors import AuditError, LogDamaged
 from agent.daemon import lockfile
 
 AUTOCHECKPOINT_PAGES = 4000
@@ -78,6 +78,22 @@ def check_layout(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
         )
 
 
+def check_integrity(conn: sqlite3.Connection, path: Path, *, full: bool = False) -> None:
+    """SQLite's own check of every page (`quick_check`; `integrity_check` when `full`): a
+    garbled page is named here, at open, instead of a DatabaseError in the middle of a command."""
+    pragma = "integrity_check" if full else "quick_check"
+    try:
+        found = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}(5)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        found = [str(exc)]
+    if found != ["ok"]:
+        raise LogDamaged(
+            f"{path} is damaged: SQLite's integrity check says: {'; '.join(found)}. Nothing was "
+            "written to it. Restore audit.db from a backup; keep the damaged file as evidence "
+            "(move the data dir away) — it is never rebuilt or repaired in place"
+        )
+
+
 def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     """The log's connection. A reader opens it read-only; a copy this user may not write (an
     archived or mounted log: neither it nor its directory writable) is read as immutable, since
@@ -107,7 +123,7 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
 
 def _not_a_log(path: Path, exc: sqlite3.DatabaseError) -> AuditError:
     """A file that SQLite cannot read as a database: named, never overwritten."""
-    return AuditError(
+    return LogDamaged(
         f"{path} is not a readable decision log ({exc}); it was left as it is. Restore it from "
         "a backup, or move it away (it is evidence) and use another --data-dir"
     )

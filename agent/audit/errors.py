@@ -5,6 +5,7 @@
         │                      a signed log without its key, an outcome for an unknown decision)
         └── LogRefused         (also an InvalidInput) the log as found may not be written on:
                                lost, cut, replaced, laundered or damaged; nothing was written
+            └── LogDamaged     SQLite's integrity check failed on the file
 
 A tampered log is not an exception: `AuditLog.verify()` returns a report naming each problem.
 """
@@ -22,3 +23,7 @@ class LogRefused(AuditError, InvalidInput):
     """The writer will not open the log as it found it — lost, cut, replaced, its MACs stripped,
     damaged — and nothing was written: the message names the evidence and what to do. Bad input
     to the agent (exit 2): the state it was given is not one it may build on."""
+
+
+class LogDamaged(LogRefused):
+    """SQLite's integrity check found the log's file damaged (a garbled page)."""

@@ -21,6 +21,7 @@ from typing import Any
 from agent.audit import signing, witness
 from agent.audit.db import (
     SCHEMA,
+    check_integrity,
     check_layout,
     connect,
     fsync_dir,
@@ -126,6 +127,7 @@ class AuditLog:
                 )
             reader = cls(path, connect(path, readonly=True), key, clock, None)
             try:
+                check_integrity(reader._conn, path, full=True)
                 check_layout(reader._conn, path, create=False)
             except BaseException:
                 reader.close()
@@ -141,6 +143,8 @@ class AuditLog:
             raise
         log = cls(path, conn, key, clock, lock_fd)
         try:
+            if not created:
+                check_integrity(conn, path)
             conn.executescript(SCHEMA)
             if created:
                 fsync_dir(data_dir)

@@ -33,6 +33,7 @@ from agent.audit import (
     summary,
 )
 from agent.audit import explain as explain_decision
+from agent.audit.errors import LogDamaged
 from agent.audit.outside import parse as parse_outside
 from agent.cli import bench
 from agent.cli.common import (
@@ -94,7 +95,7 @@ def verify(
         fail(str(exc))
     try:
         opened = AuditLog.open(readable_data_dir(data), readonly=True)
-    except LogLost as exc:  # a deleted or emptied log where one was written: a failed check
+    except (LogLost, LogDamaged) as exc:  # a log lost or damaged where one was written
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_CHECK_FAILED) from None
     except AuditError as exc:

@@ -19,6 +19,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from rich.console import Console
 
 from agent.daemon.config import CONFIG_ENV, StewardConfig, load_config
+from agent.daemon.datadir import check_data_dir
 from tools.errors import InvalidInput
 
 EXIT_OK = 0
@@ -149,6 +150,10 @@ def data_dir(option: Path | None) -> Path:
     """The data dir chosen by the option, $STEWARD_DATA_DIR, steward.yaml or the default
     (./.steward); created if absent."""
     path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
+    try:
+        check_data_dir(path)
+    except InvalidInput as exc:
+        fail(str(exc))
     if path.exists() and not path.is_dir():
         fail(f"data dir {path} is a file, not a directory; point --data-dir (or STEWARD_DATA_DIR) "
              "at a directory")  # fmt: skip
@@ -167,6 +172,10 @@ def readable_data_dir(option: Path | None) -> Path:
     path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
     if not path.is_dir():
         fail(f"data dir {path} is not a directory; pass the --data-dir the agent runs with")
+    try:
+        check_data_dir(path)
+    except InvalidInput as exc:
+        fail(str(exc))
     return path
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
+from agent.audit.witness import history_in
 from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
@@ -139,6 +140,13 @@ def open_sim(data_dir: Path, scenario: Path | None) -> SimCluster:
     A data dir belongs to one cluster: a scenario other than the one it holds is refused once
     the data dir has a history (`reset` archives it first)."""
     saved = store.load(data_dir)
+    if saved is None and (history := history_in(data_dir)):
+        raise InvalidInput(
+            f"the simulated cluster {store.path_in(data_dir)} is missing, but {data_dir} has "
+            f"history ({', '.join(history)}): it was lost or deleted, and a cluster rebuilt "
+            "from the scenario would not be the one the log describes. Restore sim.json from "
+            "a backup; to start afresh, pass --reset (the old log and state are archived)"
+        )
     if scenario is not None:
         chosen = load_scenario(resolve_scenario(scenario))
         if saved is not None and saved.scenario != chosen and has_history(data_dir):

@@ -20,11 +20,12 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.errors import PermanentError
+from tools.errors import InvalidInput
 
 
-class DamagedFile(PermanentError):
-    """A state file of the data dir is empty or not a database; the message says what to do."""
+class DamagedFile(InvalidInput):
+    """A state file of the data dir is empty, unparseable, of the wrong type or not a database;
+    the message says what to do. Bad input to the agent (exit 2): never crashed on or rebuilt."""
 
 
 def connect(

@@ -14,7 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.daemon.dbfile import DamagedFile
 
 PAUSE_NAME = "pause.json"
 
@@ -38,10 +40,24 @@ def read(data_dir: Path) -> Pause | None:
     """The pause in force, or None when the agent runs."""
     path = data_dir / PAUSE_NAME
     try:
-        text = path.read_text()
+        text = path.read_bytes()
     except FileNotFoundError:
         return None
-    return Pause.model_validate_json(text)
+    except OSError as exc:
+        raise DamagedFile(f"{path}: cannot be read ({exc.strerror}); {_FIX}") from exc
+    try:
+        return Pause.model_validate_json(text)
+    except ValidationError as exc:
+        raise DamagedFile(
+            f"{path}: the pause is damaged ({exc.error_count()} problem(s), e.g. "
+            f"{exc.errors()[0]['msg']}); {_FIX}"
+        ) from exc
+
+
+_FIX = (
+    "while it is unreadable nobody can tell whether the agent is paused, so it does not run. "
+    "Look at it, then `steward resume` (remove the file) or `steward pause` again"
+)
 
 
 def pause(data_dir: Path, wanted: Pause) -> tuple[Pause, bool]:
@@ -62,7 +78,14 @@ def pause(data_dir: Path, wanted: Pause) -> tuple[Pause, bool]:
 
 def resume(data_dir: Path) -> Pause | None:
     """Lift the pause; returns the one lifted, or None when the agent was not paused."""
-    held = read(data_dir)
+    path = data_dir / PAUSE_NAME
+    try:
+        held = read(data_dir)
+    except DamagedFile:
+        if not path.is_file():
+            raise
+        path.unlink()  # a damaged pause is lifted like any other: the operator asked
+        return None
     if held is not None:
-        (data_dir / PAUSE_NAME).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     return held

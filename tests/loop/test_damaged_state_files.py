@@ -62,7 +62,7 @@ def test_a_corrupt_checkpoint_db_is_refused_by_run_in_one_line(data_dir: Path) -
 
     done = _run_once(data_dir)
 
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "the checkpoint DB is damaged" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -78,7 +78,7 @@ def test_a_damaged_loop_memory_is_refused_by_run_in_one_line(data_dir: Path, tex
 
     done = _run_once(data_dir)
 
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "loop.json: the loop's memory is damaged" in done.stderr
     assert "move it away" in done.stderr and "Traceback" not in done.stderr
     assert (data_dir / "loop.json").read_text() == text  # nothing is overwritten
@@ -93,7 +93,7 @@ def test_a_zero_byte_inbox_makes_pending_fail_in_one_line(data_dir: Path) -> Non
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
-    assert done.returncode == 1 and "empty (0-byte)" in done.stderr
+    assert done.returncode == 2 and "empty (0-byte)" in done.stderr
     assert "Traceback" not in done.stderr
 
 

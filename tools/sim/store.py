@@ -78,7 +78,13 @@ def load(data_dir: Path) -> Saved | None:
     target = path_in(data_dir)
     if not target.exists():
         return None
-    raw = target.read_bytes()
+    try:
+        raw = target.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(
+            f"{target}: the simulated cluster cannot be read ({exc.strerror}); move it away "
+            "(restore it from a backup if the data dir has a history)"
+        ) from exc
     try:
         found = json.loads(raw).get("format")
     except (ValueError, AttributeError):
