@@ -156,6 +156,8 @@ class ScriptedServer:
         self.responder = responder
         """Or a reply made from each request's body (a model that answers what it reads)."""
         self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        """When each chat completion was asked (time.monotonic())."""
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self.closing = threading.Event()
@@ -194,6 +196,8 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             self.paths.append(path)
+            if path.endswith("/chat/completions"):
+                self.times.append(time.monotonic())
             if self.replies:
                 return self.replies.popleft()
             if self.source is not None:
