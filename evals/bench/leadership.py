@@ -27,6 +27,9 @@ from evals.twin.resources import LEASE
 from tests.kubernetes.replicas import Replica, two_replicas, wait_for
 from tests.llm.scripted_server import Reply, ScriptedServer, submit
 
+NAMESPACE, LEASE_NAME = "steward", "steward-leader"
+"""The replicas' Lease (tests/kubernetes/replicas.py runs them in namespace steward)."""
+
 
 class LeadershipReport(BaseModel):
     """Who led two replicas under API faults, and who called the model."""
@@ -88,10 +91,9 @@ def _watch(twin: Any, seconds: float) -> tuple[list[tuple[float, str | None]], f
     stop = threading.Event()
 
     def holder() -> str | None:
-        for obj in twin.store.table(LEASE).values():
-            found = (obj.get("spec") or {}).get("holderIdentity")
-            return str(found) if found else None
-        return None
+        lease = twin.store.find(LEASE, NAMESPACE, LEASE_NAME)  # not the nodes' heartbeats
+        found = ((lease or {}).get("spec") or {}).get("holderIdentity")
+        return str(found) if found else None
 
     while not stop.wait(0.05):
         now = time.monotonic()
