@@ -140,6 +140,16 @@ def chaos(
         float, typer.Option("--minutes", min=0.1, max=24 * 60, help="How long to soak.")
     ] = 10.0,
     seed: Annotated[int, typer.Option("--seed", help="Seeds every kill, fault and answer.")] = 0,
+    api_faults: Annotated[
+        float | None,
+        typer.Option(
+            "--api-faults",
+            min=0.0,
+            max=1.0,
+            help="Also run two replicas against the twin with this share of API requests "
+            "failing, and report who led and who called the model (`leadership`).",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """The agent as a real process under kill -9, API faults, bad LLM answers, outages and node
@@ -148,7 +158,7 @@ def chaos(
         raise typer.BadParameter(f"--minutes {minutes} is not a finite number")
     from evals.bench.chaos import report_text, run_chaos  # the subprocesses and the server
 
-    report = run_chaos(minutes, seed)
+    report = run_chaos(minutes, seed, api_faults=api_faults)
     if json_out:
         print(report.model_dump_json(indent=2))
     else:

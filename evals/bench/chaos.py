@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from agent.approvals.inbox import Inbox
 from agent.audit import HEAD_FILE, ApprovalRecord, AuditLog, Intent, Outcome
+from evals.bench.leadership import LeadershipReport, run_leadership
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tests.llm.scripted_server import BAD_SHAPES, Reply, ScriptedServer, bad, error, hang
@@ -73,6 +74,9 @@ class ChaosReport(BaseModel):
     llm_answers: dict[str, int]
     violations: int
     problems: list[str]
+    leadership: LeadershipReport | None = None
+    """With --api-faults: two replicas under that share of failing API requests — how often
+    the lead moved, and model calls made while not leading (each one a violation)."""
 
 
 class _Feed:
@@ -123,14 +127,37 @@ class _Feed:
         return out
 
 
-def run_chaos(minutes: float, seed: int, data_dir: Path | None = None) -> ChaosReport:
-    """Run the soak for `minutes` (see the module docstring) and check the invariants."""
+def run_chaos(
+    minutes: float, seed: int, data_dir: Path | None = None, api_faults: float | None = None
+) -> ChaosReport:
+    """Run the soak for `minutes` (see the module docstring) and check the invariants; with
+    `api_faults`, the leadership soak as well (evals/bench/leadership.py)."""
     rng = random.Random(seed)
     feed = _Feed(random.Random(seed + 1))
     with tempfile.TemporaryDirectory(prefix="steward-chaos-") as scratch:
         where = data_dir or Path(scratch) / "data"
         with ScriptedServer(source=feed) as server:
-            return _soak(minutes, seed, rng=rng, feed=feed, server=server, where=where)
+            report = _soak(minutes, seed, rng=rng, feed=feed, server=server, where=where)
+    if api_faults is None:
+        return report
+    leaders = run_leadership(minutes, api_faults, seed)
+    problems = list(report.problems)
+    if leaders.model_calls_not_leading:
+        problems.append(
+            f"leadership: {leaders.model_calls_not_leading} model call(s) while not leading"
+        )
+    if leaders.max_changes_per_minute > 1:
+        problems.append(
+            f"leadership: the lead moved {leaders.max_changes_per_minute} times in one minute"
+        )
+    extra = len(problems) - len(report.problems)
+    return report.model_copy(
+        update={
+            "leadership": leaders,
+            "problems": problems,
+            "violations": report.violations + extra,
+        }
+    )
 
 
 def _soak(
@@ -350,4 +377,12 @@ def report_text(report: ChaosReport) -> str:
         f"violations: {report.violations}",
         *(f"  - {p}" for p in report.problems),
     ]
+    if report.leadership is not None:
+        led = report.leadership
+        lines.append(
+            f"leadership at {led.api_fault_rate:.0%} API faults: the lead moved {led.changes} "
+            f"time(s) (at most {led.max_changes_per_minute} in a minute); model calls "
+            f"{json.dumps(led.model_calls, sort_keys=True)}, {led.model_calls_not_leading} "
+            "while not leading"
+        )
     return "\n".join(lines)

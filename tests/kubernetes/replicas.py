@@ -67,6 +67,8 @@ class Replica:
     root: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    """More environment for the process (e.g. the LLM planner's endpoint)."""
 
     @property
     def token(self) -> str:
@@ -104,6 +106,7 @@ class Replica:
             "STEWARD_IDENTITY": self.name,
             "STEWARD_NAMESPACE": "steward",
             "KUBECONFIG": str(kubeconfig),
+            **self.extra_env,
         }
         args = ["run", "--forever", "--data-dir", str(self.data), "--policy", str(policy)]
         self.proc = subprocess.Popen(

@@ -158,6 +158,8 @@ class ScriptedServer:
         once the script is used up, after `source`. It runs in the request's thread, outside
         the server's lock, so it may wait."""
         self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        """When each chat completion was asked (time.monotonic())."""
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self.closing = threading.Event()
@@ -196,6 +198,8 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             self.paths.append(path)
+            if path.endswith("/chat/completions"):
+                self.times.append(time.monotonic())
             if self.replies:
                 return self.replies.popleft()
             if self.source is not None:

@@ -102,10 +102,6 @@ class LeaseHolder:
         self._seen_duration = settings.duration_s
         self.transitions = 0
         self.last_error = ""
-        self._written: client.V1Lease | None = None
-        """The Lease as this replica last wrote it (with its resourceVersion): a leader renews
-        by writing it again, one request, not a read and a write (half the requests to fail in
-        a flaky API). A 409 means someone else wrote since: then it reads first."""
 
     def leading(self) -> bool:
         """Whether this replica may act now (fenced by the renew deadline)."""
@@ -129,7 +125,7 @@ class LeaseHolder:
         its own) tries again at once, a few times, within what is left of its renew deadline:
         one failed request in a flaky API must not hand the lead over (the other replica would
         take it, and both would call the model in turn). It gives up only when the deadline
-        has no room left for another request; then leadership lapses, as fencing requires."""
+        has no room left for another round; then leadership lapses, as fencing requires."""
         s = self.settings
         before = self._renewed_at
         held = self._attempt_once()
@@ -138,8 +134,8 @@ class LeaseHolder:
             if before is None or self._renewed_at != before or self.holder != s.identity:
                 break  # renewed, never led, or someone else holds it now: nothing to retry
             left = s.renew_deadline_s - (self._monotonic() - before)
-            if left < pause + s.timeout_s:
-                break  # no room left for one more request before the deadline
+            if left < pause + 2 * s.timeout_s:
+                break  # no room left for one more round (a read and a write) before the deadline
             self._sleep(pause)
             self.renewal_retries += 1
             held = self._attempt_once()
@@ -148,10 +144,6 @@ class LeaseHolder:
     def _attempt_once(self) -> bool:
         s = self.settings
         started = self._monotonic()
-        if self._written is not None and self.leading():
-            renewed = self._renew_written(started)
-            if renewed is not None:
-                return renewed
         try:
             lease = self.api.read_namespaced_lease(
                 s.name, s.namespace, _request_timeout=s.timeout_s
@@ -167,7 +159,7 @@ class LeaseHolder:
         self.transitions = spec.lease_transitions or 0
         ours = spec.holder_identity == s.identity
         if not ours and not self._expired(spec):
-            self._renewed_at = self._written = None
+            self._renewed_at = None
             return False
         now = self._now()
         spec.holder_identity = s.identity
@@ -178,7 +170,7 @@ class LeaseHolder:
             spec.lease_transitions = self.transitions + 1
         lease.spec = spec
         try:
-            written = self.api.replace_namespaced_lease(
+            self.api.replace_namespaced_lease(
                 s.name, s.namespace, lease, _request_timeout=s.timeout_s
             )
         except ApiException as exc:
@@ -186,29 +178,6 @@ class LeaseHolder:
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
         self._held(started, spec)
-        self._written = written if isinstance(written, client.V1Lease) else None
-        return True
-
-    def _renew_written(self, started: float) -> bool | None:
-        """Renew by writing the Lease as last written; None when it must be read first (a
-        409: it changed since)."""
-        s = self.settings
-        lease = self._written
-        assert lease is not None and lease.spec is not None
-        lease.spec.renew_time = self._now()
-        try:
-            written = self.api.replace_namespaced_lease(
-                s.name, s.namespace, lease, _request_timeout=s.timeout_s
-            )
-        except ApiException as exc:
-            if exc.status == 409:
-                self._written = None
-                return None
-            return self._failed(exc)
-        except (HTTPError, OSError) as exc:
-            return self._failed(exc)
-        self._held(started, lease.spec)
-        self._written = written if isinstance(written, client.V1Lease) else None
         return True
 
     def release(self) -> None:
@@ -228,7 +197,7 @@ class LeaseHolder:
                 )
         except (ApiException, HTTPError, OSError) as exc:
             self.last_error = str(exc)
-        self._renewed_at = self._written = None
+        self._renewed_at = None
 
     def _create(self, started: float) -> bool:
         s = self.settings
@@ -244,13 +213,12 @@ class LeaseHolder:
             metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace), spec=spec
         )
         try:
-            made = self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
+            self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica created it first
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
         self._held(started, spec)
-        self._written = made if isinstance(made, client.V1Lease) else None
         return True
 
     def _held(self, started: float, spec: Any) -> None:

@@ -1,0 +1,58 @@
+"""A replica that does not lead asks its model nothing: a lead lost between the start of a tick
+and its plan ends the tick without a model call (its plan could not run anyway: the fence)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agent.daemon.runtime import Runtime
+from agent.planners.llm import LLMPlanner
+from agent.planners.llm_settings import LLMSettings
+from policies.model import Policy
+from tests.llm.scripted_server import ScriptedServer, submit
+from tools.backends.sim import SimCluster
+from tools.sim.demand import PoissonDemand
+from tools.sim.scenario import Scenario
+
+BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
+
+
+class LosesTheLead:
+    """Leads for its first `calls` questions (the tick's own check), then no more."""
+
+    identity = "steward-0"
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+
+    def leading(self) -> bool:
+        self.calls -= 1
+        return self.calls >= 0
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, object]:
+        return {"identity": self.identity, "leading": self.calls > 0, "election": "test"}
+
+
+def test_no_model_call_once_the_lead_is_lost(
+    tmp_path: Path, server: ScriptedServer, policy: Policy
+) -> None:
+    server.add(submit([{"type": "scale_workload", "workload": "burst-llm", "replicas": 1}]))
+    settings = LLMSettings(base_url=server.base_url, model="scripted-model", deadline_s=5.0)
+    planner = LLMPlanner(settings, policy=policy, sleep=lambda s: time.sleep(min(s, 0.05)))
+    sim = SimCluster.open(tmp_path, BURST)
+    sim.advance(120)
+    leadership = LosesTheLead(calls=1)
+    with Runtime.open(tmp_path, sim, policy, planner=planner, leadership=leadership) as runtime:
+        runtime.start()
+        report = runtime.tick(15.0)
+
+    assert not report.standby  # the tick began as the leader's ...
+    assert server.completions == []  # ... and asked the model nothing once the lead was gone
+    assert report.executed == 0
