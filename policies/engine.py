@@ -115,6 +115,7 @@ def judge(
         history=history,
         now=aware(now or state.observed_at),
         nodes_of_interest=drained,
+        proposed_by_model=plan.model is not None or plan.planner == "llm",
     )
     offers = priority.offers(plan, state, policy)
     withdrawn: list[Found] = []
@@ -226,8 +227,11 @@ class _Books:
         else:
             rule_ids = tuple(dict.fromkeys(d.rule_id for d in denials))
             message = "Denied: " + "; ".join(dict.fromkeys(d.message for d in denials))
-            times = [d.retry_at for d in denials if d.retry_at is not None]
-            retry_at = max(times) if len(times) == len(denials) else None
+            # Rules a preemption waives (a busy pool's) do not say when to look again: the
+            # others do — once a cooldown ends the same pair may pass as a preemption.
+            binding = [d for d in denials if d.rule_id not in priority.WAIVABLE] or denials
+            times = [d.retry_at for d in binding if d.retry_at is not None]
+            retry_at = max(times) if len(times) == len(binding) else None
         instead = None
         if suggest and type(action) is ScaleWorkload and targets.ACTION_INVALID not in rule_ids:
             instead, note = self._instead(index, action, denials)

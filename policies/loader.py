@@ -18,6 +18,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from policies.errors import PolicyError, Problem
 from policies.model import Policy
+from tools.yamlbounds import read_text
 from tools.yamldoc import YamlProblem, parse_mapping, position, schema_problem
 
 DEFAULT_POLICY = Path(__file__).with_name("default.yaml")
@@ -28,7 +29,9 @@ def load_policy(path: Path | str) -> Policy:
     """Read, validate and return the policy at `path`; PolicyError lists every problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, str(path), "the policy file")
+    except YamlProblem as exc:
+        raise PolicyError([exc.problem]) from exc
     except OSError as exc:
         problem = Problem(str(path), 1, 1, f"cannot read the file: {exc.strerror}")
         raise PolicyError([problem]) from exc

@@ -33,6 +33,7 @@ ActionType = Literal[
     "rotate_mode",
 ]
 ApprovalDirection = Literal["up", "down", "to_zero", "any"]
+ProposedBy = Literal["anyone", "model"]
 RULE_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
 Path = tuple[str | int, ...]
@@ -58,6 +59,9 @@ class PoolPolicy(Strict):
     """Card models the pool's replicas may be placed on; empty: any."""
     min_ready_replicas: int = Field(default=0, ge=0)
     """A serving pool keeps at least this many ready replicas (summed over its workloads)."""
+    keep_loads: float = Field(default=1.0, ge=0)
+    """A replica unneeded for this many of its model loads is given back (what reloading it
+    would cost); to zero also only after no arrival for this long or the usual idle gap."""
 
 
 class Budget(Strict):
@@ -70,6 +74,8 @@ class ChangeBudget(Strict):
     """Executed plus proposed actions in any sliding hour (NoOp not counted)."""
     cards_per_tick: int | None = Field(default=None, ge=0)
     """The blast radius: cards one plan may change in total."""
+    cards_per_hour: int | None = Field(default=None, ge=0)
+    """Cards changed (up or down) by executed and proposed actions in any sliding hour."""
 
 
 class Cooldowns(Strict):
@@ -79,6 +85,10 @@ class Cooldowns(Strict):
     """Per action type: e.g. two scale_workload actions on one workload."""
     by_target: dict[str, Duration] = {}
     """Per target name (a workload, node or mode): any two actions on it."""
+    by_direction: dict[Literal["scale_up", "scale_down"], Duration] = {}
+    """Per direction of a scale (scale_workload, place_replica): the least time since the last
+    scale of the same workload, either way, before one in this direction — growth can follow
+    quickly, shrinking waits (e.g. scale_up: 30s, scale_down: 5m)."""
 
 
 class Window(Strict):
@@ -120,6 +130,17 @@ class ApprovalRule(Strict):
     """Groups (defined under approvers.groups) whose members may approve."""
     serving_protected: bool = False
     """Only actions on a node that serves a protected workload (cordon, uncordon, drain)."""
+    except_own_cordons: bool = False
+    """Not for a node Steward itself cordoned (tools.model.Node.cordoned_by_steward): Steward
+    lifts its own cordons when it needs the capacity again, while anyone else's cordon (or an
+    uncordon of a node nobody cordoned, which a model has no reason to ask for) needs a
+    person."""
+    proposed_by: ProposedBy = "anyone"
+    """`model`: only actions a language model proposed (the LLM planner's plans), whatever
+    it read; `anyone`: whoever proposed them."""
+    protected_or_serving: bool = False
+    """Only actions on a protected workload or a workload of a serving pool (one that keeps
+    min_ready_replicas)."""
 
     @property
     def rule_id(self) -> str:
@@ -157,8 +178,21 @@ class QuietWindow(Window):
 
 
 class SloTarget(Strict):
-    queue_wait_s: float = Field(gt=0)
+    """A pool's latency targets. `ttft_s` (and `itl_s`) are what a request is promised: a pool
+    with them is sized by the capacity model; `queue_wait_s` stays a signal."""
+
+    queue_wait_s: float | None = Field(default=None, gt=0)
     """Above this queue wait the pool is breaching its SLO: it may not be scaled down."""
+    ttft_s: float | None = Field(default=None, gt=0)
+    """Time to first token a request is promised."""
+    itl_s: float | None = Field(default=None, gt=0)
+    """Mean inter-token latency a request is promised."""
+
+    @model_validator(mode="after")
+    def _some_target(self) -> SloTarget:
+        if self.queue_wait_s is None and self.ttft_s is None:
+            raise ValueError("give ttft_s (and itl_s), or queue_wait_s; e.g. {ttft_s: 3}")
+        return self
 
 
 class Group(Strict):

@@ -90,6 +90,11 @@ class Node(Versioned):
     labels: dict[str, str] = {}
     taints: tuple[Taint, ...] = ()
     cordoned: bool = False
+    cordoned_by_steward: bool = False
+    """Cordoned, and by Steward itself (its own cordon or drain; the Kubernetes backend marks
+    them with the node annotation steward.dev/cordoned-by): a cordon Steward may lift when it
+    needs the capacity again. False for a cordon of anyone else's — a person's always needs a
+    person to lift."""
     ready: bool = True
     memory_total_bytes: int = Field(ge=0)
     memory_used_bytes: Metric = MISSING
@@ -125,6 +130,21 @@ class ReplicaPlacement(Frozen):
     creation; None for a placed replica, or where the backend cannot tell)."""
 
 
+class ServingProfile(Frozen):
+    """How fast one replica serves, as the model catalogue profiles this model on this card:
+    the prefill rate, and the inter-token latency as a function of the batch,
+    ITL(b) = itl_base_s + itl_per_seq_s x b."""
+
+    prefill_tok_s: float = Field(gt=0)
+    itl_base_s: float = Field(ge=0)
+    itl_per_seq_s: float = Field(ge=0)
+    kv_tokens: int | None = Field(default=None, ge=0)
+    """KV-cache tokens one replica holds (None: not known)."""
+    max_num_seqs: int = Field(default=256, gt=0)
+    load_s: float | None = Field(default=None, ge=0)
+    """From placement to ready (model load, graph capture), as profiled."""
+
+
 class Workload(Versioned):
     name: str
     kind: WorkloadKind
@@ -141,8 +161,18 @@ class Workload(Versioned):
     queue_wait_s: Metric = MISSING
     tokens_per_s: Metric = MISSING
     ttft_s: Metric = MISSING
+    """Time to first token, p90 over the recent requests (vLLM's histogram), seconds."""
+    itl_s: Metric = MISSING
+    """Mean inter-token latency of the recent requests, p90 (vLLM's
+    inter_token_latency_seconds), seconds."""
+    prompt_tokens_per_s: Metric = MISSING
+    """Prompt tokens prefilled per second (rate of vLLM's prompt_tokens_total)."""
+    requests_per_s: Metric = MISSING
+    """Requests finished per second (rate of vLLM's request_success_total)."""
     rated_tok_s: float | None = Field(default=None, gt=0)
     """Aggregate decode tokens/s one replica serves at most (its rating); None: unknown."""
+    serving_profile: ServingProfile | None = None
+    """The catalogue's profile of one replica (None: not profiled; sized from the queue)."""
     kv_cache_usage: Metric = MISSING
     """The fullest replica's KV-cache use, 0..1 (vLLM, SGLang)."""
     requests_running: Metric = MISSING

@@ -47,7 +47,11 @@ class YamlProblem(InvalidInput):
 
 def parse_mapping(text: str, file: str, what: str) -> CommentedMap:
     """The YAML mapping in `text`; YamlProblem at the place of a syntax error, or with `what`
-    (what the document should be) when it is not a mapping."""
+    (what the document should be) when it is not a mapping. The document is checked against
+    the bounds of tools.yamlbounds (size, depth, aliases, numbers) before it is built."""
+    from tools.yamlbounds import check  # yamlbounds words its problems with this module's types
+
+    check(text, file)
     try:
         data = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:

@@ -16,11 +16,13 @@ Slack user id as sender and principal.
 from __future__ import annotations
 
 import getpass
+from collections.abc import Sequence
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.model import Policy
+from tools.actions import Action
 from tools.approval import Channel
 from tools.errors import InvalidInput
 
@@ -71,3 +73,17 @@ class CliChannel:
                 f"{listed}); answer as yourself ({self.user}) or --as one of them"
             )
         return Identity(channel="cli", sender=self.user, principal=claimed)
+
+    def claim_for(self, actions: Sequence[Action], policy: Policy) -> str | None:
+        """The name `steward approve` must be given with `--as` for this user to answer
+        `actions`: None when the OS user may answer them itself, else the first member of the
+        approver groups they need (None too when those groups have no member)."""
+        if all(policy.may_approve(self.user, a) for a in actions):
+            return None
+        groups = policy.approvers.groups
+        for action in actions:
+            for name in policy.approver_groups(action, None):
+                group = groups.get(name)
+                if group is not None and group.members:
+                    return group.members[0]
+        return None

@@ -79,7 +79,19 @@ def check_layout(conn: sqlite3.Connection, path: Path, *, create: bool) -> None:
 
 
 def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    """The log's connection. A reader opens it read-only; a copy this user may not write (an
+    archived or mounted log: neither it nor its directory writable) is read as immutable, since
+    SQLite could not make the shared-memory file that reading a WAL-mode database takes."""
+    target: str | Path = path
+    if readonly:
+        frozen = not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+        target = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if frozen else "")
+    try:
+        conn = sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=10.0, uri=readonly
+        )
+    except sqlite3.OperationalError as exc:
+        raise AuditError(f"{path}: cannot open the decision log: {exc}") from None
     try:
         if readonly:
             conn.execute("PRAGMA query_only = ON")

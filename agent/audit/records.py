@@ -233,6 +233,7 @@ FindingKind = Literal[
     "stale_metrics",
     "unschedulable",
     "context_below_fit",
+    "cordoned_capacity",
 ]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agent.audit import witness
+from agent.audit import signing, witness
 from agent.audit.db import (
     SCHEMA,
     check_layout,
@@ -29,6 +29,7 @@ from agent.audit.db import (
 )
 from agent.audit.errors import AuditError
 from agent.audit.linking import insert
+from agent.audit.outside import OutsideHead
 from agent.audit.queries import (
     SELECT_RECORD,
     ExecutedAction,
@@ -51,6 +52,7 @@ from agent.audit.records import (
 )
 from agent.audit.verify import (
     VerifyReport,
+    against_outside,
     check,
     check_key,
     read_witness,
@@ -144,7 +146,8 @@ class AuditLog:
                 fsync_dir(data_dir)
             check_layout(conn, path, create=True)
             check_key(conn, path, key, KEY_ENV)
-            witness.on_open(data_dir, path, conn, key)
+            signed = signing.on_open(data_dir, path, conn, key, key_env=KEY_ENV, clock=clock)
+            witness.on_open(data_dir, path, conn, key, signed.since_seq if signed else None)
         except BaseException:
             log.close()
             raise
@@ -355,10 +358,30 @@ class AuditLog:
         with self._mutex:
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    def verify(self) -> VerifyReport:
-        """Check the whole log (one consistent snapshot, safe while the writer appends)."""
+    def outside_head(self) -> witness.Witness | None:
+        """The head as a witness outside the data dir keeps it: seq, hash, time and (with the
+        key) its MAC — what audit.head holds, for /metrics, notices and the witness file."""
+        with self._mutex:
+            row = self._conn.execute(
+                "SELECT h.seq, h.hash, r.time FROM head h JOIN records r ON r.seq = h.seq"
+            ).fetchone()
+        if row is None:
+            return None
+        seq, digest, at = int(row[0]), str(row[1]), datetime.fromisoformat(row[2])
+        mac = witness.witness_mac(self._key, seq, digest, at) if self._key else None
+        return witness.Witness(seq=seq, hash=digest, time=at, mac=mac)
+
+    def verify(self, outside: OutsideHead | None = None) -> VerifyReport:
+        """Check the whole log (one consistent snapshot, safe while the writer appends), and
+        against a head kept `outside` the data dir when one is given."""
         seen = read_witness(self.path.parent)
+        try:
+            signed: signing.Signing | str | None = signing.read(self.path.parent)
+        except AuditError as exc:
+            signed = str(exc)
+        since = signed.since_seq if isinstance(signed, signing.Signing) else None
         with self._mutex:
             rows, head = snapshot(self._conn)
-        report = check(rows, head, self._key)
-        return witnessed(report, rows, seen, self._key)
+        report = check(rows, head, self._key, since)
+        report = witnessed(report, rows, seen, self._key, signed)
+        return report if outside is None else against_outside(report, rows, outside, self._key)

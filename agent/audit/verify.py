@@ -33,9 +33,11 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.audit import witness
+from agent.audit import signing, witness
 from agent.audit.chain import hash_body, mac_of
-from agent.audit.errors import AuditError
+from agent.audit.errors import AuditError, LogRefused
+from agent.audit.outside import OutsideHead
+from agent.audit.outside import problem as outside_problem
 from agent.audit.records import GENESIS_HASH, SCHEMA_VERSION
 
 ProblemKind = Literal[
@@ -50,6 +52,7 @@ ProblemKind = Literal[
     "replaced",
     "unwitnessed",
     "time_backwards",
+    "rolled_back",
 ]
 MAX_LISTED = 50
 
@@ -89,12 +92,12 @@ def check_key(conn: sqlite3.Connection, path: Path, key: bytes | None, key_env: 
     if head is None or head[2] is None:
         return
     if key is None:
-        raise AuditError(
+        raise LogRefused(
             f"the decision log {path} is signed (HMAC) but {key_env} is not set; "
             "set it to the key the log was written with"
         )
     if head[2] != anchor_mac(key, head[0], head[1]):
-        raise AuditError(
+        raise LogRefused(
             f"{key_env} does not match the key {path} was signed with (or its anchor "
             "was tampered with: run `steward audit verify`)"
         )
@@ -164,6 +167,10 @@ class _Findings:
 
 def _short(digest: str | None) -> str:
     return (digest or "none")[:12] + "…"
+
+
+_SIGNED = f"but this data dir signs every record from seq {{since}} on ({signing.SIGNING_FILE})"
+_UNSIGNED = "this record carries no HMAC, " + _SIGNED + ": its MACs were stripped"
 
 
 def _check_mac(found: _Findings, key: bytes, seq: int, mac: str | None, expected: str) -> None:
@@ -255,8 +262,12 @@ def _check_tail(found: _Findings, rows: Sequence[Row], anchor: Anchor | None) ->
         )
 
 
-def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> VerifyReport:
-    """Verify the stored rows (in stored order) against each other, the anchor and the key."""
+def check(
+    rows: Sequence[Row], anchor: Anchor | None, key: bytes | None, since: int | None = None
+) -> VerifyReport:
+    """Verify the stored rows (in stored order) against each other, the anchor and the key;
+    `since`: the seq from which the data dir recorded that every record is signed
+    (audit.signing) — from there a missing MAC is found with or without the key."""
     found = _Findings()
     prev_seq, prev_hash, prev_ok = 0, GENESIS_HASH, True
     prev_time = ""
@@ -270,8 +281,11 @@ def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> Veri
         ok = (hash_body(body) == digest and _envelope_matches(row)) or _diagnose(found, row)
         # Records written before a key was first set carry no MAC and need none: the signed
         # anchor covers them through the chain. After the first signed record, every one must.
-        if key is not None and signed:
+        must_sign = bool(signed) or (since is not None and pos >= since)
+        if key is not None and must_sign:
             _check_mac(found, key, pos, mac, mac_of(key, digest))
+        elif must_sign and mac is None:
+            found.add(pos, "hmac_missing", _UNSIGNED.format(since=since))
         if ok and prev_ok:
             if pos > prev_seq + 1:
                 first = prev_seq + 1
@@ -288,6 +302,13 @@ def check(rows: Sequence[Row], anchor: Anchor | None, key: bytes | None) -> Veri
                 )
         prev_seq, prev_hash, prev_ok = pos, digest, ok
     _check_tail(found, rows, anchor)
+    unsigned_anchor = anchor if anchor is not None and anchor.mac is None else None
+    if key is None and since is not None and unsigned_anchor and unsigned_anchor.seq >= since:
+        found.add(
+            unsigned_anchor.seq,
+            "hmac_missing",
+            "the log's anchor carries no HMAC, " + _SIGNED.format(since=since),
+        )
     if key is not None and anchor is not None:
         if anchor.mac is None:
             found.add(
@@ -326,9 +347,19 @@ def witnessed(
     rows: Sequence[Row],
     seen: witness.Witness | str | None,
     key: bytes | None,
+    signed: signing.Signing | str | None = None,
 ) -> VerifyReport:
-    """`report` with what the head held outside the log (audit.head) says about `rows`."""
+    """`report` with what the head held outside the log (audit.head) says about `rows`, and
+    what the data dir's record of signing (audit.signing; a string: why it is unreadable)
+    says about the key."""
     problems: list[Problem] = []
+    if isinstance(signed, str):
+        problems.append(Problem(seq=None, problem="hmac_missing", message=f"the log: {signed}"))
+        signed = None
+    elif signed is not None and key is not None:
+        wrong = signing.key_problem(signed, key, "STEWARD_AUDIT_KEY")
+        if wrong is not None:
+            problems.append(Problem(seq=None, problem="bad_hmac", message=f"the log: {wrong}"))
     if isinstance(seen, str):
         message = f"the log: unwitnessed — {seen}"
         problems.append(Problem(seq=None, problem="unwitnessed", message=message))
@@ -351,8 +382,10 @@ def witnessed(
             message = f"the log: {kind} — {problem}"
             problems.append(Problem(seq=seen.seq, problem=kind, message=message))
         # A log written unsigned until now has an unsigned witness too, as its anchor row.
-        unsigned_so_far = seen.mac is None and report.signed_records == 0
+        unsigned_so_far = seen.mac is None and report.signed_records == 0 and signed is None
         bad_mac = None if unsigned_so_far else witness.mac_problem(seen, key)
+        if signed is not None and key is None and seen.mac is None and seen.seq >= signed.since_seq:
+            bad_mac = f"{witness.HEAD_FILE} carries no HMAC, but this data dir's log is signed"
         if bad_mac is not None:
             kind = "hmac_missing" if seen.mac is None else "bad_hmac"
             message = f"the log: {kind} — {bad_mac}"
@@ -364,5 +397,25 @@ def witnessed(
             "ok": False,
             "problems": (*report.problems, *problems)[:MAX_LISTED],
             "problems_total": report.problems_total + len(problems),
+        }
+    )
+
+
+def against_outside(
+    report: VerifyReport, rows: Sequence[Row], outside: OutsideHead, key: bytes | None
+) -> VerifyReport:
+    """`report` with what a head kept outside the data dir says about `rows`."""
+    last = rows[-1][0] if rows else None
+    at_seq = next((r[6] for r in reversed(rows) if r[0] == outside.seq), None)
+    found = outside_problem(outside, last, at_seq, key)
+    if found is None:
+        return report
+    kind, message = found
+    problem = Problem(seq=outside.seq, problem=kind, message=f"the log: {kind} — {message}")
+    return report.model_copy(
+        update={
+            "ok": False,
+            "problems": (problem, *report.problems)[:MAX_LISTED],
+            "problems_total": report.problems_total + 1,
         }
     )

@@ -22,20 +22,21 @@ import hmac
 import json
 import os
 import sqlite3
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.audit.chain import mac_of, time_text
-from agent.audit.errors import AuditError
+from agent.audit.errors import AuditError, LogRefused
+from agent.audit.records import GENESIS_HASH
 
 HEAD_FILE = "audit.head"
 HISTORY_FILES = ("checkpoints.db", "inbox.db", "modes/journal.jsonl", "loop.json")
 """Files only a data dir that ran an agent has (their owners' names; a test keeps them in step)."""
 
 
-class LogLost(AuditError):
+class LogLost(LogRefused):
     """The decision log is missing, empty or cut in a data dir whose history says it was not."""
 
 
@@ -44,7 +45,8 @@ class Witness(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    seq: int = Field(ge=1)
+    seq: int = Field(ge=0)
+    """0: a fresh log, witnessed before its first record."""
     hash: str
     time: datetime
     mac: str | None = None
@@ -68,10 +70,16 @@ def read(data_dir: Path) -> Witness | None:
         text = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise LogRefused(
+            f"{path}: the log's head held outside it cannot be read ({exc.strerror}); "
+            "it was replaced or damaged: restore it from a backup, or keep the data dir as "
+            "evidence and move it away"
+        ) from exc
     try:
         return Witness.model_validate_json(text)
     except ValidationError as exc:
-        raise AuditError(
+        raise LogRefused(
             f"{path}: the log's head held outside it is unreadable ({exc.error_count()} "
             "problem(s)); it was damaged or edited: restore it, or keep the data dir as evidence"
         ) from exc
@@ -107,6 +115,8 @@ def mac_problem(witness: Witness, key: bytes | None) -> str | None:
 def against(witness: Witness, last_seq: int | None, hash_at: str | None) -> str | None:
     """What is wrong with a log ending at `last_seq` whose record at the witnessed seq hashes
     to `hash_at` (None: no such record), given the witness; None when it is consistent."""
+    if witness.seq == 0:
+        return None
     if last_seq is None or last_seq < witness.seq:
         holds = "holds no record" if last_seq is None else f"ends at seq {last_seq}"
         gone = witness.seq - (last_seq or 0)
@@ -160,9 +170,18 @@ def _ran(path: Path) -> bool:
     return True
 
 
+def _witnessed_records(data_dir: Path) -> bool:
+    """Whether audit.head says records were written (a damaged one counts: something was)."""
+    try:
+        seen = read(data_dir)
+    except AuditError:
+        return True
+    return seen is not None and seen.seq > 0
+
+
 def history_in(data_dir: Path) -> list[str]:
     """The files in `data_dir` that only an agent that ran there leaves."""
-    found = [HEAD_FILE] if path_of(data_dir).exists() else []
+    found = [HEAD_FILE] if _witnessed_records(data_dir) else []
     for name in HISTORY_FILES:
         path = data_dir / name
         if path.is_file() and path.stat().st_size > 0 and _ran(path):
@@ -170,31 +189,48 @@ def history_in(data_dir: Path) -> list[str]:
     return found
 
 
-def on_open(data_dir: Path, db: Path, conn: sqlite3.Connection, key: bytes | None) -> None:
+def on_open(
+    data_dir: Path, db: Path, conn: sqlite3.Connection, key: bytes | None, signed: int | None
+) -> None:
     """The writer's check as it opens the log: refuse a log the history says was lost, cut or
-    replaced; bring a witness left one append behind by a crash (or none yet) up to date."""
+    replaced, a log whose witness is gone, and — in a data dir whose log is signed from seq
+    `signed` on — a witness of a later seq without a MAC; bring a witness left one append
+    behind by a crash up to date.
+
+    A fresh log is witnessed at seq 0 before its first append, so that from then on a log with
+    records and no audit.head is never a crash, always a deletion."""
     head = conn.execute("SELECT seq, hash, mac FROM head WHERE id = 1").fetchone()
+    seen = read(data_dir)
     if head is None:
         history = history_in(data_dir)
         if history:
             raise LogLost(lost_message(data_dir, db, "empty", history))
+        if seen is None:
+            write(data_dir, 0, GENESIS_HASH, datetime.now(UTC), key)
         return
     seq, digest = int(head[0]), str(head[1])
-    seen = read(data_dir)
-    if seen is not None:
-        row = conn.execute("SELECT hash FROM records WHERE seq = ?", (seen.seq,)).fetchone()
-        # A log unsigned so far (anchor row without a MAC) has an unsigned witness too.
-        unsigned_so_far = seen.mac is None and head[2] is None
-        problem = against(seen, seq, row[0] if row else None) or (
-            None if unsigned_so_far else mac_problem(seen, key)
+    if seen is None:
+        raise LogRefused(
+            f"{db}: the log holds records up to seq {seq}, but {path_of(data_dir)}, the head "
+            "held outside it, is gone (deleted?): a cut, rolled back or replaced log could not "
+            "be told apart, and the writer does not witness it afresh. Restore audit.head "
+            "from a backup (`steward audit verify --witness` checks the log against a head you "
+            "kept elsewhere), or move the whole data dir away to start afresh"
         )
-        if problem:
-            raise LogLost(
-                f"{db}: {problem}. The writer does not append to it: run `steward audit "
-                "verify`, and restore the log from a backup"
-            )
-        if seen.seq == seq:
-            return
+    row = conn.execute("SELECT hash FROM records WHERE seq = ?", (seen.seq,)).fetchone()
+    # A log unsigned so far (no signing recorded) has an unsigned witness too.
+    problem = against(seen, seq, row[0] if row else None) or (
+        mac_problem(seen, key)
+        if (signed is not None and seen.seq >= signed) or seen.mac is not None
+        else None
+    )
+    if problem:
+        raise LogRefused(
+            f"{db}: {problem}. The writer does not append to it: run `steward audit "
+            "verify`, and restore the log from a backup"
+        )
+    if seen.seq == seq:
+        return
     at = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()
     if at is not None:
         write(data_dir, seq, digest, datetime.fromisoformat(at[0]), key)

@@ -7,20 +7,30 @@ named by the button must be the one chatops.db posted in that very message, so a
 moved to another decision. In HTTP mode Bolt checks each request's signature and timestamp
 (401 when forged or more than 5 minutes off); a middleware here refuses a request whose signature
 was seen before (a replay), with 401 as well.
+
+A request is authorised without asking Slack (`auth.test`): the app holds its one workspace's bot
+token, and a Web API that cannot be reached must not turn a signed command into an HTTP 500.
+When posting an answer fails, the asker still gets one, ephemeral: in the command's own HTTP
+answer when the courier already knows the Web API is down, else through the command's
+`response_url`; the log gets one line, never a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 import structlog
 from slack_bolt import App, BoltResponse
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request import BoltRequest
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from agent.chatops import blocks
 from agent.chatops.desk import Desk, Reply
@@ -33,6 +43,12 @@ MENTION = re.compile(r"^\s*(<@[A-Z0-9]+>\s*)+")
 
 log = structlog.get_logger("steward.slack")
 Say = Callable[..., Any]
+POST_FAILED = (SlackApiError, SlackClientError, OSError)
+"""What a Web API call raises when Slack cannot be reached or refuses the call."""
+CANNOT_POST = (
+    "Steward got your command but cannot post to this channel: Slack's Web API does not "
+    "answer it ({why}). The agent keeps running; `steward status` on its host answers meanwhile."
+)
 
 
 def build_app(
@@ -43,8 +59,10 @@ def build_app(
     store: ChatopsStore,
     *,
     now: Callable[[], float] = time.time,
+    web_api_up: Callable[[], bool] = lambda: True,
 ) -> App:
-    """The Bolt app, its listeners bound to `desk` and `store`."""
+    """The Bolt app, its listeners bound to `desk` and `store`; `web_api_up`: whether the last
+    Web API call went through (the courier knows)."""
     http = settings.mode == "http"
     bolt_log = logging.getLogger("steward.slack.bolt")
     bolt_log.addFilter(_NoTokenNotice())
@@ -55,8 +73,18 @@ def build_app(
         request_verification_enabled=http,
         # Started without asking Slack: an unreachable Slack must not stop the agent.
         token_verification_enabled=False,
+        authorize=lambda enterprise_id, team_id, user_id: AuthorizeResult(
+            enterprise_id=enterprise_id,
+            team_id=team_id,
+            user_id=user_id,
+            bot_token=secrets.bot_token,
+        ),
         process_before_response=False,
     )
+
+    @app.error
+    def failed(error: Exception) -> None:  # one line in the log, not Bolt's traceback
+        log.error("slack listener failed", error=f"{type(error).__name__}: {error}")
 
     @app.middleware
     def refuse_replays(
@@ -70,20 +98,30 @@ def build_app(
         return next()
 
     @app.command(COMMAND)
-    def command(ack: Callable[[], None], command: dict[str, Any]) -> None:
+    def command(ack: Callable[..., None], command: dict[str, Any], respond: Say) -> None:
+        if not web_api_up():
+            ack(response_type="ephemeral", text=CANNOT_POST.format(why="it did not answer lately"))
+            log.warning("slack command answered in its ack: the Web API is down")
+            return
         ack()
         channel, user = command["channel_id"], command["user_id"]
         reply = desk.handle(command.get("text", ""), user, f"command in channel {channel}")
-        deliver(client, reply, channel, user)
-        _settle(client, store, reply)
+        try:
+            deliver(client, reply, channel, user)
+            _settle(client, store, reply)
+        except POST_FAILED as exc:
+            _cannot_post(exc, respond)
 
     @app.event("app_mention")
     def mention(event: dict[str, Any]) -> None:
         channel, user, ts = event["channel"], event.get("user", ""), event["ts"]
         text = MENTION.sub("", event.get("text", ""))
         reply = desk.handle(text, user, f"message {channel}/{ts}")
-        deliver(client, reply, channel, user, thread_ts=event.get("thread_ts") or ts)
-        _settle(client, store, reply)
+        try:
+            deliver(client, reply, channel, user, thread_ts=event.get("thread_ts") or ts)
+            _settle(client, store, reply)
+        except POST_FAILED as exc:
+            _cannot_post(exc, None)
 
     def press(body: dict[str, Any], approved: bool) -> None:
         user = body["user"]["id"]
@@ -99,8 +137,11 @@ def build_app(
         else:
             note = f"Slack message {channel}/{ts}"
             reply = desk.press(decision, user, approved=approved, note=note)
-        deliver(client, reply, channel, user)
-        _settle(client, store, reply)
+        try:
+            deliver(client, reply, channel, user)
+            _settle(client, store, reply)
+        except POST_FAILED as exc:
+            _cannot_post(exc, None)
 
     @app.action(blocks.APPROVE_ID)
     def approve(ack: Callable[[], None], body: dict[str, Any]) -> None:
@@ -113,6 +154,19 @@ def build_app(
         press(body, approved=False)
 
     return app
+
+
+def _cannot_post(exc: Exception, respond: Say | None) -> None:
+    """An answer that could not be posted: one log line, and the asker told through the
+    command's response_url when there is one (it may work where the Web API does not)."""
+    why = f"{type(exc).__name__}: {str(exc)[:160]}"
+    log.warning("slack: cannot post the answer", error=why)
+    if respond is None:
+        return
+    try:
+        respond(response_type="ephemeral", text=CANNOT_POST.format(why=why))
+    except Exception as failed:  # the asker cannot be reached either: the log has it
+        log.warning("slack: cannot answer through response_url either", error=str(failed))
 
 
 class _NoTokenNotice(logging.Filter):
@@ -164,16 +218,58 @@ def events_handler(app: App) -> Callable[[bytes, Mapping[str, str], str], tuple[
     """Bolt's `/slack/events` as a POST handler of the daemon's HTTP server."""
 
     def handle(body: bytes, headers: Mapping[str, str], query: str) -> tuple[int, str, bytes]:
-        request = BoltRequest(
-            body=body.decode("utf-8"),
-            query=query,
-            headers={k.lower(): [v] for k, v in headers.items()},
-        )
-        response = app.dispatch(request)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return 400, "text/plain", f"body is not UTF-8 (byte {exc.start})\n".encode()
+        problem = malformed(text)
+        if problem is not None:
+            log.warning("malformed Slack request", problem=problem)
+            return 400, "text/plain", f"malformed Slack request: {problem}\n".encode()
+        try:
+            request = BoltRequest(
+                body=text, query=query, headers={k.lower(): [v] for k, v in headers.items()}
+            )
+            response = app.dispatch(request)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            # Signed, but not what Slack sends (a payload that is not JSON, or JSON of
+            # another shape): the sender's error, said as such, not a dropped connection.
+            log.warning("malformed Slack request", error=f"{type(exc).__name__}: {exc}"[:300])
+            return 400, "text/plain", b"malformed Slack request\n"
+
         kind = (response.headers.get("content-type") or ["text/plain;charset=utf-8"])[0]
         return response.status, kind, response.body.encode("utf-8")
 
     return handle
+
+
+_OBJECTS = ("user", "team", "channel", "container", "message", "view", "enterprise")
+
+
+def malformed(body: str) -> str | None:
+    """What makes a form body unlike anything Slack sends (None: nothing): an interaction's
+    `payload` must be a JSON object whose parts Bolt reads are of the types Slack gives them."""
+    form = parse_qs(body, keep_blank_values=True)
+    given = form.get("payload")
+    if not given:
+        return None
+    try:
+        payload = json.loads(given[0])
+    except ValueError:
+        return "payload is not JSON"
+    if not isinstance(payload, dict):
+        return f"payload is a JSON {type(payload).__name__}, not an object"
+    if not isinstance(payload.get("type"), str):
+        return "payload.type is not a string"
+    for key in _OBJECTS:
+        if payload.get(key) is not None and not isinstance(payload[key], dict):
+            return f"payload.{key} is not an object"
+    actions = payload.get("actions")
+    if actions is not None and not (
+        isinstance(actions, list) and all(isinstance(a, dict) for a in actions)
+    ):
+        return "payload.actions is not a list of objects"
+    return None
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str:

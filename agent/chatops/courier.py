@@ -34,6 +34,8 @@ from agent.chatops.store import ChatopsStore, Queued
 from agent.daemon.notifier import Notice
 
 WINDOW_S = 60.0
+RUNNING = "running"
+"""What the message of a decision resumed but not finished shows (chatops.db `shown`)."""
 DIGEST_LINES = 20
 log = structlog.get_logger("steward.slack")
 
@@ -64,6 +66,10 @@ class Courier:
         self._failures = 0
         self._retry_at = 0.0
         self._thread: threading.Thread | None = None
+
+    def reachable(self) -> bool:
+        """Whether the last pass reached Slack's Web API (True before the first)."""
+        return self._failures == 0
 
     # -- the thread -------------------------------------------------------------------------------
 
@@ -123,7 +129,12 @@ class Courier:
                 found = inbox.get(m.decision_id)
                 if found is None or found.status == m.shown:
                     continue
-                text = self._settled_text(found)
+                text, final = self._settled_text(found)
+                # A decision resumed but not finished (a rotation, a drain: long actions) shows
+                # as running, and is looked at again until its outcome is in the log.
+                shown = found.status if final else RUNNING
+                if shown == m.shown:
+                    continue
                 self._call(
                     self.client.chat_update,
                     channel=m.channel,
@@ -131,33 +142,39 @@ class Courier:
                     text=text,
                     blocks=blocks.approval_settled(found, text),
                 )
-                self.store.shown(m.decision_id, found.status)
+                self.store.shown(m.decision_id, shown)
         finally:
             inbox.close()
 
-    def _settled_text(self, p: PendingDecision) -> str:
+    def _settled_text(self, p: PendingDecision) -> tuple[str, bool]:
+        """What the message says now, and whether that is final: the real outcome of each
+        action, read from the decision log (one still running says so, and is read again)."""
         if p.status in ("approved", "denied"):
-            return blocks.answered_line(p)
+            return blocks.answered_line(p), True
         if p.status != "resumed":
-            return f"{p.status} — nothing runs; the agent proposes it again if still needed"
+            text = f"{p.status} — nothing runs; the agent proposes it again if still needed"
+            return text, True
         try:
             with AuditLog.open(self.data_dir, readonly=True) as audit:
                 story = explain_decision(audit.decision(p.decision_id))
         except (AuditError, ValueError):
-            return f"answered by {p.answered_by} via {p.channel}"
+            return f"answered by {p.answered_by} via {p.channel}", False
+        running = story.status == "in progress"
         parts: list[str] = []
         for a in story.actions:
             if a.verdict != "needs_approval":
                 continue
             said = "; ".join(a.approvals) or "no answer recorded"
-            if a.executed:
+            if running and not a.executed:
+                done = "running: its outcome follows when the decision is done"
+            elif a.executed:
                 done = f"ran: {'ok' if a.ok else 'FAILED'} — {a.outcome or ''}"
             elif a.approvals and a.approvals[0].startswith("approved"):
                 done = f"refused at execution: {a.outcome or 'not run'}"
             else:
                 done = f"not run: {a.outcome or 'dropped'}"
             parts.append(f"{a.description}: {said}; {done}")
-        return blocks.escape(" · ".join(parts) or f"decision {story.status}")
+        return blocks.escape(" · ".join(parts) or f"decision {story.status}"), not running
 
     def flush(self) -> None:
         """Send what is due from the outbox within the rate; fold the rest into a digest."""

@@ -113,7 +113,7 @@ class SlackService:
         desk = Desk(
             data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now, ask=ask
         )
-        app = build_app(settings, secrets, client, desk, store)
+        app = build_app(settings, secrets, client, desk, store, web_api_up=courier.reachable)
         stopping = threading.Event()
         socket = None
         connecting = None

@@ -64,30 +64,36 @@ class SlackSecrets(BaseModel):
 
 
 def load_secrets(settings: SlackSettings, environ: Mapping[str, str] | None = None) -> SlackSecrets:
-    """The secrets for `settings.mode`; InvalidInput naming the variable when one is missing."""
+    """The secrets for `settings.mode`; InvalidInput naming every missing variable, unreadable
+    file and the empty channel at once (one line each)."""
     env = os.environ if environ is None else environ
-    bot = _secret("SLACK_BOT_TOKEN", settings.bot_token_file, env)
-    signing = _secret("SLACK_SIGNING_SECRET", settings.signing_secret_file, env)
-    app = _secret("SLACK_APP_TOKEN", settings.app_token_file, env)
+    problems: list[str] = []
+    bot = _secret("SLACK_BOT_TOKEN", settings.bot_token_file, env, problems)
+    signing = _secret("SLACK_SIGNING_SECRET", settings.signing_secret_file, env, problems)
+    app = _secret("SLACK_APP_TOKEN", settings.app_token_file, env, problems)
     needed = {"SLACK_BOT_TOKEN": bot}
     needed.update({"SLACK_APP_TOKEN": app} if settings.mode == "socket" else {})
     needed.update({"SLACK_SIGNING_SECRET": signing} if settings.mode == "http" else {})
-    missing = [name for name, value in needed.items() if not value]
-    if missing:
-        raise InvalidInput(
-            f"slack ({settings.mode} mode) needs {', '.join(missing)}: set it in the "
-            f"environment or point {missing[0]}_FILE at a file holding it"
-        )
+    problems += [
+        f"slack ({settings.mode} mode) needs {name}: set it in the environment or point "
+        f"{name}_FILE at a file holding it"
+        for name, value in needed.items()
+        if not value and not any(p.startswith(f"{name}:") for p in problems)
+    ]
     if not settings.channel:
-        raise InvalidInput(
+        problems.append(
             "slack.channel is empty: set the channel id (C…) in steward.yaml or "
             "STEWARD_SLACK_CHANNEL"
         )
+    if problems:
+        raise InvalidInput("\n".join(problems))
     assert bot is not None
     return SlackSecrets(bot_token=bot, signing_secret=signing, app_token=app)
 
 
-def _secret(name: str, file: Path | None, env: Mapping[str, str]) -> str | None:
+def _secret(
+    name: str, file: Path | None, env: Mapping[str, str], problems: list[str]
+) -> str | None:
     if env.get(name):
         return env[name].strip()
     path = Path(env[f"{name}_FILE"]) if env.get(f"{name}_FILE") else file
@@ -96,4 +102,5 @@ def _secret(name: str, file: Path | None, env: Mapping[str, str]) -> str | None:
     try:
         return path.read_text().strip() or None
     except OSError as exc:
-        raise InvalidInput(f"{name}: cannot read {path}: {exc.strerror}; fix the path") from None
+        problems.append(f"{name}: cannot read {path}: {exc.strerror}; fix the path")
+        return None

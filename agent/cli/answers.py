@@ -19,8 +19,10 @@ from agent.approvals.rebuild import why_unresumable
 from agent.audit import AuditError, AuditLog
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     PolicyOpt,
     config,
     console,
@@ -71,10 +73,12 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
             console.print(f"  {action.describe()} — {message}", markup=False, highlight=False)
 
 
-def approve(
+def approve(  # noqa: PLR0917 - typer maps each option to a parameter
     decision_id: DecisionArg,
     as_name: AsOpt = None,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -87,6 +91,8 @@ def deny(  # noqa: PLR0917 - typer maps each option to a parameter
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
     as_name: AsOpt = None,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

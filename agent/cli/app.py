@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperOption
 
 import agent.cli.bench_loop  # noqa: F401 - registers `steward bench loop`
 import evals.bench.llm_prompt
 import evals.bench.metrics
 import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
-from agent import __version__
 from agent.cli import (
     answers,
     ask,
@@ -32,14 +32,17 @@ from agent.cli import (
 )
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from agent.daemon.config import CONFIG_ENV
+from agent.provenance import version_line
 from tools.errors import InvalidInput, StewardError
 
 app = typer.Typer(
     name="steward",
     help="Steward: an autonomous, policy-guarded agent that manages GPU capacity.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as written
 )
 app.add_typer(bench.app, name="bench")
 app.add_typer(policy.app, name="policy")
@@ -59,8 +62,22 @@ eval.register(app)
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"steward {__version__}")
+        typer.echo(version_line())
         raise typer.Exit()
+
+
+def _flags_shown_as_flags() -> None:
+    """typer's help prints `<bool>` in the type column of an on/off flag (`--json <bool>`), as if
+    it took a value; a flag shows no type there, as in click's and kubectl's help."""
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_shown_as_flags()
 
 
 @app.callback()
@@ -68,7 +85,10 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and the commit it was built from, and exit.",
         ),
     ] = False,
     config_file: Annotated[

@@ -33,6 +33,7 @@ from agent.audit import (
     summary,
 )
 from agent.audit import explain as explain_decision
+from agent.audit.outside import parse as parse_outside
 from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
@@ -42,8 +43,10 @@ from agent.cli.common import (
     decision_id_arg,
     emit_json,
     fail,
+    readable_data_dir,
 )
 from tools.actions import RotateMode, ScaleWorkload
+from tools.errors import InvalidInput
 
 app = typer.Typer(help="Read and check the decision log.", no_args_is_help=True)
 
@@ -65,23 +68,39 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 def _open(data: Path | None) -> AuditLog:
     try:
-        return AuditLog.open(data_dir(data), readonly=True)
+        return AuditLog.open(readable_data_dir(data), readonly=True)
     except AuditError as exc:
         fail(str(exc))
 
 
 @app.command()
-def verify(data: DataDirOpt = None, json_out: JsonOpt = False) -> None:
+def verify(
+    data: DataDirOpt = None,
+    json_out: JsonOpt = False,
+    witness: Annotated[
+        str | None,
+        typer.Option(
+            "--witness",
+            help="A head kept outside the data dir: the witness file the daemon appends to "
+            "(audit.witness), or SEQ:HASH from /metrics or a notice. Proves the log was not "
+            "rolled back past it.",
+        ),
+    ] = None,
+) -> None:
     """Check every record's hash, MAC, place and the anchor; exit 1 naming the first bad one."""
     try:
-        opened = AuditLog.open(data_dir(data), readonly=True)
+        outside = parse_outside(witness) if witness is not None else None
+    except InvalidInput as exc:
+        fail(str(exc))
+    try:
+        opened = AuditLog.open(readable_data_dir(data), readonly=True)
     except LogLost as exc:  # a deleted or emptied log where one was written: a failed check
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_CHECK_FAILED) from None
     except AuditError as exc:
         fail(str(exc))
     with opened as log:
-        report = log.verify()
+        report = log.verify(outside)
     if json_out:
         emit_json(report)
     elif report.ok:

@@ -129,27 +129,33 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
         str,
         typer.Option(
             "--trace",
-            help="azure-conv, azure-code, servegen, sinusoid, or a CSV (TIMESTAMP,ContextTokens,"
-            "GeneratedTokens requests; TIMESTAMP,GpuSeconds render jobs).",
+            help="azure-conv, azure-code, servegen[:SERVICE[:DAY]], sinusoid, random-sinusoid, "
+            "flash, or a CSV (TIMESTAMP,ContextTokens,GeneratedTokens requests; "
+            "TIMESTAMP,GpuSeconds render jobs).",
         ),
     ],
     profile: Annotated[str, typer.Option("--profile", help="homelab or fleet:NxM.")] = "homelab",
     controllers: Annotated[
         str, typer.Option("--controllers", help="Comma list of controllers to compare.")
-    ] = "steward,static,keda,hpa,dynamo,rayserve,aibrix,oracle",
+    ] = "steward,static,keda,hpa,dynamo,rayserve,aibrix",
     slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="TTFT target, seconds.")] = 3.0,
-    duration: Annotated[float, typer.Option("--duration", help="Hours of trace.")] = 1.0,
+    slo_itl: Annotated[
+        float, typer.Option("--slo-itl", help="Mean inter-token latency target, seconds.")
+    ] = 0.1,
+    duration: Annotated[float, typer.Option("--duration", help="Hours scored.")] = 1.0,
     rate_scale: Annotated[
         float | None,
-        typer.Option("--rate-scale", help="Arrival scale; default: peak at 80 % of the pool."),
+        typer.Option("--rate-scale", help="Arrival scale; default: calibrated on training."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="The first test seed.")] = 0,
+    seeds: Annotated[int, typer.Option("--seeds", help="Test seeds (mean and 95 % CI).")] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write a Markdown report with PNG plots.")
     ] = None,
 ) -> None:
-    """Replay a trace under Steward and today's autoscalers; GPU-hours at equal SLO."""
+    """Replay a load under Steward and today's autoscalers, tuned on a training split and scored
+    over test seeds against a certified bound; GPU-hours at equal SLO (TTFT and ITL)."""
     from agent.cli.common import console, emit_json, err_console, fail
 
     # evals is imported here only: the other commands never load the benchmark's modules.
@@ -165,9 +171,11 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
             profile=profile,
             controllers=controllers,
             slo_ttft_s=slo_ttft,
+            slo_itl_s=slo_itl,
             duration_h=duration,
             rate_scale=rate_scale,
             seed=seed,
+            seeds=seeds,
             progress=None if json_out else progress,
         )
     except InvalidInput as exc:
@@ -178,14 +186,18 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     if json_out:
         emit_json(result.figures())
         return
-    console.print(f"{'controller':10} {'knob':30} {'SLO %':>7} {'TTFT p99':>9} {'GPU-h':>7} "
-                  f"{'kWh':>6} {'acts':>5} {'rev':>4} {'ms p99':>7}", soft_wrap=True)  # fmt: skip
-    for name, knob, f in table(result):
-        p99 = "-" if f.ttft_p99_s is None else f"{f.ttft_p99_s:.1f}"
+    console.print(f"{'controller':10} {'SLO %':>7} {'95 % CI':>15} {'TTFT %':>7} {'ITL %':>7} "
+                  f"{'GPU-h':>8} {'x bound':>7} {'acts':>6} {'rev':>5}  knob",
+                  soft_wrap=True)  # fmt: skip
+    for name, f in table(result):
+        lo, hi = f["slo_attainment_ci"]
+        ratio = f["ratio_to_bound"]
         console.print(
-            f"{name:10} {knob or '(policy)':30} {f.slo_attainment * 100:7.2f} {p99:>9} "
-            f"{f.gpu_hours:7.3f} {f.energy_kwh:6.3f} {f.scaling_actions:5d} {f.reversals:4d} "
-            f"{f.p99_ms:7.2f}",
+            f"{name:10} {f['slo_attainment'] * 100:7.2f} "
+            f"{lo * 100:7.2f}-{hi * 100:<7.2f} "
+            f"{f['ttft_attainment'] * 100:7.2f} {f['itl_attainment'] * 100:7.2f} "
+            f"{f['gpu_hours']:8.3f} {'-' if ratio is None else f'{ratio:.3f}':>7} "
+            f"{f['scaling_actions']:6.1f} {f['reversals']:5.1f}  {f['knob']}",
             highlight=False,
             soft_wrap=True,
         )

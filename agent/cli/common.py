@@ -55,17 +55,94 @@ DataDirOpt = Annotated[
     ),
 ]
 
-console = Console()
-err_console = Console(stderr=True)
+_cluster: dict[str, Any] = {}
+"""`--kubeconfig` / `--context` of the command being run, laid over steward.yaml by config()."""
+
+
+def _take_kubeconfig(value: Path | None) -> Path | None:
+    if value is not None:
+        _cluster["kubeconfig"] = value
+    return value
+
+
+def _take_context(value: str | None) -> str | None:
+    if value is not None:
+        _cluster["context"] = value
+    return value
+
+
+KubeconfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="The cluster's kubeconfig, as kubectl's (implies --backend kubernetes). "
+        "Default: kubernetes.kubeconfig, $KUBECONFIG, ~/.kube/config.",
+        exists=True,
+        dir_okay=False,
+        callback=_take_kubeconfig,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="The kubeconfig's context to use, as kubectl's (implies --backend kubernetes). "
+        "Default: kubernetes.context, else the current one.",
+        callback=_take_context,
+    ),
+]
+KubeContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kube-context",
+        help="The kubeconfig's context to use (implies --backend kubernetes).",
+        callback=_take_context,
+    ),
+]
+"""`--context` where a command's own --context is something else (`steward fit`'s tokens)."""
+
+UNWRAPPED = 100_000
+"""The width of output that goes to a pipe or a file: no line is cut to fit a terminal that is
+not there (set COLUMNS to choose a width)."""
+
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=UNWRAPPED if piped else None, soft_wrap=piped)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 def config() -> StewardConfig:
     """The effective configuration: `--config FILE` (any command) or $STEWARD_CONFIG, with the
-    STEWARD_* environment laid over it; exit 2 naming each problem when it cannot be used."""
+    STEWARD_* environment laid over it, and the command's `--kubeconfig` / `--context` over
+    both; exit 2 naming each problem when it cannot be used."""
     try:
-        return load_config()
+        loaded = load_config()
     except InvalidInput as exc:
         fail(str(exc))
+    warn_unknown(loaded)
+    if not _cluster:
+        return loaded
+    # --kubeconfig / --context name a cluster: the kubernetes backend talks to it.
+    section = loaded.kubernetes.model_copy(update=_cluster)
+    return loaded.model_copy(update={"backend": "kubernetes", "kubernetes": section})
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown(loaded: StewardConfig) -> None:
+    """Say once per process, on stderr, which STEWARD_* variables set nothing."""
+    for warning in loaded.warnings:
+        if warning not in _warned:
+            _warned.add(warning)
+            err_console.print(
+                f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True
+            )
 
 
 def data_dir(option: Path | None) -> Path:
@@ -81,6 +158,15 @@ def data_dir(option: Path | None) -> Path:
         fail(f"data dir {path} cannot be created: {exc.strerror}; choose another --data-dir")
     if not os.access(path, os.W_OK):
         fail(f"data dir {path} is not writable by this user; choose another --data-dir")
+    return path
+
+
+def readable_data_dir(option: Path | None) -> Path:
+    """The data dir as `data_dir` chooses it, for a command that only reads (a copy of a log on
+    read-only storage will do): never created, never required to be writable."""
+    path = option or (config().data_dir if _configured() else DEFAULT_DATA_DIR)
+    if not path.is_dir():
+        fail(f"data dir {path} is not a directory; pass the --data-dir the agent runs with")
     return path
 
 

@@ -3,19 +3,24 @@
 `check [FILE]` reads the file (default: `--config` / $STEWARD_CONFIG) with the environment laid
 over it, then what it points at — the policy, the scenario, the metric sources' queries — and
 prints every problem as `FILE:LINE:COL: message` (exit 2), or one line saying it is fine (exit 0).
-`show` prints the effective values, secrets masked.
+`show` prints the effective values, secrets masked, each with where it came from: its default,
+the file, a STEWARD_* variable (named) or a flag (`--backend`, `--planner`, `--data-dir`, as
+`steward run` takes them).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
-from agent.cli.common import JsonOpt, console, emit_json, fail
+from agent.cli.common import BackendOpt, JsonOpt, console, emit_json, fail, warn_unknown
 from agent.daemon.compose import metric_sources
 from agent.daemon.config import StewardConfig, load_config, masked
+from agent.daemon.envvars import leaves
 from policies.loader import load_policy
 from tools.errors import InvalidInput
 
@@ -35,6 +40,7 @@ def check(
         config = load_config(file)
     except InvalidInput as exc:
         fail(str(exc))
+    warn_unknown(config)
     problems = _referenced_problems(config)
     if problems:
         fail("\n".join(problems))
@@ -51,19 +57,46 @@ def check(
 
 
 @app.command("show")
-def show(json_out: JsonOpt = False) -> None:
-    """The effective configuration (file + environment), secrets masked."""
+def show(
+    json_out: JsonOpt = False,
+    backend: BackendOpt = None,
+    planner: Annotated[
+        str | None, typer.Option("--planner", help="rules or llm, as `steward run --planner`.")
+    ] = None,
+    data_dir_opt: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="As `steward run --data-dir`.", file_okay=False),
+    ] = None,
+) -> None:
+    """The effective configuration (file + environment + the flags given), secrets masked, and
+    where each value came from: default, file, environment (which variable) or flag."""
     try:
         config = load_config()
+        config = config.with_flags(
+            {
+                "backend": ("--backend", backend),
+                "planner": ("--planner", planner),
+                "data_dir": ("--data-dir", data_dir_opt),
+            }
+        )
+        StewardConfig.model_validate(config.model_dump())
+    except ValidationError as exc:
+        fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors()))
     except InvalidInput as exc:
         fail(str(exc))
+    warn_unknown(config)
     shown = masked(config)
+    sources = {}
+    for path in leaves(StewardConfig):
+        key = ".".join(path)
+        kind, where = config.origin(key)
+        sources[key] = {"source": kind, **({"from": where} if where else {})}
     if json_out:
-        emit_json({"source": config.source, "config": shown})
+        emit_json({"source": config.source, "config": shown, "sources": sources})
         return
     console.print(f"# from {config.source}", markup=False, highlight=False)
-    for line in _lines(shown):
-        console.print(line, markup=False, highlight=False)
+    for line in _lines(shown, sources):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _referenced_problems(config: StewardConfig) -> list[str]:
@@ -89,16 +122,23 @@ def _referenced_problems(config: StewardConfig) -> list[str]:
     return problems
 
 
-def _lines(value: object, indent: str = "") -> list[str]:
-    if isinstance(value, dict):
-        out: list[str] = []
-        for key, sub in value.items():
-            if isinstance(sub, dict) and sub:
-                out += [f"{indent}{key}:", *_lines(sub, indent + "  ")]
-            else:
-                out.append(f"{indent}{key}: {_scalar(sub)}")
-        return out
-    return [f"{indent}{_scalar(value)}"]
+def _lines(
+    value: object, sources: dict[str, dict[str, str]], indent: str = "", prefix: str = ""
+) -> list[str]:
+    """YAML-like lines, each value followed by where it came from (`# environment NAME`)."""
+    if not isinstance(value, dict):
+        return [f"{indent}{_scalar(value)}"]
+    out: list[str] = []
+    for key, sub in value.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(sub, dict) and sub and dotted not in sources:
+            out += [f"{indent}{key}:", *_lines(sub, sources, indent + "  ", dotted + ".")]
+            continue
+        origin = sources.get(dotted, {"source": "default"})
+        where = f" {origin['from']}" if "from" in origin else ""
+        text = f"{indent}{key}: {_scalar(sub)}"
+        out.append(f"{text}  # {origin['source']}{where}")
+    return out
 
 
 def _scalar(value: object) -> str:
@@ -107,5 +147,5 @@ def _scalar(value: object) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_scalar(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{}"
+        return json.dumps(value) if value else "{}"
     return str(value)

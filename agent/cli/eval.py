@@ -4,20 +4,22 @@ Each case runs on the embedded simulated cluster through the real loop, in a tem
 dir; the scorecard (per category and difficulty; model, tokens and latency for the LLM planner)
 goes to stdout, as Markdown or with --json as one JSON document, and to --report FILE (Markdown,
 or JSON when FILE ends in .json). Exit 1 when the score is below 95 or any unsafe action ran;
-2 on a bad case file or option.
+2 on a bad case file or option. On a terminal, a progress line on stderr counts the cases done
+(none with --json or when stderr is not a terminal).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Annotated
 
 import structlog
 import typer
 
-from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fail
+from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json, err_console, fail
 from tools.errors import InvalidInput
 
 
@@ -51,7 +53,14 @@ def eval_command(  # noqa: PLR0917 - typer maps each option to a parameter
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     try:
         chosen = load_cases(cases or CASES_DIR, category)
-        card = evaluate(chosen, planner, jobs=jobs)
+        progress = CaseProgress(len(chosen)) if err_console.is_terminal and not as_json else None
+        try:
+            card = evaluate(
+                chosen, planner, jobs=jobs, on_case=progress.update if progress else None
+            )
+        finally:
+            if progress is not None:
+                progress.done()
     except InvalidInput as exc:
         fail(str(exc))
     text = markdown(card)
@@ -67,6 +76,27 @@ def eval_command(  # noqa: PLR0917 - typer maps each option to a parameter
         console.print(text, markup=False, highlight=False, soft_wrap=True)
     if not passed(card):
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+class CaseProgress:
+    """One line on a terminal's stderr while the cases run (never with --json, never piped)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.count = 0
+        self.started = time.monotonic()
+        self._status = err_console.status(f"eval: 0/{total} case(s)…")
+        self._status.start()
+
+    def update(self, name: str) -> None:
+        self.count += 1
+        self._status.update(
+            f"eval: {self.count}/{self.total} case(s), {time.monotonic() - self.started:.0f} s "
+            f"· done: {name}"
+        )
+
+    def done(self) -> None:
+        self._status.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -14,15 +14,19 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import structlog
 import typer
 
+from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     BackendOpt,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     PolicyOpt,
     ResetOpt,
     config,
@@ -46,6 +50,7 @@ from agent.daemon.logs import configure_logging
 from agent.daemon.notifier import Notifier, notifier_for
 from agent.planners.errors import PlannerFailed
 from policies.errors import PolicyError
+from policies.model import Policy
 from tools.errors import InvalidInput, PermanentError
 
 if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that run it
@@ -118,6 +123,8 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         typer.Option("--port", min=0, max=65535, help="/healthz and /metrics; 0: off."),
     ] = None,
     backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     metrics: Annotated[
         str | None,
         typer.Option(
@@ -139,6 +146,10 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
     configure_logging()
     settings = _with_metrics(_settings(backend), metrics)
+    listen_port = settings.listen.port if port is None else port
+    problems = _slack_problems(settings, listen_port)
+    if problems:
+        fail("\n".join(problems))
     where = data_dir(data_dir_opt)
     if reset:
         reset_data_dir(where)
@@ -164,13 +175,14 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
             leadership=opened.leadership,
             notifier=_notifier(settings),
             thresholds=thresholds,
+            witness=settings.audit.witness,
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
     except PermanentError as exc:
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
-    listen_port = settings.listen.port if port is None else port
+    check_planner(runtime)
     step = interval if interval is not None else settings.interval_s
     if not math.isfinite(step):
         runtime.close()
@@ -187,7 +199,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     chat, server = None, None
     try:
         if settings.slack.enabled:  # before the port opens, so Slack never meets a 404 there
-            chat = _start_slack(settings, runtime, telemetry, policy_path, listen_port)
+            chat = _start_slack(settings, runtime, telemetry, policy_path)
         try:
             server = telemetry.serve(listen_port, settings.listen.host) if listen_port else None
         except OSError as exc:
@@ -215,7 +227,30 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         runtime.close()
         if server:
             server.shutdown()
-    _summary(summary, waiting, where, json_out)
+    _summary(summary, waiting, where, json_out, the_policy)
+
+
+def check_planner(runtime: Runtime) -> None:
+    """A model-backed planner's endpoint is asked once before the first tick: when it does not
+    answer, one warning says why, and the rules planner decides until the planner's rest is over
+    (the loop then asks it again), instead of each tick finding out on its own."""
+    from agent.loop.nodes import PLANNER_REST
+
+    probe = getattr(runtime.ctx.planner, "probe", None)
+    if runtime.ctx.planner is runtime.ctx.fallback or probe is None:
+        return
+    why = probe()
+    if why is None:
+        return
+    name = runtime.ctx.planner.name
+    structlog.get_logger("steward.planner").warning(
+        f"the {name} planner's endpoint does not answer; the rules planner decides",
+        endpoint=getattr(getattr(runtime.ctx.planner, "endpoint", None), "base_url", None),
+        cause=why,
+        retry_in_s=PLANNER_REST.total_seconds(),
+    )
+    runtime.ctx.planner_failure = f"its endpoint did not answer at start: {why}"
+    runtime.ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
 
 
 def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
@@ -231,7 +266,11 @@ def _day_over(where: Path, opened: Opened, json_out: bool) -> None:
 
 
 def _summary(
-    summary: RunSummary, waiting: list[PendingDecision], where: Path, json_out: bool
+    summary: RunSummary,
+    waiting: list[PendingDecision],
+    where: Path,
+    json_out: bool,
+    policy: Policy,
 ) -> None:
     if json_out:
         emit_json(
@@ -260,11 +299,18 @@ def _summary(
     for p in waiting:
         lines.append(f"waiting for approval: {p.decision_id}")
         lines += [f"  {a.describe()} — {m}" for a, m in zip(p.actions, p.messages, strict=True)]
-        lines.append(f"  answer with: steward approve {p.decision_id} --data-dir {where}")
+        claim = CliChannel().claim_for(p.actions, policy)
+        who = f" --as {claim}" if claim else ""
+        lines.append(f"  answer with: steward approve {p.decision_id}{who} --data-dir {where}")
     if summary.in_progress:
         lines.append(f"still in progress (goes on next run): {', '.join(summary.in_progress)}")
     if summary.standby_ticks:
         lines.append(f"{summary.standby_ticks} tick(s) stood by: another replica led")
+    if summary.fallbacks:
+        lines.append(
+            f"{summary.fallbacks} fallback(s) to the rules planner in {summary.ticks} tick(s) "
+            f"(latest: {summary.fallback_reason})"
+        )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
@@ -298,12 +344,9 @@ def _start_slack(
     runtime: Runtime,
     telemetry: Telemetry,
     policy_path: Path,
-    port: int | None,
 ) -> SlackService:
     from agent.chatops.service import start_for_daemon
 
-    if settings.slack.mode == "http" and not port:
-        fail("slack http mode answers on the daemon's port: set listen.port or pass --port N")
     try:
         return start_for_daemon(settings, runtime, telemetry, policy_path=policy_path)
     except InvalidInput as exc:
@@ -334,12 +377,14 @@ def _settings(backend: str | None) -> StewardConfig:
     return settings.model_copy(update={"backend": backend})
 
 
-def plan(
+def plan(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
     planner: PlannerOpt = None,
     policy: PolicyOpt = None,
     backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
     configure_logging()  # logs to stderr: with --json, stdout holds the JSON document alone
@@ -347,6 +392,8 @@ def plan(
     where = data_dir(data_dir_opt)
     try:
         opened = open_backend(settings, where)
+        # On a cluster, say which labelled workloads were found: a label typo shows at once.
+        found = None if opened.simulated else opened.parts.cluster().observe().workloads
         result = dry_run(
             where,
             planner or settings.planner,
@@ -357,11 +404,20 @@ def plan(
         )
     except (InvalidInput, PolicyError, PlannerFailed) as exc:
         fail(str(exc))
+    if found is not None:
+        result["workloads"] = [{"name": w.name, "pool": w.pool} for w in found]
     if json_out:
         emit_json(result)
         return
     console.print(f"[bold]plan[/bold] {result['decision_id']} at {result['observed_at']} (dry run)")
-    lines = [f"  finding: {finding}" for finding in result["findings"]]
+    lines = []
+    if found is not None:
+        names = ", ".join(f"{w.name} ({w.pool})" for w in found) or "none"
+        lines.append(
+            f"  {len(found)} workload(s) labelled steward.dev/managed in "
+            f"{settings.kubernetes.namespace}: {names}"
+        )
+    lines += [f"  finding: {finding}" for finding in result["findings"]]
     if result["fallback_reason"]:
         lines.append(
             f"  the {planner} planner failed ({result['fallback_reason']}); "
@@ -385,5 +441,30 @@ def plan(
 
 
 def _notifier(settings: StewardConfig) -> Notifier:
-    """steward.yaml's notifiers, as one (the log's by default; a chat channel adds its maker)."""
-    return notifier_for(settings.notifiers)
+    """steward.yaml's notifiers, as one (the log's by default). Slack's joins them when chat-ops
+    starts (agent/chatops/service.py), in front of the others."""
+    return notifier_for([name for name in settings.notifiers if name != "slack"])
+
+
+def _slack_problems(settings: StewardConfig, port: int | None) -> list[str]:
+    """Everything that keeps chat-ops from starting as configured, all at once."""
+    from agent.chatops.settings import load_secrets
+
+    slack = settings.slack
+    problems: list[str] = []
+    if "slack" in settings.notifiers and not slack.enabled:
+        problems.append(
+            "notifiers lists slack but slack.enabled is false: set slack.enabled: true "
+            "(STEWARD_SLACK_ENABLED=true) with the channel and tokens (docs/slack.md)"
+        )
+    if not slack.enabled:
+        return problems
+    if slack.mode == "http" and not port:
+        problems.append(
+            "slack http mode answers on the daemon's port: set listen.port or pass --port N"
+        )
+    try:
+        load_secrets(slack)
+    except InvalidInput as exc:
+        problems += str(exc).splitlines()
+    return problems

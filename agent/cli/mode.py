@@ -18,8 +18,10 @@ from agent.audit import AuditError, AuditLog
 from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     PolicyOpt,
     config,
     console,
@@ -77,9 +79,11 @@ def _audit(where: Path, parts: Parts) -> AuditLog:
 
 
 @app.command("status")
-def status(
+def status(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -168,6 +172,8 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -195,7 +201,11 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
 
 @app.command("resume")
 def resume(
-    json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None, policy: PolicyOpt = None
+    json_out: JsonOpt = False,
+    data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
+    policy: PolicyOpt = None,
 ) -> None:
     """Finish a rotation a killed process left open: its commit, or its rollback."""
     where = data_dir(data_dir_opt)

@@ -21,8 +21,11 @@ from agent.cli import bench
 from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
+    KubeContextOpt,
     config,
     console,
     data_dir,
@@ -123,6 +126,8 @@ def fit_command(
             "cluster) instead of the host profile: their memory in use counts.",
         ),
     ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: KubeContextOpt = None,
     catalog_paths: CatalogOpt = None,
     data: DataDirOpt = None,
     json_out: JsonOpt = False,
@@ -212,6 +217,8 @@ def place_command(
     ] = None,
     catalog_paths: CatalogOpt = None,
     data: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the nodes for one more replica of WORKLOAD, with reasons and rejections."""

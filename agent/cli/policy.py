@@ -21,14 +21,17 @@ from agent.cli import bench
 from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_BAD_INPUT,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     config,
     console,
     data_dir,
     emit_json,
     fail,
 )
+from policies.durations import format_duration
 from policies.engine import judge
 from policies.errors import PolicyError
 from policies.history import History
@@ -73,6 +76,7 @@ def check(
         "approval_rules": [r.name for r in policy.approvals],
         "windows": [w.name for w in policy.windows],
         "timezone": policy.timezone,
+        "explained": explained(policy),
     }
     if as_json:
         emit_json(summary)
@@ -83,6 +87,47 @@ def check(
         f"timezone {policy.timezone}",
         highlight=False,
     )
+    for line in explained(policy):
+        console.print(f"  {line}", highlight=False, markup=False)
+
+
+def explained(policy: Policy) -> list[str]:
+    """The capacity keys in plain words: SLOs, keep times, cooldowns by direction, budgets."""
+    lines: list[str] = []
+    for pool, slo in policy.slo.items():
+        parts = []
+        if slo.ttft_s is not None:
+            parts.append(f"first token within {slo.ttft_s:g} s")
+        if slo.itl_s is not None:
+            parts.append(f"{slo.itl_s * 1000:g} ms between tokens")
+        if slo.queue_wait_s is not None:
+            parts.append(f"queue wait {slo.queue_wait_s:g} s (a signal; no scale-down above it)")
+        sized = (
+            "; its profiled workloads are sized by the capacity model"
+            if slo.ttft_s is not None
+            else ""
+        )
+        lines.append(f"slo.{pool}: {', '.join(parts)}{sized}")
+    for name, limits in policy.pools.items():
+        if limits.keep_loads != 1.0 or name in policy.slo:
+            lines.append(
+                f"pools.{name}.keep_loads: a replica unneeded for {limits.keep_loads:g} model "
+                "load(s) is given back; zero only after no arrival for that long or the usual "
+                "idle gap, if longer"
+            )
+    for direction, wait in policy.cooldowns.by_direction.items():
+        way = "growth" if direction == "scale_up" else "a scale-down"
+        lines.append(
+            f"cooldowns.by_direction.{direction}: {way} waits {format_duration(wait)} after "
+            "the workload's last scale, either way"
+        )
+    budget = policy.change_budget
+    if budget.cards_per_hour is not None:
+        lines.append(
+            f"change_budget.cards_per_hour: at most {budget.cards_per_hour} card(s) changed in "
+            "any hour, up or down"
+        )
+    return lines
 
 
 @app.command("explain")
@@ -108,6 +153,8 @@ def explain(  # typer passes options by name
         typer.Option("--at", help="Judge at this time (ISO 8601); default: the observation's."),
     ] = None,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Judge an action against the cluster state and print the verdict and the rules."""

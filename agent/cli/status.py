@@ -16,8 +16,10 @@ from rich.table import Table
 
 from agent.cli.common import (
     BackendOpt,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     ResetOpt,
     config,
     console,
@@ -42,11 +44,13 @@ ScenarioOpt = Annotated[
 ]
 
 
-def status(
+def status(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     scenario: ScenarioOpt = None,
     data_dir_opt: DataDirOpt = None,
     backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
     reset: ResetOpt = False,
 ) -> None:
     """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""

@@ -79,16 +79,12 @@ def twin(  # noqa: PLR0917 - typer maps each option to a parameter
         server.start()
     except OSError as exc:
         fail(f"--port {port}: cannot listen on 127.0.0.1: {exc.strerror}")
-    if speed == 1:
-        # In real time the twin's now is the scrape's: its exporters write no sample times, as
-        # the real ones, so Prometheus keeps, queries and marks stale their series as any
-        # exporter's (docs/metrics.md, "The twin's exporters").
-        server.exporters.stamped = False
     kubeconfig = where / "twin.kubeconfig"
     kubeconfig.write_text(KUBECONFIG.format(url=server.url, namespace=namespace))
     err_console.print(
         f"steward twin: {sim.scenario.name} at {server.url} (speed {speed:g}x)\n"
         f"  kubectl --server {server.url} get nodes\n  KUBECONFIG={kubeconfig}\n"
+        f"  steward plan --kubeconfig {kubeconfig} --context steward-twin\n"
         f"  DCGM {server.url}/twin/exporters/dcgm/metrics, "
         f"vLLM {server.url}/twin/exporters/engines/metrics, "
         f"Kueue {server.url}/twin/exporters/kueue/metrics",

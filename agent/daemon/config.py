@@ -1,10 +1,13 @@
 """steward.yaml: which backend, which parts, where things live — one file, every key overridable.
 
 `load_config(path)` reads the file (`--config FILE` on any command, or $STEWARD_CONFIG; none: the
-defaults), lays the environment over it and validates the whole: a top-level key `k` is
-overridden by `STEWARD_K`, a key `k` of section `s` by `STEWARD_S_K` (so `STEWARD_LLM_BASE_URL`
-and `STEWARD_SLACK_CHANNEL` keep working as they always have). Problems name their place:
-`steward.yaml:4:3: unknown key 'bakend' …`, or the variable they came from.
+defaults), lays the environment over it and validates the whole: every key, at any depth, is
+overridden by its variable (agent/daemon/envvars.py: `STEWARD_METRICS__PROMETHEUS__URL`, or with
+single underscores, `STEWARD_LLM_BASE_URL`, `STEWARD_SLACK_CHANNEL`, as they always were), and a
+STEWARD_* variable that sets nothing is reported (`StewardConfig.warnings`). Problems name their
+place: `steward.yaml:4:3: unknown key 'bakend' …`, or the variable they came from. Each key
+remembers where its value came from (`origins`: the file, a variable, a command-line flag; absent:
+the default), which `steward config show` prints.
 
 Secrets never live in the file: tokens, keys and signing secrets come from the environment (or
 files the environment names) and `steward config show` masks them.
@@ -12,7 +15,6 @@ files the environment names) and `steward config show` masks them.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -21,9 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
 from agent.chatops.settings import SlackSettings
+from agent.daemon import envvars
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings
+from tools.yamlbounds import read_text
 from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
@@ -82,6 +86,16 @@ class MetricsSection(Section):
     """Where Prometheus is and what to ask it (docs/metrics.md lists the queries)."""
 
 
+class AuditSection(Section):
+    """The decision log's witness outside the data dir (docs/audit.md); its key only from the
+    environment (STEWARD_AUDIT_KEY)."""
+
+    witness: str | None = None
+    """A file (one JSON line appended each time the log's head moves) or an http(s) URL (the
+    same line POSTed), out of the data dir's reach: `steward audit verify --witness` checks
+    the log against it."""
+
+
 class StewardConfig(Section):
     """The effective configuration (see the module docstring)."""
 
@@ -97,11 +111,33 @@ class StewardConfig(Section):
     llm: LLMSection = LLMSection()
     kubernetes: KubernetesSection = KubernetesSection()
     metrics: MetricsSection = MetricsSection()
+    audit: AuditSection = AuditSection()
     slack: SlackSettings = SlackSettings()
     """Chat-ops (docs/slack.md); its tokens only from the environment or files."""
     notifiers: tuple[Literal["log", "slack"], ...] = ("log",)
     source: str = Field(default="(defaults)", exclude=True)
     """Where it was read from: a file, or the defaults; plus the variables laid over it."""
+    origins: dict[str, str] = Field(default={}, exclude=True)
+    """Dotted key -> where its value came from: `file FILE`, `environment NAME`, `flag --X`
+    (a key not listed has its default)."""
+    warnings: tuple[str, ...] = Field(default=(), exclude=True)
+    """What was read but set nothing: unknown STEWARD_* variables, by name."""
+
+    def with_flags(self, flags: dict[str, Any]) -> StewardConfig:
+        """This configuration with command-line flags over it: top-level key -> (flag, value);
+        a flag given as None is not given."""
+        given = {k: v for k, v in flags.items() if v[1] is not None}
+        if not given:
+            return self
+        origins = dict(self.origins)
+        origins.update({key: f"flag {flag}" for key, (flag, _) in given.items()})
+        update = {key: value for key, (_, value) in given.items()}
+        return self.model_copy(update={**update, "origins": origins})
+
+    def origin(self, key: str) -> tuple[str, str]:
+        """Where a dotted key's value came from: (default|file|environment|flag, which)."""
+        kind, _, where = self.origins.get(key, "default").partition(" ")
+        return kind, where
 
 
 def config_path(option: Path | None = None) -> Path | None:
@@ -121,7 +157,9 @@ def load_config(path: Path | None = None, env: dict[str, str] | None = None) -> 
     file = str(path) if path is not None else "(defaults)"
     if path is not None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, file, "the config file")
+        except YamlProblem as exc:
+            raise ConfigError([exc.problem]) from exc
         except (OSError, UnicodeDecodeError) as exc:
             why = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise ConfigError([Problem(file, 1, 1, f"cannot read the config file: {why}")]) from exc
@@ -137,60 +175,54 @@ def load_config(path: Path | None = None, env: dict[str, str] | None = None) -> 
             [schema_problem(file, doc, e, StewardConfig) for e in exc.errors()]
         ) from exc
     data = plain(doc)
-    laid = _lay_environment(data, env)
+    written = plain(doc)
+    laid = envvars.lay(data, env, StewardConfig)
     try:
         config = StewardConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError([_env_problem(e, laid) for e in exc.errors()]) from exc
-    source = file + (f" + {', '.join(sorted(laid))}" if laid else "")
-    return config.model_copy(update={"source": source})
+    names = sorted({v.name for v in laid})
+    source = file + (f" + {', '.join(names)}" if names else "")
+    return config.model_copy(
+        update={
+            "source": source,
+            "origins": _origins(written, laid, env, file),
+            "warnings": tuple(envvars.unknown(env, StewardConfig)),
+        }
+    )
 
 
-def _lay_environment(data: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
-    """Put STEWARD_* variables over `data` in place; returns the place each variable set."""
-    laid: dict[str, str] = {}
-    for name, field in StewardConfig.model_fields.items():
-        if field.exclude:
-            continue
-        section = field.annotation
-        if isinstance(section, type) and issubclass(section, BaseModel):
-            current = data.setdefault(name, {})
-            if not isinstance(current, dict):
-                continue
-            for key, sub in section.model_fields.items():
-                variable = f"STEWARD_{name}_{key}".upper()
-                sub_type = sub.annotation
-                if isinstance(sub_type, type) and issubclass(sub_type, Section):
-                    continue
-                if variable in env:
-                    current[key] = _value(env[variable])
-                    laid[variable] = f"{name}.{key}"
-            continue
-        variable = f"STEWARD_{name}".upper()
-        if variable in env:
-            data[name] = _value(env[variable])
-            laid[variable] = name
-    return laid
+def _origins(
+    written: dict[str, Any], laid: list[envvars.Laid], env: dict[str, str], file: str
+) -> dict[str, str]:
+    """Each key set by the file or a variable -> `file FILE` or `environment NAME`."""
+    origins: dict[str, str] = {}
+    for leaf in envvars.leaves(StewardConfig):
+        key = ".".join(leaf)
+        if envvars.holds(written, leaf):
+            origins[key] = f"file {file}"
+        for variable in laid:  # in the order laid: the deepest, last, wins
+            depth = len(variable.path)
+            if leaf[:depth] == variable.path and envvars.holds(
+                {"v": envvars.value(env[variable.name])}, ("v", *leaf[depth:])
+            ):
+                origins[key] = f"environment {variable.name}"
+    return origins
 
 
-def _value(text: str) -> Any:
-    """A variable's value: JSON for lists and mappings, else the string (pydantic coerces)."""
-    stripped = text.strip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            return json.loads(stripped)
-        except json.JSONDecodeError:
-            return text
-    return text
-
-
-def _env_problem(err: Any, laid: dict[str, str]) -> Problem:
-    dotted = ".".join(str(p) for p in err["loc"])
-    variable = next((v for v, place in laid.items() if dotted.startswith(place)), None)
+def _env_problem(err: Any, laid: list[envvars.Laid]) -> Problem:
+    loc = tuple(str(p) for p in err["loc"])
+    dotted = ".".join(loc)
+    variable = next((v.name for v in reversed(laid) if loc[: len(v.path)] == v.path), None)
     message = str(err["msg"]).removeprefix("Value error, ")
     if variable is None:
         return Problem("(environment)", 0, 0, f"{dotted}: {message}")
-    return Problem(variable, 0, 0, f"{message} (got {err.get('input')!r})")
+    where = f"{dotted}: " if loc != _variable_path(laid, variable) else ""
+    return Problem(variable, 0, 0, f"{where}{message} (got {err.get('input')!r})")
+
+
+def _variable_path(laid: list[envvars.Laid], name: str) -> tuple[str, ...]:
+    return next(v.path for v in laid if v.name == name)
 
 
 def masked(config: StewardConfig) -> dict[str, Any]:

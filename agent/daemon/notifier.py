@@ -57,8 +57,10 @@ class Notifier(Protocol):
 class LogNotifier:
     """Notices as structlog lines on the `steward.notice` logger (warning for trouble)."""
 
-    TROUBLE: frozenset[NoticeKind] = frozenset({"action_failed", "refused_at_execution"})
-    """What the agent tried and could not do; a finding or a fallback is news (info)."""
+    TROUBLE: frozenset[NoticeKind] = frozenset(
+        {"action_failed", "refused_at_execution", "planner_fallback"}
+    )
+    """What the agent tried and could not do, and a planner that failed; a finding is news."""
 
     def notify(self, notice: Notice) -> None:
         emit = log.warning if notice.kind in self.TROUBLE else log.info
@@ -105,4 +107,4 @@ def notifier_for(
             f"{', '.join(sorted(known))}); fix `notifiers` in steward.yaml"
         )
     chosen = [known[name]() for name in dict.fromkeys(names)]
-    return chosen[0] if len(chosen) == 1 else FanOut(*chosen)
+    return chosen[0] if len(chosen) == 1 else FanOut(*chosen)  # none: a FanOut of nothing

@@ -34,6 +34,8 @@ class TickReport:
     ran: tuple[str, ...] = ()
     """Actions carried out during this tick, by any decision — this tick's, an approved one
     resumed, a long one that ended — each once, as `<time> <action>`."""
+    fallback: str | None = None
+    """Why the rules planner decided instead of the chosen one (None: the chosen one did)."""
 
 
 @dataclass
@@ -52,8 +54,15 @@ class RunSummary:
     in_progress: tuple[str, ...] = ()
     first_at: str = ""
     last_at: str = ""
+    fallbacks: int = 0
+    """Ticks the rules planner decided because the chosen planner failed or was resting."""
+    fallback_reason: str = ""
+    """The latest reason of a fallback."""
 
     def add(self, report: TickReport) -> None:
+        if report.fallback is not None:
+            self.fallbacks += 1
+            self.fallback_reason = report.fallback
         self.ticks += 1
         self.decisions += int(report.decided)
         self.executed += len(report.ran)
@@ -86,6 +95,7 @@ def report_of(
         resumed=resumed,
         findings=d.signals.findings if d.signals else (),
         seconds=round(seconds, 4),
+        fallback=d.fallback_reason,
     )
 
 

@@ -39,6 +39,7 @@ from agent.daemon import lockfile, pause
 from agent.daemon.announce import Announcer
 from agent.daemon.catchup import catch_up
 from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
+from agent.daemon.head_witness import HeadPublisher, HeadStamped
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
@@ -89,6 +90,7 @@ class Runtime:
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._memory_due = False
+        self.head_witness = HeadPublisher(ctx.audit.outside_head, None)
         """A decision changed the memory since it was last written (housekeep writes it)."""
         self.threads = DecisionThreads(graph, self.clock, ctx.latest)
         """The decisions' graph threads, those in a long action among them."""
@@ -120,9 +122,11 @@ class Runtime:
         leadership: Leadership | None = None,
         notifier: Notifier | None = None,
         thresholds: AssessSettings | None = None,
+        witness: str | None = None,
     ) -> Runtime:
         """`thresholds`: those of assess that steward.yaml sets (compose.assess_settings); the
-        policy gives the per-pool ones."""
+        policy gives the per-pool ones. `witness`: steward.yaml's audit.witness, the file or
+        URL the log's head is published to (agent.daemon.head_witness)."""
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
         fence = None if isinstance(leadership, Sole) else leadership.leading
@@ -152,13 +156,15 @@ class Runtime:
                 fallback=rules,
                 deliberations=deliberations,
                 telemetry=telemetry or Telemetry(),
-                notifier=notifier or LogNotifier(),
+                notifier=HeadStamped(notifier or LogNotifier(), audit.outside_head),
                 rotate=rotate,
                 clock=LoopClock(parts.clock),
                 parts=parts,
                 persist=lambda: parts.save(data_dir),
+                leading=leadership.leading,
             )
             ctx.telemetry.audit_head = audit.head
+            ctx.telemetry.audit_outside_head = audit.outside_head
             for reader in (ctx.planner, deliberations.model if deliberations else None):
                 if isinstance(reader, ReadsHistory) and reader.history is None:
                     reader.history = ctx.recent_history
@@ -169,6 +175,7 @@ class Runtime:
             lockfile.release(lock_fd)
             raise
         runtime = cls(data_dir, parts, ctx, graph, lock_fd)
+        runtime.head_witness = HeadPublisher(audit.outside_head, witness)
         runtime.leadership = leadership
         ctx.telemetry.follow(leadership)
         return runtime
@@ -229,6 +236,7 @@ class Runtime:
             latest.digest()
             census(latest.workloads)
         self.ctx.let_go()
+        self.head_witness.publish()
         tidy_heap()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S
         if saving or self._memory_due:
@@ -244,6 +252,7 @@ class Runtime:
         """Flush and release: leadership, the log, the inbox, the cluster's saved state, the
         lock."""
         self.leadership.stop()
+        self.head_witness.publish()
         self.parts.save(self.data_dir)
         write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()

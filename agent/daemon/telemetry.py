@@ -17,18 +17,24 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from agent.audit.witness import Witness
 from agent.daemon.leader import Leadership
 from agent.planners.base import PlannerReport
 
 PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
 """(body, headers, query string) -> (status, content type, body)."""
 
+log = structlog.get_logger("steward.http")
 MAX_POST_BYTES = 1 << 20
+READ_TIMEOUT_S = 10.0
+"""The longest a request may take to arrive: a body shorter than its Content-Length (or a
+client that stops sending) frees its handler thread after this, with a 408."""
 """A POST body larger than this is refused unread (Slack's payloads are a few kB)."""
 
 FAILING_TICKS = 3
@@ -58,6 +64,17 @@ class _AuditHead(Collector):
         if head is not None:
             family.add_metric([head[1]], float(head[0]))
         yield family
+        signed = GaugeMetricFamily(
+            "steward_audit_head_mac",
+            "The decision log's last seq with its hash and HMAC (STEWARD_AUDIT_KEY) in the "
+            "labels: the whole head for a witness outside the data dir (empty while unsigned).",
+            labels=["hash", "mac"],
+        )
+        outside = self.telemetry.audit_outside_head
+        whole = outside() if outside is not None else None
+        if whole is not None and whole.mac is not None:
+            signed.add_metric([whole.hash, whole.mac], float(whole.seq))
+        yield signed
 
 
 class Telemetry:
@@ -154,6 +171,7 @@ class Telemetry:
         self.tick_started_monotonic: float | None = None
         """When the tick now running began; None between ticks."""
         self.audit_head: Head | None = None
+        self.audit_outside_head: Callable[[], Witness | None] | None = None
         self.registry.register(_AuditHead(self))
 
     def follow(self, leadership: Leadership) -> None:
@@ -221,11 +239,15 @@ class Telemetry:
             "leader": self.leader_info(),
         }
 
+    read_timeout_s: float = READ_TIMEOUT_S
+
     def serve(self, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
         """Start /metrics and /healthz on `port` (0 picks a free one) in a daemon thread."""
         telemetry = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = telemetry.read_timeout_s  # every read on the socket, headers included
+
             def do_GET(self) -> None:
                 if self.path == "/metrics":
                     body = generate_latest(telemetry.registry)
@@ -242,13 +264,34 @@ class Telemetry:
                 if route is None:
                     self._send(404, "text/plain", b"not found\n")
                     return
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_POST_BYTES:
-                    self._send(413, "text/plain", b"request body too large\n")
+                given = (self.headers.get("Content-Length") or "0").strip()
+                if not given.isdigit():
+                    message = f"Content-Length {given[:40]!r} is not a number of bytes\n"
+                    self._refuse(400, message)
                     return
-                body = self.rfile.read(length)
-                code, content_type, answer = route(body, dict(self.headers.items()), query)
+                length = int(given)
+                if length > MAX_POST_BYTES:
+                    self._refuse(413, "request body too large\n")
+                    return
+                try:
+                    body = self.rfile.read(length)
+                except TimeoutError:
+                    self._refuse(408, "the request body did not arrive in time\n")
+                    return
+                if len(body) < length:
+                    self._refuse(400, f"the body ended after {len(body)} of {length} bytes\n")
+                    return
+                try:
+                    code, content_type, answer = route(body, dict(self.headers.items()), query)
+                except Exception as exc:  # a route's bug must not drop the connection
+                    log.exception("POST route failed", path=path)
+                    self._refuse(500, f"internal error: {type(exc).__name__}\n")
+                    return
                 self._send(code, content_type, answer)
+
+            def _refuse(self, code: int, message: str) -> None:
+                self.close_connection = True  # what is left of the body is not read
+                self._send(code, "text/plain", message.encode())
 
             def _send(self, code: int, content_type: str, body: bytes) -> None:
                 self.send_response(code)

@@ -145,6 +145,8 @@ def findings(state: ClusterState, signals: Signals, settings: AssessSettings) ->
             continue
         if w.desired_replicas == 0 and w.queue_depth > 0:
             found.append(f"{w.workload}: {w.queue_depth:g} queued with no replica")
+        elif w.slo is not None:
+            found.extend(_slo_findings(w, settings))
         elif w.desired_replicas > 0 and is_hot(w, settings):
             found.append(
                 f"{w.workload}: queue {w.queue_depth:g}, wait {w.queue_wait_s or 0:.1f} s "
@@ -160,6 +162,47 @@ def findings(state: ClusterState, signals: Signals, settings: AssessSettings) ->
             f"{settings.mode_dwell_s:g} s or more: {signals.favoured_because}"
         )
     return tuple(found)
+
+
+def _slo_findings(w: WorkloadSignals, settings: AssessSettings) -> list[str]:
+    """What the capacity model asks of a profiled workload: more replicas (the forecast's or the
+    reactive layer's), one fewer after the keep time, zero after a long enough quiet, a drift."""
+    view = w.slo
+    assert view is not None
+    found: list[str] = []
+    if view.drift:
+        found.append(view.drift)
+    if view.need > w.desired_replicas:
+        why = f"reactive: {view.reactive}" if view.reactive else f"sized by {view.deciding}"
+        found.append(
+            f"{w.workload}: the SLO needs {view.need} replica(s), {w.desired_replicas} asked "
+            f"({why})"
+        )
+    elif zero_due(w, settings):
+        found.append(
+            f"{w.workload}: no arrival for {view.quiet_for_s or 0:.0f} s (zero after "
+            f"{view.zero_after_s:.0f} s)"
+        )
+    elif view.release_to is not None and view.release_to < w.desired_replicas:
+        found.append(
+            f"{w.workload}: {view.release_to} replica(s) have covered the forecast for "
+            f"{view.keep_s:.0f} s; {w.desired_replicas} asked"
+        )
+    return found
+
+
+def zero_due(w: WorkloadSignals, settings: AssessSettings) -> bool:
+    """A profiled workload with replicas, in a pool that may go to zero, that has seen no
+    arrival for its zero-after time and that the policy counts idle as long as it asks."""
+    view = w.slo
+    return (
+        view is not None
+        and w.desired_replicas > 0
+        and view.quiet_for_s is not None
+        and view.quiet_for_s >= view.zero_after_s
+        and view.need == 0
+        and _idle_long(w, settings)
+    )
 
 
 def is_hot(w: WorkloadSignals, settings: AssessSettings) -> bool:

@@ -15,6 +15,18 @@ class AssessSettings(BaseModel):
     slo_wait_s: dict[str, float] = {}
     """Target queue wait per pool."""
     default_slo_wait_s: float = 30.0
+    slo_ttft_s: dict[str, float] = {}
+    """Per pool: the time-to-first-token target; a profiled workload of such a pool is sized by
+    the capacity model (agent.loop.slo_signals)."""
+    slo_itl_s: dict[str, float] = {}
+    """Per pool: the inter-token latency target."""
+    default_itl_s: float = Field(default=0.1, gt=0)
+    keep_loads: dict[str, float] = {}
+    """Per pool: how long a replica must have been unneeded before it is given back, in model
+    loads (the policy's pools.<pool>.keep_loads)."""
+    default_keep_loads: float = Field(default=1.0, ge=0)
+    reactive_kv: float = Field(default=0.8, gt=0, le=1)
+    """KV-cache usage at or above this adds replicas at once (the reactive layer)."""
     min_cards: dict[str, int] = {}
     """Per pool: the policy's minimum, so a scale-down the pool cannot take is not a finding."""
     idle_to_zero_s: dict[str, float] = {}

@@ -88,6 +88,9 @@ class LoopContext:
     planner_resting_until: datetime | None = None
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
     planner_failure: str = ""
+    leading: Callable[[], bool] = lambda: True
+    """Whether this replica leads now (agent.daemon.leader): the model is asked only while
+    it does — a replica that lost the lead mid-tick decides nothing, and spends no tokens."""
     memory: Memory = field(default_factory=Memory)
     """What the loop remembers between ticks. Assess, guard and record update it (loop-level
     soft state, not the decision's: it stays out of the checkpoints and is saved by the runtime

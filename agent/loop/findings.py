@@ -13,7 +13,10 @@ with a key stable across ticks, and the loop compares this tick's set with the o
 - unschedulable: a replica with no node to run on (pending for want of room);
 - context_below_fit: a served model configured with a shorter context than its card holds
   (the largest standard context that fits the model alone on that card model, from the
-  placement catalogue).
+  placement catalogue);
+- cordoned_capacity: a workload that wants a replica (requests queued and none running, or
+  replicas with no node) where no node has room but a cordoned one would, per node, saying who
+  cordoned it: a planner that cannot place for a cordon says so instead of going silent.
 
 An appearance or a clearing gets one `finding` record in the decision log, a structlog line, the
 `steward_findings{kind}` gauge and a notice. The open set is read back from the log at start, so
@@ -35,7 +38,13 @@ from agent.daemon.telemetry import Telemetry
 from agent.loop.state import Signals
 from policies.activity import card_readings
 from tools.model import ClusterState, Workload
-from tools.placement import default_catalog, max_tokens, standard_context
+from tools.placement import (
+    default_catalog,
+    max_tokens,
+    pick_node,
+    room_behind_cordons,
+    standard_context,
+)
 
 KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
 log = structlog.get_logger("steward.findings")
@@ -82,7 +91,40 @@ def findings_of(
             found.append(_node_stale(name))
     for workload in state.workloads:
         found += _workload_findings(workload, state)
+    if any(n.cordoned for n in state.nodes):  # a cluster without cordons pays nothing here
+        found += _cordoned_capacity(state, signals)
     return {f.key: f for f in found}
+
+
+def _cordoned_capacity(state: ClusterState, signals: Signals) -> list[Finding]:
+    """Per cordoned node, the workloads that want a replica and find room only there."""
+    queued = {s.workload: s.queue_depth or 0.0 for s in signals.workloads}
+    held: dict[str, list[str]] = {}
+    cordoned_by: dict[str, str] = {}
+    for workload in state.workloads:
+        pending = sum(1 for r in workload.placement if not r.nodes)
+        if not pending and not (workload.ready_replicas == 0 and queued.get(workload.name, 0) > 0):
+            continue
+        if pick_node(workload, state, limit=1):
+            continue  # room elsewhere: no cordon stands in the way
+        for node in room_behind_cordons(workload, state):
+            held.setdefault(node.name, []).append(workload.name)
+            cordoned_by[node.name] = "Steward" if node.cordoned_by_steward else "a person"
+    return [
+        Finding(
+            kind="cordoned_capacity",
+            key=f"cordoned_capacity:{node}",
+            text=f"{node}: cordoned by {cordoned_by[node]}, and {', '.join(names)} find(s) room "
+            "there and nowhere else"
+            + (
+                "; lifting a person's cordon needs a person (kubectl uncordon, or approve "
+                f"uncordon {node})"
+                if cordoned_by[node] == "a person"
+                else "; Steward lifts its own cordon when its planner needs the room"
+            ),
+        )
+        for node, names in sorted(held.items())
+    ]
 
 
 @lru_cache(maxsize=65536)
@@ -120,12 +162,25 @@ def _workload_findings(workload: Workload, state: ClusterState) -> list[Finding]
         found.append(
             Finding(
                 kind="context_below_fit",
-                key=f"context_below_fit:{workload.name}",
+                # The configured context is in the key: told once, and again when it changes.
+                key=f"context_below_fit:{workload.name}:{workload.context_length}",
                 text=f"{workload.name}: {workload.model} is set to {workload.context_length:,} "
-                f"tokens of context; {largest:,} fit on {card.model}",
+                f"tokens of context; {_fitting(workload.context_length, largest)} fit on "
+                f"{card.model} (an advisory: Steward changes no context by itself)",
             )
         )
     return found
+
+
+def _fitting(configured: int, largest: int) -> str:
+    """The standard contexts above `configured` that fit, the two largest named: "262,144 and
+    524,288" (or the largest alone)."""
+    sizes = [largest]
+    step = largest // 2
+    while step > configured and len(sizes) < 2 and step & (step - 1) == 0:
+        sizes.insert(0, step)
+        step //= 2
+    return " and ".join(f"{n:,}" for n in sizes)
 
 
 @lru_cache(maxsize=256)

@@ -87,6 +87,11 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     fresh, asked = False, False
     now = state.observed_at
     resting = ctx.planner_resting_until
+    if ctx.planner is not ctx.fallback and not ctx.leading():
+        # The lead was lost since this tick began: no model call (its plan could not run).
+        log.info("not leading: the planner is not asked", decision=d.decision_id)
+        idle = Plan(rationale="this replica does not lead now", planner=ctx.planner.name)
+        return {"plan": idle, "fallback_reason": None, "fallback_fresh": False, "stage": "guard"}
     if ctx.planner is not ctx.fallback and resting is not None and now < resting:
         # The planner failed lately: the rules decide without waiting on it again.
         reason = (
@@ -214,10 +219,14 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     for decision, count in Counter(v.decision for v in verdicts).items():
         ctx.telemetry.decisions.labels(verdict=decision).inc(count)
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
+    refused = [v for v in judgement.verdicts if v.decision == "deny"]
+    # The actions of one plan go together (a preemption is a scale-down and the scale-up it
+    # frees cards for): one denied for a rule that passes later (a cooldown) is retried then,
+    # and its partners with it rather than held the full DENIED_HOLD_S.
+    retry = max((v.retry_at for v in refused if v.retry_at is not None), default=None)
     denied = {
-        hold_key(v.action, state): hold_until(state.observed_at, v.retry_at)
-        for v in judgement.verdicts
-        if v.decision == "deny"
+        hold_key(v.action, state): hold_until(state.observed_at, v.retry_at or retry)
+        for v in refused
     }
     if denied:
         kept = denied_recently(ctx.memory, state.observed_at)

@@ -18,6 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
+from agent.capacity.forecast import Forecast, Holt, Misses
+from agent.capacity.windows import Quiet, Windows
 from policies.judgement import Verdict
 from tools.actions import Action, Plan
 from tools.approval import Approval
@@ -28,6 +30,37 @@ Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify"
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SloView(_Model):
+    """What the capacity model makes of one profiled workload against its pool's SLO: the
+    replicas it needs and why, what the reactive layer saw, and whether one fewer (or zero)
+    pays. Built by assess (agent.loop.slo_signals), read by the rules planner."""
+
+    need: int
+    """Replicas the sizing asks for (agent.capacity.sizing), the reactive layer's deficit
+    included."""
+    sized: int
+    """What the forecast and the queueing rule alone ask for."""
+    terms: dict[str, int] = {}
+    deciding: str = ""
+    words: str = ""
+    """The forecast, the capacity model and the sizing terms, in plain words."""
+    forecast: Forecast | None = None
+    reactive: str = ""
+    """Why the reactive layer added replicas now ("" when it did not)."""
+    release_to: int | None = None
+    """Replicas to keep when one fewer (or more) has been unneeded for the keep time."""
+    keep_s: float = 0.0
+    quiet_for_s: float | None = None
+    """Seconds since work was last seen."""
+    zero_after_s: float = 0.0
+    """No arrival for this long before zero: the keep time or the usual idle gap, if longer."""
+    drift: str = ""
+    """A capacity profile that no longer describes the replicas (beyond +-25 %)."""
+
+    def line(self) -> str:
+        return self.words + (f"; reactive: {self.reactive}" if self.reactive else "")
 
 
 class WorkloadSignals(_Model):
@@ -50,6 +83,8 @@ class WorkloadSignals(_Model):
     """Seconds the queue wait has stayed below the scale-down watermark."""
     stale: bool = False
     """A demand metric is stale or missing: the planner holds this workload as it is."""
+    slo: SloView | None = None
+    """The capacity model's view, for a workload with a profile under a TTFT target."""
 
     def line(self) -> str:
         """One readable line: replicas, queue, wait against the SLO, trend, idleness."""
@@ -66,6 +101,8 @@ class WorkloadSignals(_Model):
             parts.append(f"idle {self.idle_for_s:.0f} s")
         if self.calm_for_s:
             parts.append(f"calm {self.calm_for_s:.0f} s")
+        if self.slo is not None:
+            parts.append(self.slo.line())
         return ", ".join(parts)
 
     @property
@@ -192,11 +229,31 @@ class Deliberated(_Model):
     transcript_digest: str | None = None
 
 
+class SloMemory(_Model):
+    """What the capacity model remembers of one workload between ticks."""
+
+    read_at: float | None = None
+    """POSIX time of the last reading folded in (a scrape is counted once)."""
+    holt: Holt | None = None
+    misses: Misses = Misses()
+    """The forecast's record one horizon ahead (agent.capacity.forecast.widened)."""
+    windows: Windows | None = None
+    quiet: Quiet = Quiet()
+    needs: tuple[tuple[float, int], ...] = ()
+    """(POSIX time, replicas the sizing asked for), oldest first, over the keep time."""
+    correction: float = 1.0
+    drift_told: bool = False
+    """A drift was reported and has not ended since (told once)."""
+    waiting: int = 0
+    """Readings in a row that found requests waiting."""
+
+
 class WorkloadMemory(_Model):
     calm_since: datetime | None = None
     """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
     samples: tuple[tuple[float, float], ...] = ()
     """Recent (POSIX time, queue depth) readings, oldest first, bounded."""
+    slo: SloMemory | None = None
 
 
 class Memory(_Model):
@@ -293,6 +350,13 @@ class Decision(BaseModel):
 
 
 SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
+    Forecast,
+    Holt,
+    Misses,
+    Quiet,
+    Windows,
+    SloView,
+    SloMemory,
     WorkloadSignals,
     LinkSignal,
     Signals,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from agent.loop.assess_settings import AssessSettings
+from agent.loop.slo_signals import slo_view
 from agent.loop.state import MEMORY_SAMPLES, WorkloadMemory, WorkloadSignals
 from policies.activity import QUEUELESS_KINDS
 from tools.model import Metric, Workload
@@ -53,7 +54,12 @@ def signals_of(
         idle_for_s=idle_for_s,
         calm_for_s=None if calm_since is None else (now - calm_since).total_seconds(),
     )
-    memory = trusted(WorkloadMemory, {"calm_since": calm_since, "samples": samples})
+    view, slo_memory = slo_view(workload, now, mem.slo, settings)
+    if view is not None:
+        signal = signal.model_copy(update={"slo": view})
+    memory = trusted(
+        WorkloadMemory, {"calm_since": calm_since, "samples": samples, "slo": slo_memory}
+    )
     return signal, memory
 
 
@@ -90,6 +96,7 @@ def _signals(
             "idle_for_s": idle_for_s,
             "calm_for_s": calm_for_s,
             "stale": stale,
+            "slo": None,
         },
     )
 

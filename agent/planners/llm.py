@@ -118,6 +118,11 @@ class LLMPlanner:
         """The messages of the last decision, the model's final answer included."""
         self._in_flight = threading.Lock()
 
+    def probe(self) -> str | None:
+        """Whether the endpoint answers one request now (at most the request timeout, and
+        PROBE_S): None if it does, else why not — for the warning `steward run` prints at start."""
+        return self.endpoint.probe(min(self.settings.timeout_s, PROBE_S))
+
     @property
     def model(self) -> str | None:
         """The model asked (None until the endpoint has named one)."""
@@ -293,6 +298,8 @@ def _append_turn(
         messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})
 
 
+PROBE_S = 10.0
+"""The longest the start-up check of the endpoint waits for its one answer."""
 NO_ENDPOINT = (
     "--planner llm: no endpoint is set, and Steward never picks one for you: set llm.base_url "
     "in steward.yaml or STEWARD_LLM_BASE_URL (or OPENAI_BASE_URL), e.g. "

@@ -194,7 +194,7 @@ class Endpoint:
             except openai.APIStatusError as exc:
                 lower = _downgrade_for(mode, exc)
                 if lower is None:
-                    raise self._failed(exc, usage) from exc
+                    raise self._failed(exc, usage, deadline) from exc
                 self.mode = lower
                 continue
             return self._turn(parse(WireCompletion, body, self.base_url), mode, usage)
@@ -301,23 +301,46 @@ class Endpoint:
         except openai.APIStatusError as exc:
             if _downgrade_for(self.mode, exc) is not None:
                 raise  # ask() switches the output mode and asks again
-            raise self._failed(exc, usage) from exc
+            raise self._failed(exc, usage, deadline) from exc
         except _TRANSIENT as exc:
-            raise self._failed(exc, usage) from exc
+            raise self._failed(exc, usage, deadline) from exc
         except openai.OpenAIError as exc:
             raise PlannerFailed(f"{self.base_url}: {type(exc).__name__}: {exc}") from exc
         except json.JSONDecodeError as exc:
             raise PlannerFailed(f"{self.base_url}: the answer is not JSON: {exc}") from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _failed(self, exc: BaseException, usage: Usage) -> PlannerFailed:
+    def _failed(self, exc: BaseException, usage: Usage, deadline: Deadline) -> PlannerFailed:
         what = _what_failed(exc)
-        if isinstance(exc, _TRANSIENT):
+        if isinstance(exc, _TRANSIENT):  # the time it really took, not the deadline it had
             what += (
-                f" (retried until the {self.settings.deadline_s:g} s deadline, "
-                f"{usage.requests} request(s))"
+                f" ({usage.requests} request(s) in {max(0.0, deadline.elapsed()):.1f} s; "
+                f"deadline {self.settings.deadline_s:g} s)"
             )
         return PlannerFailed(f"{self.base_url}: {what}")
+
+    def probe(self, seconds: float) -> str | None:
+        """One request (the model list), at most `seconds`: None when the endpoint answers,
+        else why not. A server without a model list (404) answers, when a model is named."""
+        models = self.client.models.with_streaming_response
+        started = time.monotonic()
+        try:
+            body = fetch(lambda: models.list(timeout=seconds), seconds)
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405) and self.model is not None:
+                return None
+            return f"{_what(exc)} ({time.monotonic() - started:.1f} s)"
+        except (TooSlow, openai.OpenAIError, PlannerFailed) as exc:
+            return f"{_what_failed(exc)} ({time.monotonic() - started:.1f} s)"
+        if self.model is None:
+            try:
+                names = [m.id for m in parse(WireModels, body, self.base_url).data]
+            except PlannerFailed as exc:
+                return exc.reason
+            if not names:
+                return "it lists no model; set STEWARD_LLM_MODEL"
+            self.model = names[0]
+        return None
 
 
 def _what(exc: openai.OpenAIError) -> str:

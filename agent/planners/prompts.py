@@ -250,7 +250,14 @@ def policy_brief(policy: Policy | None) -> dict[str, Any]:
             for r in policy.approvals[:MAX_LISTED]
         ],
         "quiet_windows": [f"{w.name}: {w.describe()} allow {w.allow}" for w in policy.windows[:4]],
-        "slo_wait_s": {k: v.queue_wait_s for k, v in list(policy.slo.items())[:MAX_POOLS]},
+        "slo_wait_s": {
+            k: v.queue_wait_s
+            for k, v in list(policy.slo.items())[:MAX_POOLS]
+            if v.queue_wait_s is not None
+        },
+        "slo_ttft_s": {
+            k: v.ttft_s for k, v in list(policy.slo.items())[:MAX_POOLS] if v.ttft_s is not None
+        },
     }
 
 

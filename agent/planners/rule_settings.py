@@ -27,6 +27,10 @@ class RulesSettings(BaseModel):
     pools: dict[str, PoolRules] = {}
     advice: AdviceSettings = AdviceSettings()
     """When a rotation pays (tools.modes.rotation_gain); the dwell is the policy's."""
+    drain_deadline_s: float = 120.0
+    """How long a replica being scaled down may finish its in-flight requests (the backend's
+    grace period: the simulator's SCALE_DOWN_GRACE_S, a pod's terminationGracePeriodSeconds);
+    told in the ETA of a workload waiting on lent cards."""
     cards_per_tick: int | None = None
     """The policy's blast radius: cards one plan may change."""
     placements_gated: tuple[str, ...] = ()
@@ -46,7 +50,12 @@ class RulesSettings(BaseModel):
         base = base or AssessSettings()
         assess = base.model_copy(
             update={
-                "slo_wait_s": {k: v.queue_wait_s for k, v in policy.slo.items()},
+                "slo_wait_s": {
+                    k: v.queue_wait_s for k, v in policy.slo.items() if v.queue_wait_s is not None
+                },
+                "slo_ttft_s": {k: v.ttft_s for k, v in policy.slo.items() if v.ttft_s is not None},
+                "slo_itl_s": {k: v.itl_s for k, v in policy.slo.items() if v.itl_s is not None},
+                "keep_loads": {k: p.keep_loads for k, p in policy.pools.items()},
                 "min_cards": {k: p.min_cards for k, p in policy.pools.items()},
                 "link_min_fraction": policy.rotation.min_link_fraction or base.link_min_fraction,
                 "idle_to_zero_s": {

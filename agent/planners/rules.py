@@ -32,15 +32,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.loop.assess import is_hot
+from agent.loop.assess import is_hot, zero_due
 from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
-from tools.actions import Action, PlaceReplica, Plan, RotateMode, ScaleWorkload, joined_notes
+from tools.actions import (
+    Action,
+    PlaceReplica,
+    Plan,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+    joined_notes,
+)
 from tools.model import ClusterState, Workload
 from tools.modes import demand_from_state, rotation_gain
-from tools.placement import node_capacity, pick_node, pick_nodes
+from tools.placement import node_capacity, pick_node, pick_nodes, room_behind_cordons
 
 
 class RulesPlanner:
@@ -51,6 +59,8 @@ class RulesPlanner:
     def __init__(self, settings: RulesSettings | None = None) -> None:
         self.settings = settings or RulesSettings()
         self._held: frozenset[str] = frozenset()
+        self._lifting: set[str] = set()
+        """Nodes this plan already uncordons."""
 
     def plan(self, state: ClusterState, signals: object) -> Plan:
         if not isinstance(signals, Signals):
@@ -61,6 +71,7 @@ class RulesPlanner:
         notes: list[str] = []
         cards = PlanCards(state)
         self._held = frozenset(signals.held_pools)
+        self._lifting = set()
         notes.extend(
             f"pool {p}: readings stale or missing, nothing scaled down" for p in self._held
         )
@@ -126,7 +137,12 @@ class RulesPlanner:
             what = "render job(s)" if workload.kind == "render" else "request(s)"
             why = f"{depth:g} {what} queued and no replica: back from zero"
             count = sizing.wanted(workload, signal, settings)
+            if signal.slo is not None:
+                count = max(1, signal.slo.need)
+                why = f"{why}; {signal.slo.words}"
             return self._grow(workload, state, cards, why, notes, count=count)
+        if signal.slo is not None:
+            return self._to_slo(workload, signal, state, cards, notes)
         if queued and workload.desired_replicas > 0 and is_hot(signal, settings):
             if sizing.starting(workload, state):
                 notes.append(f"{workload.name}: replicas still starting, waiting for them")
@@ -174,6 +190,61 @@ class RulesPlanner:
                 )
             ]
         return []
+
+    def _to_slo(
+        self,
+        workload: Workload,
+        signal: WorkloadSignals,
+        state: ClusterState,
+        cards: PlanCards,
+        notes: list[str],
+    ) -> list[Action]:
+        """A profiled workload sized by the capacity model (agent.loop.slo_signals): grown to
+        what the forecast and the reactive layer ask (replicas loading count, so nothing is
+        asked twice, and nothing waits for them), given back one replica or more once the rest
+        have covered the forecast for the keep time, to zero after a long enough quiet."""
+        view = signal.slo
+        assert view is not None
+        desired = workload.desired_replicas
+        if view.need > desired:
+            if view.reactive:
+                why = f"reactive: {view.reactive}; {view.words}"
+            else:
+                why = f"sized to the SLO: {view.words}"
+            return self._grow(workload, state, cards, why, notes, count=view.need - desired)
+        if workload.pool in self._held:
+            return []
+        pool = self.settings.pool(workload.pool)
+        if zero_due(signal, self.settings.assess) and pool.min_cards == 0:
+            cards.release(workload.pool, workload.cards)
+            return [
+                ScaleWorkload(
+                    workload=workload.name,
+                    replicas=0,
+                    reason=f"no arrival for {view.quiet_for_s or 0:.0f} s, longer than the keep "
+                    f"time ({view.keep_s:.0f} s) and the usual idle gap (zero after "
+                    f"{view.zero_after_s:.0f} s)",
+                )
+            ]
+        keep = view.release_to
+        if keep is None or keep >= desired:
+            return []
+        per = workload.cards_per_replica
+        floor = -(
+            -max(0, pool.min_cards - (cards.pool(workload.pool) - workload.cards)) // max(per, 1)
+        )
+        keep = max(keep, floor, 1)
+        if keep >= desired:
+            return []
+        cards.release(workload.pool, (desired - keep) * per)
+        return [
+            ScaleWorkload(
+                workload=workload.name,
+                replicas=keep,
+                reason=f"{keep} replica(s) have covered the forecast for the keep time "
+                f"({view.keep_s:.0f} s, the cost of a reload): {view.words}",
+            )
+        ]
 
     def _grow(
         self,
@@ -233,8 +304,7 @@ class RulesPlanner:
             ]
         lent = self._reclaim(workload, state, cards, need)
         if lent is None:
-            notes.append(f"{workload.name}: no node has room and nothing lower-priority to take")
-            return []
+            return self._behind_cordon(workload, state, why, notes)
         scale_downs, node = lent
         cards.take(workload.pool, need)
         # A scale, not a placement: the cards free when the lent replicas have exited, and the
@@ -244,9 +314,63 @@ class RulesPlanner:
             ScaleWorkload(
                 workload=workload.name,
                 replicas=workload.desired_replicas + 1,
-                reason=f"{why}; cards on {node} taken back from lower-priority pools",
+                reason=f"{why}; cards on {node} taken back from lower-priority pools; "
+                + self._eta(workload, state, scale_downs),
             ),
         ]
+
+    def _behind_cordon(
+        self, workload: Workload, state: ClusterState, why: str, notes: list[str]
+    ) -> list[Action]:
+        """No node has room: lift a cordon of Steward's own that holds room back (the next tick
+        places there), or say which node a person's cordon holds back (only a person lifts it;
+        the loop reports it as the finding cordoned_capacity)."""
+        behind = (
+            room_behind_cordons(workload, state) if any(n.cordoned for n in state.nodes) else []
+        )
+        if not behind:
+            notes.append(f"{workload.name}: no node has room and nothing lower-priority to take")
+            return []
+        node = behind[0]
+        if node.cordoned_by_steward:
+            if node.name in self._lifting:
+                return []  # an earlier workload's uncordon of this plan frees it for this one too
+            self._lifting.add(node.name)
+            return [
+                UncordonNode(
+                    node=node.name,
+                    reason=f"{why}; no node has room but {node.name}, which Steward cordoned: "
+                    "its cordon lifted for the capacity",
+                )
+            ]
+        names = ", ".join(n.name for n in behind)
+        notes.append(
+            f"{workload.name}: no node has room; {names} would, but is cordoned by someone "
+            "other than Steward (lifting that cordon needs a person)"
+        )
+        return []
+
+    def _eta(self, workload: Workload, state: ClusterState, lenders: list[Action]) -> str:
+        """An honest ETA for a workload waiting on lent cards: the lenders' replicas stop
+        admitting and finish what they serve (up to the drain deadline), exit, then it loads."""
+        in_flight = 0.0
+        for action in lenders:
+            lender = state.workload(action.target)
+            if lender is None or not isinstance(action, ScaleWorkload):
+                continue
+            running = lender.requests_running
+            share = (lender.desired_replicas - action.replicas) / max(lender.desired_replicas, 1)
+            if running.usable and running.value is not None:
+                in_flight += running.value * share
+        deadline = self.settings.drain_deadline_s
+        profile = workload.serving_profile
+        load = profile.load_s if profile is not None else None
+        then = f"then {workload.name} loads ({load:g} s)" if load else f"then {workload.name} loads"
+        most = f"; ready in at most {deadline + load:.0f} s" if load else ""
+        return (
+            f"ETA: the lent replica(s) stop admitting and finish their {in_flight:.0f} request(s) "
+            f"in flight (drain deadline {deadline:g} s), exit, {then}{most}"
+        )
 
     def _waiting_above(
         self, workload: Workload, state: ClusterState, cards: PlanCards

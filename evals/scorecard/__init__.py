@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,17 +51,30 @@ class _Done:
 
 
 def evaluate(
-    cases: list[Case], planner_name: str = "rules", work_dir: Path | None = None, jobs: int = 1
+    cases: list[Case],
+    planner_name: str = "rules",
+    work_dir: Path | None = None,
+    jobs: int = 1,
+    on_case: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run and score every case with a fresh planner each; the scorecard as a JSON document."""
+    """Run and score every case with a fresh planner each; the scorecard as a JSON document.
+    `on_case` hears the name of each case as it is done (the CLI's progress line)."""
     started = time.perf_counter()
+    heard = on_case or (lambda name: None)
     with tempfile.TemporaryDirectory(prefix="steward-eval-", dir=work_dir) as tmp:
         if jobs > 1 and len(cases) > 1:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_one_file, c.path, planner_name, Path(tmp)) for c in cases]
+                futures = {
+                    pool.submit(_one_file, c.path, planner_name, Path(tmp)): c.name for c in cases
+                }
+                for future in as_completed(futures):
+                    heard(futures[future])
                 done = [f.result() for f in futures]
         else:
-            done = [_one(c, planner_name, Path(tmp)) for c in cases]
+            done = []
+            for case in cases:
+                done.append(_one(case, planner_name, Path(tmp)))
+                heard(case.name)
     cost: LlmCost | None = None
     if planner_name != "rules":
         deadline = next((d.deadline_s for d in done if d.deadline_s is not None), None)

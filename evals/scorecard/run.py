@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from agent.audit import AuditLog, new_decision_id
-from agent.audit.records import ActionOutcome, Intent, Outcome, Proposal
+from agent.audit.records import ActionOutcome, FindingChange, Intent, Outcome, Proposal
 from agent.daemon.runtime import Runtime
 from agent.loop.assess import assess
 from agent.planners.base import Planner, PlannerReport
@@ -119,6 +119,11 @@ def run_case(case: Case, data_dir: Path, planner: Planner | None = None) -> Case
             Done(at_s=(e.at - start).total_seconds(), action=e.action, ok=e.ok)
             for e in runtime.ctx.audit.executed_actions(start)
         ]
+        for record in runtime.ctx.audit.records(kind="finding"):
+            change = record.payload
+            if isinstance(change, FindingChange) and change.status == "appeared":
+                at = (change.observed_at - start).total_seconds()
+                _see(seen, change.finding, _about(change.text), at)
         pending = [a for p in runtime.ctx.inbox.listed("waiting") for a in p.actions]
         fallbacks = len(runtime.ctx.audit.records(kind="fallback"))
         deliberated: dict[str, int] = {}

@@ -4,14 +4,23 @@ One engine per ready replica (pod), with the `pod`/`namespace` labels Prometheus
 the pod's target (here written by the exporter itself, one endpoint for many pods) and the
 engine's own `model_name`. A workload labelled `steward.dev/engine: sglang` is served by SGLang
 and written under SGLang's names (`sglang:num_queue_reqs`, `sglang:num_running_reqs`,
-`sglang:token_usage`, `sglang:generation_tokens_total`, `sglang:time_to_first_token_seconds`,
-`sglang:queue_time_seconds`, with SGLang's own histogram buckets); any other under vLLM's
-(`vllm:num_requests_waiting`, …). The endpoint picker's `inference_pool_average_queue_size{name}`
+`sglang:token_usage`, `sglang:generation_tokens_total`, `sglang:prompt_tokens_total`,
+`sglang:num_requests_total`, `sglang:time_to_first_token_seconds`, `sglang:queue_time_seconds`,
+`sglang:inter_token_latency_seconds`, with SGLang's own histogram buckets); any other under
+vLLM's (`vllm:num_requests_waiting`, `vllm:num_requests_running`, `vllm:kv_cache_usage_perc`,
+`vllm:generation_tokens_total`, `vllm:prompt_tokens_total`, `vllm:request_success_total`,
+`vllm:time_to_first_token_seconds`, `vllm:request_queue_time_seconds`,
+`vllm:inter_token_latency_seconds`). The endpoint picker's `inference_pool_average_queue_size{name}`
 can be added for workloads at zero replicas.
 
 Only fresh readings are written: a real engine has nothing to say about a value it did not read.
-Counters and histograms (generated tokens, time to first token, queue time) accumulate across
-`update` calls, so rate() and histogram_quantile() over them give back the observed values.
+Counters (generated and prompt tokens, requests finished) and histograms (time to first token,
+queue time, inter-token latency) accumulate across `update` calls, so rate() and
+histogram_quantile() over them give back the observed values (the simulator's p90 of each
+scrape, observed OBSERVATIONS_PER_UPDATE times: the quantile comes back, not the whole
+distribution). A counter grows per second of Prometheus's clock, which for a twin faster than the
+wall clock is not the simulated one: `speed` says how many simulated seconds one of its seconds
+holds.
 """
 
 from __future__ import annotations
@@ -94,6 +103,28 @@ SGLANG_QUEUE_BUCKETS = (
     1000,
 )
 """SGLang's buckets of `sglang:queue_time_seconds`."""
+VLLM_ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+"""vLLM's buckets of `vllm:inter_token_latency_seconds` (SGLang's are taken alike here)."""
 OBSERVATIONS_PER_UPDATE = 10
 """Requests added to a histogram at each update (any constant gives the same quantile)."""
 
@@ -104,6 +135,7 @@ class Dialect:
 
     ttft_buckets: tuple[float, ...] = VLLM_BUCKETS
     queue_buckets: tuple[float, ...] = VLLM_BUCKETS
+    itl_buckets: tuple[float, ...] = VLLM_ITL_BUCKETS
     waiting: str
     """Gauge: requests waiting for a batch slot (Steward's queue depth)."""
     running: str
@@ -112,6 +144,12 @@ class Dialect:
     """Gauge: the KV cache's use, 0..1."""
     tokens: str
     """Counter: tokens generated."""
+    prompt_tokens: str
+    """Counter: prompt tokens prefilled."""
+    requests: str
+    """Counter: requests finished."""
+    itl: str
+    """Histogram: inter-token latency, in seconds."""
     ttft: str
     """Histogram: time to first token, in seconds."""
     queue_time: str
@@ -125,6 +163,9 @@ def vllm(prefix: str = "vllm:") -> Dialect:
         running=f"{prefix}num_requests_running",
         kv=f"{prefix}kv_cache_usage_perc",
         tokens=f"{prefix}generation_tokens_total",
+        prompt_tokens=f"{prefix}prompt_tokens_total",
+        requests=f"{prefix}request_success_total",
+        itl=f"{prefix}inter_token_latency_seconds",
         ttft=f"{prefix}time_to_first_token_seconds",
         queue_time=f"{prefix}request_queue_time_seconds",
     )
@@ -135,6 +176,9 @@ SGLANG = Dialect(
     running="sglang:num_running_reqs",
     kv="sglang:token_usage",
     tokens="sglang:generation_tokens_total",
+    prompt_tokens="sglang:prompt_tokens_total",
+    requests="sglang:num_requests_total",
+    itl="sglang:inter_token_latency_seconds",
     ttft="sglang:time_to_first_token_seconds",
     queue_time="sglang:queue_time_seconds",
     ttft_buckets=SGLANG_TTFT_BUCKETS,
@@ -174,12 +218,16 @@ class _Pod:
     dialect: Dialect
     model: str
     tokens: float = 0.0
+    prompt_tokens: float = 0.0
+    requests: float = 0.0
     ttft: _Histogram = field(init=False)
     queue_time: _Histogram = field(init=False)
+    itl: _Histogram = field(init=False)
 
     def __post_init__(self) -> None:
         self.ttft = _Histogram(self.dialect.ttft_buckets)
         self.queue_time = _Histogram(self.dialect.queue_buckets)
+        self.itl = _Histogram(self.dialect.itl_buckets)
 
 
 class EngineExporter:
@@ -192,7 +240,16 @@ class EngineExporter:
         prefix: str = "vllm:",
         epp: bool = False,
         pods: PodNamer = indexed,
+        speed: float = 1.0,
     ):
+        """`speed`: simulated seconds per second of the clock Prometheus stamps the samples
+        with. A twin paced faster than the wall clock (`steward twin --speed 10`) writes no
+        sample times, so Prometheus dates each scrape by the wall clock; its counters then grow
+        by one wall second's share of each simulated second, so that rate() over them is still
+        per simulated second."""
+        if speed <= 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        self.speed = speed
         self.namespace = namespace
         self.vllm = vllm(prefix)
         self.epp = epp
@@ -231,13 +288,20 @@ class EngineExporter:
         histograms: dict[str, list[str]] = {}
         for (ns, pod), engine in self._pods.items():
             d, pairs = engine.dialect, self._pairs(ns, pod, engine)
-            counters.setdefault(d.tokens, []).append(
-                f"{d.tokens}{label_text(pairs)} {number(round(engine.tokens, 3))}"
-            )
+            for name, total in (
+                (d.tokens, engine.tokens),
+                (d.prompt_tokens, engine.prompt_tokens),
+                (d.requests, engine.requests),
+            ):
+                labels = [*pairs, ("finished_reason", "stop")] if name == d.requests else pairs
+                counters.setdefault(name, []).append(
+                    f"{name}{label_text(labels)} {number(round(total, 3))}"
+                )
             histograms.setdefault(d.ttft, []).extend(engine.ttft.lines(d.ttft, pairs))
             histograms.setdefault(d.queue_time, []).extend(
                 engine.queue_time.lines(d.queue_time, pairs)
             )
+            histograms.setdefault(d.itl, []).extend(engine.itl.lines(d.itl, pairs))
         for name, rows in counters.items():
             lines += [f"# TYPE {name} counter", *rows]
         for name, rows in histograms.items():
@@ -284,10 +348,19 @@ class EngineExporter:
             gauges.setdefault(d.kv, []).append(f"{d.kv}{labels} {number(kv)}")
         served = fresh_value(w.tokens_per_s)
         if served is not None:
-            engine.tokens += served * dt / n
+            engine.tokens += served * dt / n / self.speed
+        prompts = fresh_value(w.prompt_tokens_per_s)
+        if prompts is not None:
+            engine.prompt_tokens += prompts * dt / n / self.speed
+        finished = fresh_value(w.requests_per_s)
+        if finished is not None:
+            engine.requests += finished * dt / n / self.speed
         ttft = fresh_value(w.ttft_s)
         if ttft is not None:
             engine.ttft.observe(ttft, OBSERVATIONS_PER_UPDATE)
+        itl = fresh_value(w.itl_s)
+        if itl is not None:
+            engine.itl.observe(itl, OBSERVATIONS_PER_UPDATE)
         wait = fresh_value(w.queue_wait_s)
         if wait is not None:
             engine.queue_time.observe(wait, OBSERVATIONS_PER_UPDATE)

@@ -12,12 +12,14 @@ pods, so it writes them itself: scrape it with `honor_labels: true`), and the en
 waiting for each render or batch workload as Kueue's LocalQueue metric
 (`kueue_local_queue_pending_workloads{name}`). tools.metrics.exposition and .engines write them.
 
-Every sample carries the twin's simulated time, not the time Prometheus scrapes it: a twin
-advanced tick by tick runs faster than the wall clock, and only its own clock says when a reading
-was taken. A twin in real time (`steward twin --speed 1`) writes none (`stamped` False), as the
-real exporters: its now is the scrape's, and only a series whose samples carry no time of their
-own is marked stale by Prometheus at the scrape it vanishes from (a pod gone). Counters and
-histograms advance once per simulated instant, so `rate()` over them is per simulated second.
+Which clock dates a sample follows the twin's pace. A twin stepped by hand (speed 0, the system
+tests) stamps every sample with its simulated time: only its own clock says when a reading was
+taken, and that day lies months before the wall clock (Prometheus keeps such samples only with an
+out-of-order window; docs/metrics.md). A twin paced by the wall clock (`steward twin --speed S`,
+any S > 0) writes no sample times, as the real exporters: Prometheus dates each scrape itself,
+keeps every sample with its defaults and marks a vanished pod's series stale at the next scrape.
+Its counters advance by 1/S of each simulated second's count, so that `rate()` over Prometheus's
+(wall) seconds is still per simulated second.
 docs/metrics.md says how to point Prometheus at it.
 """
 
@@ -40,15 +42,18 @@ if TYPE_CHECKING:
 class Exporters:
     """The twin's DCGM, engine and Kueue endpoints (see the module docstring)."""
 
-    def __init__(self, twin: Twin, stamped: bool = True) -> None:
+    def __init__(self, twin: Twin) -> None:
         self.twin = twin
-        self.stamped = stamped
-        """Each sample carries the simulated time (a twin whose clock is not the wall clock's);
-        False: none, and Prometheus stamps it at the scrape (a twin in real time). Stamped, a
-        series that vanishes gets no staleness marker: Prometheus answers its last sample for
-        its whole lookback (5 minutes), and a source dating an exporter's series by their oldest
-        sample reads every card of it as stale 90 s after a pod went."""
-        self.engines = EngineExporter(namespace=twin.namespace, epp=True, pods=self._pod)
+        self.stamped = twin.speed == 0
+        """Each sample carries the simulated time (a twin stepped by hand, whose clock is not
+        the wall clock's); False: none, and Prometheus stamps it at the scrape (a twin paced by
+        the wall clock, at any speed). Stamped, a series that vanishes gets no staleness marker:
+        Prometheus answers its last sample for its whole lookback (5 minutes), and a source
+        dating an exporter's series by their oldest sample reads every card of it as stale 90 s
+        after a pod went."""
+        self.engines = EngineExporter(
+            namespace=twin.namespace, epp=True, pods=self._pod, speed=twin.speed or 1.0
+        )
         self._at: datetime | None = None
         self._state: ClusterState | None = None
 

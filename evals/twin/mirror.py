@@ -99,7 +99,7 @@ class Mirror:
             name = spec.name
             node_run = eng.state.nodes[name]
             counts = eng.placer.scheduler_counts(name, t)
-            key = (node_run.cordoned, node_run.lost, counts)
+            key = (node_run.cordoned, node_run.cordoned_by_steward, node_run.lost, counts)
             if self._node_keys.get(name) != key:
                 self._node_keys[name] = key
                 self.store.upsert(
@@ -253,16 +253,20 @@ class Mirror:
         eng = self.sim.engine
         run = eng.state.workloads[spec.name]
         res = workload_resource(spec)
-        modes = [m.name for m in eng.profile.modes if spec.name in m.workloads]
         labels = {
             "steward.dev/managed": "true",
             "steward.dev/pool": spec.pool,
             "steward.dev/kind": spec.kind,
             "app.kubernetes.io/name": spec.name,
         }
-        if modes:
-            labels["steward.dev/mode"] = modes[0]
         annotations = {**spec.annotations, "steward.dev/endpoint": f"{self.endpoint}/{spec.name}"}
+        for mode in eng.profile.modes:  # its mode and share of the mode's figures, as labels say
+            if spec.name in mode.workloads:
+                labels["steward.dev/mode"] = mode.name
+                share = mode.aggregate_peak_tok_s / len(mode.workloads)
+                annotations["steward.dev/peak-tok-s"] = f"{share:g}"
+                annotations["steward.dev/single-stream-tok-s"] = f"{mode.single_stream_tok_s:g}"
+                break
         if spec.model:
             annotations["steward.dev/model"] = spec.model
         if spec.context_length:

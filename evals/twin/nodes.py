@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from evals.twin.identity import fake_ip, stable_hash
 from evals.twin.store import Obj, rfc3339
+from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD
 from tools.sim.profiles import GIB
 
 if TYPE_CHECKING:
@@ -40,6 +41,13 @@ def node_object(sim: SimCluster, name: str, counts: tuple[int, int], existing: O
     }
     if spec.unified_memory:
         labels["steward.dev/unified-memory"] = "true"
+    for link in eng.profile.links:  # the mode pair's labels (tools/backends/kubernetes/topology.py)
+        if name in link.nodes and link.paths:
+            labels["steward.dev/mode-pair"] = link.name
+            labels["steward.dev/link-gbps"] = f"{link.paths[0].nominal_gbps:g}"
+            labels["steward.dev/link-paths"] = str(len(link.paths))
+            if link.gid_index is not None:
+                labels["steward.dev/gid-index"] = str(link.gid_index)
     if spec.cards:
         card = spec.cards[0]
         sharing = card.sharing
@@ -123,7 +131,10 @@ def node_object(sim: SimCluster, name: str, counts: tuple[int, int], existing: O
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                **({CORDONED_BY: STEWARD} if run.cordoned and run.cordoned_by_steward else {}),
+            },
         },
         "spec": node_spec,
         "status": {

@@ -52,6 +52,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "events", "Event", True, ("ev",)),
     Resource("", "v1", "services", "Service", True, ("svc",), categories=("all",)),
     Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    Resource("", "v1", "secrets", "Secret", True),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     Resource(
         "apps",
         "v1",
@@ -93,6 +95,12 @@ RESOURCES: tuple[Resource, ...] = (
         subresources=("status",),
     ),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
+    # Steward's own manifests (docker/): kept as written, for `kubectl apply -k docker/`; the
+    # twin's authorizer (evals/twin/rbac.py) reads Roles from a manifest, not from these.
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     Resource("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
     Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
     Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from tools.backends.sim import PROBE_OUTPUT_TOKENS, PROBE_PROMPT_TOKENS
+from tools.sim.metrics import waiting_count
 
 if TYPE_CHECKING:
     from evals.twin.server import Twin
@@ -49,9 +50,7 @@ async def metrics(twin: Twin, request: web.Request) -> web.Response:
     run = twin.sim.engine.state.workloads.get(name)
     if run is None:
         return _error(404, "no such workload")
-    running = run.server.in_flight + sum(
-        r.server.in_flight for r in run.replicas if r.phase == "terminating"
-    )
+    running = sum(r.server.in_flight for r in run.replicas)
     label = f'{{model_name="{twin.sim.engine.specs[name].model or name}"}}'
     lines = [
         "# HELP vllm:num_requests_running Number of requests currently running on GPU.",
@@ -59,7 +58,7 @@ async def metrics(twin: Twin, request: web.Request) -> web.Response:
         f"vllm:num_requests_running{label} {float(running)}",
         "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
         "# TYPE vllm:num_requests_waiting gauge",
-        f"vllm:num_requests_waiting{label} {float(len(run.queue))}",
+        f"vllm:num_requests_waiting{label} {float(waiting_count(run))}",
     ]
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 

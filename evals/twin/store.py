@@ -148,6 +148,7 @@ class Store:
                 {"name": name, "kind": res.plural},
             )
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        canonical_quantities(obj)
         if res.namespaced:
             meta["namespace"] = namespace
         meta.setdefault("uid", _uid(res, namespace, name, self.rv))
@@ -175,6 +176,7 @@ class Store:
         if meta.get("name", name) != name:
             raise ApiError(400, "BadRequest", "the name of the object does not match the URL")
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        canonical_quantities(obj)
         for k in ("uid", "creationTimestamp", "namespace", "generation", "deletionTimestamp"):
             if k in old["metadata"]:
                 meta[k] = old["metadata"][k]
@@ -281,6 +283,44 @@ def _same(old: Obj, new: Obj) -> bool:
 def _uid(res: Resource, namespace: str, name: str, salt: int) -> str:
     h = hashlib.sha1(f"{res.plural}/{namespace}/{name}/{salt}".encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _pod_specs(obj: Obj) -> list[Obj]:
+    """The pod specs of a Pod, of a controller's template, of a LeaderWorkerSet's templates."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    found = [spec]
+    templates = [spec.get("template")]
+    lws = spec.get("leaderWorkerTemplate")
+    if isinstance(lws, dict):
+        templates += [lws.get("leaderTemplate"), lws.get("workerTemplate")]
+    for template in templates:
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            found.append(template["spec"])
+    return found
+
+
+def _quantity(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(value * 1000)}m"
+
+
+def canonical_quantities(obj: Obj) -> None:
+    """Resource quantities as the API server stores them: strings (`nvidia.com/gpu: 1` in a
+    manifest is answered as "1", 0.5 CPU as "500m"), which the official client's models require."""
+    for pod in _pod_specs(obj):
+        for key in ("containers", "initContainers"):
+            for container in pod.get(key) or []:
+                resources = container.get("resources") if isinstance(container, dict) else None
+                for part in ("limits", "requests"):
+                    amounts = (resources or {}).get(part)
+                    if isinstance(amounts, dict):
+                        for name, value in amounts.items():
+                            amounts[name] = _quantity(value)
 
 
 def deep(obj: Obj) -> Obj:

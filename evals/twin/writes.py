@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from evals.twin import mirror as m
 from evals.twin.resources import NODE, POD, Resource
 from evals.twin.store import ApiError, Obj
+from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD
 from tools.errors import InvalidInput
 from tools.sim import control, lifecycle
 from tools.sim.snapshot import CLOSED
@@ -55,7 +56,10 @@ class Writes:
         was = bool(old.get("spec", {}).get("unschedulable"))
         now = bool(new.get("spec", {}).get("unschedulable"))
         if was != now:
-            _ok(control.set_cordon(self.sim.engine, old["metadata"]["name"], now, dry_run))
+            # Who cordons: Steward marks its own cordons; `kubectl cordon` (a person) does not.
+            mine = (new["metadata"].get("annotations") or {}).get(CORDONED_BY) == STEWARD
+            name = old["metadata"]["name"]
+            _ok(control.set_cordon(self.sim.engine, name, now, dry_run, by_steward=mine))
 
     def _workload(self, name: str, old: Obj, new: Obj, dry_run: bool) -> None:
         replicas = new.get("spec", {}).get("replicas")

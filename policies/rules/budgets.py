@@ -3,7 +3,10 @@
 Both count the executed actions and every earlier action of the plan that was allowed or sent
 for approval, so that approving everything still stays inside the budget. NoOps are free.
 
-Rule ids: budget.actions_per_hour, plan.blast_radius.
+`change_budget.cards_per_hour` counts the cards executed actions changed in the last hour and
+those of the plan's earlier actions.
+
+Rule ids: budget.actions_per_hour, budget.cards_per_hour, plan.blast_radius.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from policies.rules.ledger import Denial, Effect, Ledger
 from tools.actions import Action, ScaleWorkload
 
 ACTIONS_PER_HOUR = "budget.actions_per_hour"
+CARDS_PER_HOUR = "budget.cards_per_hour"
 BLAST_RADIUS = "plan.blast_radius"
 
 
@@ -40,6 +44,18 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
                 )
             )
     changed = effect.cards_changed
+    per_hour = ctx.policy.change_budget.cards_per_hour
+    if per_hour is not None and changed:
+        since = ctx.now - HOUR
+        done = sum(e.cards_changed for e in ctx.history.executed if e.at > since)
+        if done + ledger.cards_changed + changed > per_hour:
+            denials.append(
+                Denial(
+                    CARDS_PER_HOUR,
+                    f"at most {per_hour} card(s) changed per hour: {done} in the last hour and "
+                    f"{ledger.cards_changed} earlier in this plan; this action changes {changed}",
+                )
+            )
     if radius is not None and ledger.cards_changed + changed > radius:
         left = max(0, radius - ledger.cards_changed)
         lower = upper = None

@@ -36,6 +36,7 @@ class Context:
     """What one judgement reads. Pure data: no clock, no I/O.
 
     `nodes_of_interest` are the nodes the plan drains: only their replicas are indexed.
+    `proposed_by_model`: the plan is a language model's.
     """
 
     state: ClusterState
@@ -43,6 +44,8 @@ class Context:
     history: History
     now: datetime
     nodes_of_interest: frozenset[str] = frozenset()
+    proposed_by_model: bool = False
+    """The plan judged is a language model's (approval rules with `proposed_by: model`)."""
 
     @cached_property
     def limits(self) -> dict[str, Limits]:
@@ -135,8 +138,9 @@ class Context:
         out = {}
         for pool, target in self.policy.slo.items():
             wait = worst.get(pool)
-            if wait is not None and wait > target.queue_wait_s:
-                out[pool] = wait, target.queue_wait_s
+            limit = target.queue_wait_s
+            if wait is not None and limit is not None and wait > limit:
+                out[pool] = wait, limit
         return out
 
     @cached_property

@@ -29,10 +29,10 @@ def job_csv(path: Path, rows: list[tuple[float, float]]) -> Path:
 
 def prepared(
     trace: str, duration_s: float, *, rate_scale: float | None = None, seed: int = 0,
-    fleet: tuple[int, int] | None = None, slo_s: float = 3.0,
+    fleet: tuple[int, int] | None = None, slo_s: float = 3.0, perturb: bool = True,
 ) -> Prepared:  # fmt: skip
-    shape = resolve(trace, duration_s)
-    return prepare(Setup(shape, fleet, slo_s, duration_s, rate_scale, seed))
+    shape = resolve(trace, duration_s, seed)
+    return prepare(Setup(shape, fleet, slo_s, duration_s, rate_scale, seed, perturb=perturb))
 
 
 def run(prep: Prepared, name: str, knob: str | None = None) -> Outcome:

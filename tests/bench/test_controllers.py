@@ -13,7 +13,7 @@ HOMELAB_CARDS = 2  # burst-llm's pool: policies/default.yaml max_cards
 
 def test_every_family_replays_a_slice_of_the_conversation_trace() -> None:
     prep = prepared("azure-conv", 600)
-    for name in ("static", "keda", "hpa", "dynamo", "rayserve", "aibrix", "oracle", "steward"):
+    for name in ("static", "keda", "hpa", "dynamo", "rayserve", "aibrix", "steward"):
         f = run(prep, name).figures
         assert 0.0 <= f.slo_attainment <= 1.0, name
         assert 0.0 < f.gpu_hours <= HOMELAB_CARDS * 600 / 3600 + 1e-9, name
@@ -74,7 +74,7 @@ def test_a_render_job_trace_runs_on_the_render_pool(tmp_path: Path) -> None:
 def test_dynamo_sizes_from_the_frontend_rate_without_seeing_the_queue() -> None:
     # The sinusoid at full scale: Dynamo's 180 s interval lags the 900 s swing.
     prep = prepared("sinusoid", 900, rate_scale=0.05)
-    out = run(prep, "dynamo", "capacity_share=0.8")
+    out = run(prep, "dynamo", "mode=throughput capacity_share=0.8")
     assert out.figures.scaling_actions >= 1
     assert len(set(out.series.cards)) >= 2
 

@@ -30,6 +30,7 @@ from agent.chatops.settings import SlackSettings
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
 from agent.daemon.telemetry import Telemetry
+from agent.planners.base import Planner
 from policies.loader import load_policy
 from tests.chatops.slack_stub import APP_TOKEN, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackStub, sign
 from tools.backends.sim import SimCluster
@@ -215,16 +216,19 @@ def open_rig(
     mode: str = "http",
     retry_max_s: float = 300.0,
     scenario: Scenario = SPIKE,
+    *,
+    policy_path: Path = APPROVE_BURST,
+    planner: Planner | None = None,
 ) -> Rig:
     settings = settings_for(stub, mode, retry_max_s)
     sim = SimCluster.open(data_dir, scenario)
-    policy = with_slack_approvers(load_policy(APPROVE_BURST), settings)
+    policy = with_slack_approvers(load_policy(policy_path), settings)
     telemetry = Telemetry()
-    runtime = Runtime.open(data_dir, sim, policy, telemetry=telemetry)
+    runtime = Runtime.open(data_dir, sim, policy, telemetry=telemetry, planner=planner)
     runtime.start()
     server = telemetry.serve(0)
     config = StewardConfig(slack=settings, notifiers=("log", "slack"))
-    service = start_for_daemon(config, runtime, telemetry, policy_path=APPROVE_BURST)
+    service = start_for_daemon(config, runtime, telemetry, policy_path=policy_path)
     return Rig(data_dir, stub, runtime, service, server)
 
 

@@ -55,7 +55,7 @@ def test_a_file_with_the_environment_over_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("bakend: sim\n", ":1:1: unknown key 'bakend' in the top level; allowed keys: backend"),
+        ("bakend: sim\n", ":1:1: unknown key 'bakend' in the top level; allowed keys: audit"),
         ("backend: nomad\n", ":1:10: backend: Input should be 'sim' or 'kubernetes'"),
         ("listen:\n  port: 99999\n", ":2:9: listen.port: Input should be less than or equal"),
         ("metrics:\n  prometheus:\n    timeout: 3\n", ":3:5: unknown key 'timeout'"),

@@ -80,6 +80,35 @@ def test_every_object_validates_against_the_openapi_schema(tmp_path: Path) -> No
     assert done.stdout.count("passed") == len(rendered())
 
 
+def test_the_example_workloads_validate_and_carry_the_label_contract(tmp_path: Path) -> None:
+    """docker/examples/ (a vLLM Deployment, a render job queue): what a real API server accepts,
+    labelled as docs/kubernetes.md's contract says (the twin takes them in
+    tests/kubernetes/test_deploy_path.py)."""
+    docs = [
+        d
+        for path in sorted((DOCKER / "examples").glob("*.yaml"))
+        for d in yaml.safe_load_all(path.read_text())
+        if d
+    ]
+    path = tmp_path / "examples.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    done = subprocess.run(
+        [str(BIN / "kubernetes-validate"), "--strict", "-k", KUBERNETES_RELEASE, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet")]
+    assert {d["metadata"]["name"] for d in workloads} == {"chat", "render-queue"}
+    for d in workloads:
+        labels = d["metadata"]["labels"]
+        assert labels["steward.dev/managed"] == "true" and labels["steward.dev/pool"]
+        template = d["spec"]["template"]
+        assert template["metadata"]["labels"]["steward.dev/workload"] == d["metadata"]["name"]
+        assert template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
 def test_the_deployment_is_hardened() -> None:
     (sts,) = [d for d in rendered() if d["kind"] == "StatefulSet"]
     spec = sts["spec"]

@@ -200,7 +200,7 @@ class ScriptedServer:
                 return self.replies.popleft()
             if self.source is not None:
                 return self.source()
-        if self.responder is not None:
+        if self.responder is not None and path.endswith("/chat/completions"):
             return self.responder(body)
         return error(500, "the script has no more replies")
 

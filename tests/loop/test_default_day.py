@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -55,12 +57,19 @@ def test_the_built_in_day_runs_to_its_end_and_decides(tmp_path: Path) -> None:
     last = asked[-1].decision_id
     assert not [e for e in executions if e.decision_id == last]
     assert f"waiting for approval: {last}" in day.stdout
-    assert f"answer with: steward approve {last} --data-dir {data_dir}" in day.stdout
+    (hint,) = [line for line in day.stdout.splitlines() if "answer with:" in line]
+    answer = shlex.split(hint.split("answer with:", 1)[1])
+    assert answer[:3] == ["steward", "approve", last] and answer[-2:] == ["--data-dir", data_dir]
+    # Whoever runs it (root on CI) may not approve a rotation: the hint names an approver.
+    assert ("--as" in answer) == (getpass.getuser() != "homelab-owner")
     pending = _steward("pending", "--json", "--data-dir", data_dir)
     assert [p["decision_id"] for p in json.loads(pending.stdout)] == [last]
     status = _steward("status", "--json", "--data-dir", data_dir)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["active_mode"]["name"] == "cluster"
+    # The hint answers as printed.
+    approved = _steward(*answer[1:])
+    assert approved.returncode == 0, approved.stdout + approved.stderr
 
 
 def test_the_tour_answers_the_rotation_in_time_and_it_runs(tmp_path: Path) -> None:

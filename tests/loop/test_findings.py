@@ -95,7 +95,15 @@ def test_a_replica_without_a_node_and_a_short_context_are_findings() -> None:
     assert found["unschedulable:burst-llm"].text == (
         "burst-llm: 1 of 2 replica(s) have no node to run on"
     )
-    assert found["context_below_fit:burst-llm"].text == (
-        "burst-llm: qwen3-32b is set to 32,768 tokens of context; 131,072 fit on "
-        "RTX PRO 6000 Blackwell"
+    assert found["context_below_fit:burst-llm:32768"].text == (
+        "burst-llm: qwen3-32b is set to 32,768 tokens of context; 65,536 and 131,072 fit on "
+        "RTX PRO 6000 Blackwell (an advisory: Steward changes no context by itself)"
     )
+    # Told once per configured context: another context is another finding.
+    longer = changed.model_copy(update={"context_length": 65_536})
+    workloads = tuple(longer if w.name == "burst-llm" else w for w in state.workloads)
+    again = findings_of(
+        state.model_copy(update={"workloads": workloads}), Signals(observed_at=state.observed_at)
+    )
+    assert "context_below_fit:burst-llm:65536" in again
+    assert "context_below_fit:burst-llm:32768" not in again

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import pytest
+
 from evals.twin.engines import ENGINE_LABEL, SGLANG_TTFT_BUCKETS, EngineExporter
 from tests.metrics.cluster import truth
 
@@ -46,11 +48,38 @@ def test_a_workload_labelled_sglang_is_written_under_sglangs_names() -> None:
         "sglang:num_running_reqs",
         "sglang:token_usage",
         "sglang:generation_tokens_total",
+        "sglang:prompt_tokens_total",
+        "sglang:num_requests_total",
         *(f"sglang:time_to_first_token_seconds_{p}" for p in ("bucket", "sum", "count")),
         *(f"sglang:queue_time_seconds_{p}" for p in ("bucket", "sum", "count")),
+        *(f"sglang:inter_token_latency_seconds_{p}" for p in ("bucket", "sum", "count")),
     }
     assert {lb["model_name"] for lb in series[("sglang:token_usage", "chat-0")]} == {"llama-3-8b"}
     bounds = [lb["le"] for lb in series[("sglang:time_to_first_token_seconds_bucket", "chat-0")]]
     assert bounds == [repr(float(b)) for b in SGLANG_TTFT_BUCKETS] + ["+Inf"]
     code = {name for name, pod in series if pod == "code-0"}
     assert "vllm:num_requests_waiting" in code and not any(n.startswith("sglang") for n in code)
+
+
+def _tokens(exporter: EngineExporter, pod: str) -> float:
+    for line in exporter.lines():
+        found = LINE.match(line)
+        if found and found["name"] == "vllm:generation_tokens_total" and f'pod="{pod}"' in line:
+            return float(found["value"])
+    raise AssertionError(f"no token counter for {pod}")
+
+
+def test_a_twin_faster_than_the_wall_clock_counts_tokens_per_simulated_second() -> None:
+    """At `speed` S Prometheus dates the samples by its own (wall) clock, so each simulated
+    second adds 1/S of its tokens: rate() over wall seconds is the simulated rate."""
+    state = truth()
+    chat = state.workload("chat")
+    assert chat is not None and chat.tokens_per_s.value is not None
+    later = state.model_copy(update={"observed_at": state.observed_at + timedelta(seconds=150)})
+    real_time, tenfold = EngineExporter(), EngineExporter(speed=10)
+    for exporter in (real_time, tenfold):
+        exporter.update(state)
+        exporter.update(later)
+    per_replica = chat.tokens_per_s.value * 150 / chat.ready_replicas
+    assert _tokens(real_time, "chat-0") == pytest.approx(per_replica, rel=1e-3)
+    assert _tokens(tenfold, "chat-0") == pytest.approx(per_replica / 10, rel=1e-3)

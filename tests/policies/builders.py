@@ -178,6 +178,17 @@ def default_policy(**update: Any) -> Policy:
     return replace(policy, **update) if update else policy
 
 
+def without_approvals(*names: str) -> Policy:
+    """The default policy without the approval rules named (for tests of other rules that use
+    cordons as their cheapest actions)."""
+    kept = tuple(r for r in default_policy().approvals if r.name not in names)
+    return default_policy(approvals=kept)
+
+
+NODES_UNGATED = ("cordon_any_node", "uncordon_not_own")
+"""The approval rules that make every cordon and a person's uncordon wait for a person."""
+
+
 def run(
     *actions: Action,
     state: ClusterState | None = None,

@@ -7,7 +7,14 @@ from datetime import timedelta
 import pytest
 
 from policies.history import History
-from tests.policies.builders import NIGHT, default_policy, replace, run
+from tests.policies.builders import (
+    NIGHT,
+    NODES_UNGATED,
+    default_policy,
+    replace,
+    run,
+    without_approvals,
+)
 from tools.actions import CordonNode, DrainNode, ScaleWorkload, UncordonNode
 
 SCALE_WORKER = ScaleWorkload(workload="worker", replicas=0)
@@ -50,7 +57,8 @@ def test_a_target_cooldown_spaces_any_two_actions_on_it() -> None:
 
 
 def test_two_actions_on_one_thing_in_one_plan_are_refused() -> None:
-    judgement = run(CordonNode(node="render-1"), DrainNode(node="render-1"))
+    ungated = without_approvals(*NODES_UNGATED)
+    judgement = run(CordonNode(node="render-1"), DrainNode(node="render-1"), policy=ungated)
     assert judgement.verdicts[0].decision == "allow"
     second = judgement.verdicts[1]
     assert second.decision == "deny" and "plan.duplicate_target" in second.rule_ids

@@ -7,9 +7,13 @@ Before: the default policy let a planner cordon every node, both GX10 included, 
 from __future__ import annotations
 
 from policies.model import ApprovalRule
-from tests.policies.builders import default_policy, homelab, run
+from tests.policies.builders import NODES_UNGATED, homelab, run, without_approvals
 from tools.actions import CordonNode, DrainNode, UncordonNode
 from tools.model import ClusterState
+
+UNGATED = without_approvals(*NODES_UNGATED)
+"""These tests judge the node rules themselves: no cordon waits for a person here unless the
+test says so."""
 
 
 def _cordoned(state: ClusterState, name: str) -> ClusterState:
@@ -20,7 +24,7 @@ def _cordoned(state: ClusterState, name: str) -> ClusterState:
 
 def test_cordoning_every_node_stops_at_the_last_of_each_pool_and_mode() -> None:
     nodes = ("gx10-a", "gx10-b", "ws-1", "render-1")
-    verdicts = run(*(CordonNode(node=n) for n in nodes)).verdicts
+    verdicts = run(*(CordonNode(node=n) for n in nodes), policy=UNGATED).verdicts
 
     by_node = {v.action.target: v for v in verdicts}
     assert by_node["gx10-a"].decision == "allow"
@@ -35,7 +39,7 @@ def test_cordoning_every_node_stops_at_the_last_of_each_pool_and_mode() -> None:
 def test_the_last_gx10_may_not_be_drained_once_the_other_is_cordoned() -> None:
     state = _cordoned(homelab(), "gx10-a")
 
-    verdict = run(DrainNode(node="gx10-b"), state=state).verdicts[0]
+    verdict = run(DrainNode(node="gx10-b"), state=state, policy=UNGATED).verdicts[0]
 
     assert verdict.decision == "deny" and "nodes.last_of_pool" in verdict.rule_ids
 
@@ -43,7 +47,8 @@ def test_the_last_gx10_may_not_be_drained_once_the_other_is_cordoned() -> None:
 def test_uncordoning_one_first_lets_the_other_be_cordoned() -> None:
     state = _cordoned(homelab(), "gx10-a")
 
-    verdicts = run(UncordonNode(node="gx10-a"), CordonNode(node="gx10-b"), state=state).verdicts
+    actions = (UncordonNode(node="gx10-a"), CordonNode(node="gx10-b"))
+    verdicts = run(*actions, state=state, policy=UNGATED).verdicts
 
     assert [v.decision for v in verdicts] == ["allow", "allow"]
 
@@ -51,7 +56,7 @@ def test_uncordoning_one_first_lets_the_other_be_cordoned() -> None:
 def test_a_cordon_waiting_for_approval_counts_against_a_later_cordon() -> None:
     """Approving the first must not leave the pool without a node: the second is judged as if
     the first were approved."""
-    policy = default_policy()
+    policy = UNGATED
     ask = ApprovalRule(name="cordon_gx10_a", actions=("cordon_node",), pools=("gx10",),
                        approvers=("owners",))  # fmt: skip
     policy = policy.model_copy(update={"approvals": (*policy.approvals, ask)})
@@ -67,7 +72,7 @@ def test_a_cordon_waiting_for_approval_counts_against_a_later_cordon() -> None:
 
 
 def test_cordoning_a_node_that_serves_a_protected_workload_needs_approval() -> None:
-    policy = default_policy()
+    policy = UNGATED
     # Without the workstation's own minimum, the node is not the pool's last: approval decides.
     loose = policy.pools["workstation"].model_copy(update={"min_cards": 0, "min_ready_replicas": 0})
     pools = {**policy.pools, "workstation": loose}
@@ -79,6 +84,8 @@ def test_cordoning_a_node_that_serves_a_protected_workload_needs_approval() -> N
     assert verdict.approvers == ("owners",)
 
 
-def test_cordoning_a_node_without_a_protected_workload_needs_no_approval() -> None:
+def test_cordoning_a_node_without_a_protected_workload_needs_no_owner_of_tts() -> None:
     verdict = run(CordonNode(node="render-1")).verdicts[0]
-    assert verdict.decision == "allow"
+    assert verdict.decision == "needs_approval"
+    assert verdict.rule_ids == ("approval.cordon_any_node",)  # the default: every cordon asks
+    assert run(CordonNode(node="render-1"), policy=UNGATED).verdicts[0].decision == "allow"

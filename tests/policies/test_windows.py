@@ -7,12 +7,20 @@ from datetime import UTC, datetime, time
 import pytest
 
 from policies.model import QuietWindow
-from tests.policies.builders import default_policy, homelab, run, with_workload
+from tests.policies.builders import (
+    NODES_UNGATED,
+    default_policy,
+    homelab,
+    run,
+    with_workload,
+    without_approvals,
+)
 from tools.actions import CordonNode, NoOp, ScaleWorkload, UncordonNode
 
 NIGHTS = QuietWindow(name="quiet_hours", start=time(22), end=time(7), allow="scale_up_only")
 FREEZE = QuietWindow(name="freeze", start=time(9), end=time(10), days=("tue",), allow="nothing")
-POLICY = default_policy(windows=(NIGHTS, FREEZE))
+# The windows alone: no cordon or uncordon waits for a person here.
+POLICY = without_approvals(*NODES_UNGATED).model_copy(update={"windows": (NIGHTS, FREEZE)})
 STATE = with_workload(homelab(), "render", desired_replicas=0, ready_replicas=0, placement=())
 UP = ScaleWorkload(workload="burst-llm", replicas=1)
 DOWN = ScaleWorkload(workload="worker", replicas=0)

@@ -55,13 +55,14 @@ def test_cluster_serves_less_in_aggregate_than_split(conv_trace: Path) -> None:
 def test_aggregate_peak_holds_under_decode_heavy_load(
     mode: Mode, names: tuple[str, ...], peak: float
 ) -> None:
-    # Short prompts, long answers, far more demand than capacity: decode runs at its peak.
+    # Short prompts, long answers, far more demand than capacity: decode runs near its peak,
+    # never above it; the steps that prefill the requests taken in cost it a few per cent.
     sim = SimCluster.from_scenario(steady("gx10", 120, mode=mode, inp=50, out=400))
     sim.advance(120)
     before = sim.series().tokens_total(*names)
     sim.advance(180)
     rate = (sim.series().tokens_total(*names) - before) / 180
-    assert rate == pytest.approx(peak, rel=0.03)
+    assert 0.93 * peak <= rate <= peak
 
 
 @pytest.mark.parametrize(

@@ -209,7 +209,7 @@ class SimCluster:
 
     def cordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
         self._api("cordon")
-        return control.set_cordon(self.engine, node, True, dry_run)
+        return control.set_cordon(self.engine, node, True, dry_run, by_steward=True)
 
     def uncordon(self, node: str, *, dry_run: bool = False) -> ActionResult:
         self._api("uncordon")
@@ -288,9 +288,7 @@ class SimCluster:
         run = self.engine.state.workloads.get(workload)
         if run is None:
             raise InvalidInput(f"no workload named {workload!r}")
-        return run.server.in_flight + sum(
-            r.server.in_flight for r in run.replicas if r.phase == "terminating"
-        )
+        return sum(self.engine.replica_in_flight(r) for r in run.replicas)
 
     def probe(self, workload: str, *, dry_run: bool = False) -> ProbeResult:
         """A real request through the endpoint: answers with the serving figures it measures.

@@ -8,6 +8,7 @@
   and the largest context that fits; the model catalogue (`models.yaml`) users extend.
 - `pick_node(workload, state, hints)`: ranked candidates with reasons; `explain_placement` adds
   the rejected nodes and why; `pick_nodes` places many replicas without over-committing.
+- `room_behind_cordons(workload, state)`: the cordoned nodes that would fit one more replica.
 """
 
 from tools.placement.anomalies import Anomaly, AnomalyKind, sharing_anomalies
@@ -22,6 +23,7 @@ from tools.placement.catalog import (
     default_catalog,
     load_catalog,
 )
+from tools.placement.cordons import room_behind_cordons
 from tools.placement.demand import DEFAULT_SHARING, Demand, PlacementHints, Strategy
 from tools.placement.memoryfit import (
     FitMode,
@@ -71,6 +73,7 @@ __all__ = [
     "node_capacity",
     "pick_node",
     "pick_nodes",
+    "room_behind_cordons",
     "sharing_anomalies",
     "standard_context",
 ]

@@ -168,7 +168,7 @@ def set_accepting(engine: Engine, workload: str, accepting: bool, dry_run: bool)
     run.accepting = accepting
     engine.dirty_workloads.add(workload)
     engine.version += 1
-    in_flight = run.server.in_flight + sum(r.server.in_flight for r in run.replicas)
+    in_flight = sum(engine.replica_in_flight(r) for r in run.replicas)
     return ActionResult(
         ok=True,
         dry_run=False,
@@ -177,7 +177,11 @@ def set_accepting(engine: Engine, workload: str, accepting: bool, dry_run: bool)
     )
 
 
-def set_cordon(engine: Engine, node: str, cordoned: bool, dry_run: bool) -> ActionResult:
+def set_cordon(
+    engine: Engine, node: str, cordoned: bool, dry_run: bool, *, by_steward: bool = False
+) -> ActionResult:
+    """Cordon or uncordon `node`; `by_steward`: the cordon is Steward's own (else a person's,
+    or anyone else's). Cordoning a node already cordoned leaves its author as it was."""
     check_node(engine, node)
     run = engine.state.nodes[node]
     verb = "cordon" if cordoned else "uncordon"
@@ -187,6 +191,7 @@ def set_cordon(engine: Engine, node: str, cordoned: bool, dry_run: bool) -> Acti
     if dry_run:
         return ActionResult(ok=True, dry_run=True, message=f"would {verb} {node}")
     run.cordoned = cordoned
+    run.cordoned_by_steward = cordoned and by_steward
     engine.dirty_nodes.add(node)
     engine.version += 1
     if not cordoned:  # pending replicas may fit now
@@ -198,7 +203,9 @@ def set_cordon(engine: Engine, node: str, cordoned: bool, dry_run: bool) -> Acti
 def evict(engine: Engine, node: str, deadline_s: float) -> list[Replica]:
     """Cordon `node` and start terminating its replicas; returns those still to finish."""
     t = engine.state.t
-    engine.state.nodes[node].cordoned = True
+    node_run = engine.state.nodes[node]
+    if not node_run.cordoned:  # Steward's drain: its cordon is Steward's own
+        node_run.cordoned = node_run.cordoned_by_steward = True
     engine.dirty_nodes.add(node)
     engine.version += 1
     evicted = []

@@ -32,6 +32,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.errors import InvalidInput
+from tools.sim.limits import MAX_RATE_PER_MIN, MAX_SPAN_S
 
 
 @dataclass(slots=True)
@@ -52,34 +53,40 @@ class _Demand(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     target: str = Field(min_length=1, description="A workload or pool name.")
-    input_tokens: int = Field(default=1_000, ge=1, description="Mean input tokens per request.")
-    output_tokens: int = Field(default=250, ge=1, description="Mean output tokens per request.")
+    input_tokens: int = Field(
+        default=1_000, ge=1, le=1 << 24, description="Mean input tokens per request."
+    )
+    output_tokens: int = Field(
+        default=250, ge=1, le=1 << 24, description="Mean output tokens per request."
+    )
 
 
 class PoissonDemand(_Demand):
     kind: Literal["poisson"] = "poisson"
-    rate_per_min: float = Field(ge=0)
+    rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
 
 
 class DiurnalDemand(_Demand):
     kind: Literal["diurnal"] = "diurnal"
-    min_rate_per_min: float = Field(ge=0)
-    max_rate_per_min: float = Field(ge=0)
+    min_rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
+    max_rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
     trough_hour: float = Field(default=4.0, ge=0, lt=24, description="Hour of the lowest rate.")
 
 
 class BurstDemand(_Demand):
     kind: Literal["burst"] = "burst"
-    rate_per_min: float = Field(ge=0)
-    at_s: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
+    rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
+    at_s: float = Field(ge=0, le=MAX_SPAN_S)
+    duration_s: float = Field(gt=0, le=MAX_SPAN_S)
 
 
 class TraceDemand(_Demand):
     kind: Literal["trace"] = "trace"
     path: Path
     rate_scale: float = Field(default=1.0, gt=0, le=1000)
-    offset_s: float = Field(default=0.0, ge=0, description="Start this far into the trace.")
+    offset_s: float = Field(
+        default=0.0, ge=0, le=MAX_SPAN_S, description="Start this far into the trace."
+    )
     loop: bool = False
 
 
@@ -90,7 +97,9 @@ class RatesDemand(_Demand):
     path: Path
     column: str = Field(min_length=1, description="The service column, e.g. m-mid.")
     rate_scale: float = Field(default=1.0, gt=0, le=1000)
-    offset_s: float = Field(default=0.0, ge=0, description="Start this far into the file.")
+    offset_s: float = Field(
+        default=0.0, ge=0, le=MAX_SPAN_S, description="Start this far into the file."
+    )
     loop: bool = True
 
 
@@ -100,20 +109,20 @@ class _Arrivals(BaseModel):
 
 class PoissonArrivals(_Arrivals):
     kind: Literal["poisson"] = "poisson"
-    rate_per_min: float = Field(ge=0)
+    rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
 
 
 class BurstArrivals(_Arrivals):
     kind: Literal["burst"] = "burst"
-    rate_per_min: float = Field(ge=0)
-    at_s: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
+    rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
+    at_s: float = Field(ge=0, le=MAX_SPAN_S)
+    duration_s: float = Field(gt=0, le=MAX_SPAN_S)
 
 
 class DiurnalArrivals(_Arrivals):
     kind: Literal["diurnal"] = "diurnal"
-    min_rate_per_min: float = Field(ge=0)
-    max_rate_per_min: float = Field(ge=0)
+    min_rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
+    max_rate_per_min: float = Field(ge=0, le=MAX_RATE_PER_MIN)
     trough_hour: float = Field(default=4.0, ge=0, lt=24, description="Hour of the lowest rate.")
 
 
@@ -127,7 +136,9 @@ class RenderDemand(BaseModel):
 
     kind: Literal["render"] = "render"
     target: str = Field(min_length=1, description="A render workload (or its pool).")
-    gpu_s_per_job: float = Field(gt=0, description="Mean seconds of one replica per job.")
+    gpu_s_per_job: float = Field(
+        gt=0, le=MAX_SPAN_S, description="Mean seconds of one replica per job."
+    )
     arrivals: Arrivals
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from tools.sim import jobs, lifecycle, metrics
+from tools.sim import jobs, lifecycle, metrics, router
 from tools.sim.demand import Generator, Request
 from tools.sim.faults import FaultBook
 from tools.sim.placement import Placer
 from tools.sim.profiles import Profile, WorkloadSpec
-from tools.sim.serving import admit, step
+from tools.sim.serving import step
 from tools.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
@@ -139,7 +139,10 @@ class Engine:
 
     def _load(self, run: WorkloadRun) -> float:
         """Waiting plus running requests per ready replica (what a least-loaded router sees)."""
-        return (sum(r.count for r in run.queue) + run.server.in_flight) / self.ready_count(run)
+        held = sum(
+            r.server.waiting_n + r.server.in_flight for r in run.replicas if r.phase == "ready"
+        )
+        return (sum(r.count for r in run.queue) + held) / self.ready_count(run)
 
     @staticmethod
     def ready_count(run: WorkloadRun) -> int:
@@ -157,34 +160,40 @@ class Engine:
             return
         if run.queue and run.desired == 0:
             self._reroute(name, run)
-        width = self.ready_count(run)
         windows = (run.scrape, run.series)
         before = run.series.tokens
-        speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
-        if width and run.queue and run.accepting:
-            admit(
-                run.queue,
-                run.server,
-                spec.serving,
-                width=width,
-                kv_capacity=self.kv_capacity[name],
-                context_length=spec.context_length,
-                t=t,
-                windows=windows,
+        kv_capacity = self.kv_capacity[name]
+        if run.queue and run.accepting and run.ready:
+            router.fold_idle(run, t)
+            router.dispatch(
+                run, kv_capacity=kv_capacity, context_length=spec.context_length, windows=windows
             )
-        if width and run.server.in_flight:
-            step(run.server, spec.serving, t=t, dt=dt, width=width, speed=speed, windows=windows)
+        speed: float | None = None
+        stepped: set[int] = set()
+        copies: dict[int, int] = {}
         for r in run.replicas:
-            if r.phase == "terminating" and r.server.in_flight:
-                step(r.server, spec.serving, t=t, dt=dt, width=1, speed=speed, windows=windows)
+            if r.phase == "ready":
+                copies[id(r.server)] = copies.get(id(r.server), 0) + 1
+        for r in run.replicas:
+            # Only replicas with work step (an idle one costs nothing), and an engine shared by
+            # replicas alike steps once for all (tools.sim.router); a terminating replica
+            # drains what it holds, its queue included, and is sent nothing new.
+            server = r.server
+            if server.has_work and r.phase in ("ready", "terminating"):
+                if id(server) in stepped:
+                    continue
+                stepped.add(id(server))
+                if speed is None:
+                    speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
+                step(server, spec.serving, t=t, dt=dt, speed=speed,
+                     kv_capacity=kv_capacity, windows=windows,
+                     copies=copies.get(id(server), 1))  # fmt: skip
         run.tokens_total += run.series.tokens - before
 
     def replica_in_flight(self, r: Replica) -> int:
-        """Requests one replica is serving (a ready replica's share of its workload's)."""
-        if r.phase != "ready":
-            return r.server.in_flight
-        run = self.state.workloads[r.workload]
-        return run.server.in_flight // max(1, self.ready_count(run))
+        """Requests one replica holds, running or waiting in its queue (whole: a replica
+        folded with others holds its share of a cohort, a fraction, tools.sim.router)."""
+        return round(r.server.in_flight + r.server.waiting_n)
 
     def steady_utilization(self, r: Replica) -> float:
         """A ready replica's card share at its first reading: a batch worker's steady load, a
@@ -195,10 +204,10 @@ class Engine:
         return spec.busy_utilization
 
     def replica_busy_s(self, r: Replica) -> float:
-        """Cumulative busy seconds of one replica (a ready one shares its workload's)."""
-        if r.phase == "ready" and self.specs[r.workload].serving is not None:
-            return self.state.workloads[r.workload].server.busy_s
-        return r.server.busy_s
+        """Cumulative busy seconds of one replica until now (a step running, for a serving
+        replica: a step that runs past now counts up to now)."""
+        server = r.server
+        return server.busy_s - r.busy_offset - max(0.0, server.clock - self.state.t)
 
     def _reroute(self, name: str, run: WorkloadRun) -> None:
         """A workload scaled to zero hands the requests the pool's router sent it to a serving

@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 ActionType = Literal[
     "scale_workload", "place_replica", "cordon_node", "uncordon_node", "drain_node", "rotate_mode"
 ]
-FindingKind = Literal["finding", "stale_metrics", "degraded_link", "shared_card_anomaly"]
+FindingKind = Literal[
+    "finding", "stale_metrics", "degraded_link", "shared_card_anomaly", "context_below_fit"
+]
 """`finding`: something that needs a decision, about a workload (or `mode` for a favoured
 mode); the others are notices: a workload's stale readings, a link path below its floor or on
 the wrong GID, a node whose shared card is counted wrong."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.model import Mode, Pool, WorkloadKind
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL
+from tools.sim.limits import MAX_REPLICAS
 from tools.sim.profiles import GIB, Profile, ServingSpec, WorkloadSpec, catalogued
 
 
@@ -23,12 +24,12 @@ class _Spec(BaseModel):
 class Serving(_Spec):
     """How fast one replica serves; every figure left out keeps the profile's."""
 
-    single_stream_tok_s: float | None = Field(default=None, gt=0)
-    aggregate_peak_tok_s: float | None = Field(default=None, gt=0)
-    prefill_tok_s: float | None = Field(default=None, gt=0)
-    max_num_seqs: int | None = Field(default=None, gt=0)
-    context_length: int | None = Field(default=None, ge=1)
-    load_s: float | None = Field(default=None, ge=0)
+    single_stream_tok_s: float | None = Field(default=None, gt=0, le=1e7)
+    aggregate_peak_tok_s: float | None = Field(default=None, gt=0, le=1e9)
+    prefill_tok_s: float | None = Field(default=None, gt=0, le=1e9)
+    max_num_seqs: int | None = Field(default=None, gt=0, le=1 << 16)
+    context_length: int | None = Field(default=None, ge=1, le=1 << 24)
+    load_s: float | None = Field(default=None, ge=0, le=86_400)
 
 
 class ExtraWorkload(_Spec):
@@ -38,11 +39,11 @@ class ExtraWorkload(_Spec):
     kind: WorkloadKind = "inference"
     pool: str
     """An existing pool, or a new one selecting `node_selector`'s nodes."""
-    replicas: int = Field(default=0, ge=0)
+    replicas: int = Field(default=0, ge=0, le=MAX_REPLICAS)
     model: str | None = None
-    cards_per_replica: int = Field(default=1, ge=0)
+    cards_per_replica: int = Field(default=1, ge=0, le=64)
     """0: a CPU-only pod."""
-    memory_gib: float = Field(default=8.0, gt=0)
+    memory_gib: float = Field(default=8.0, gt=0, le=16_384)
     """What one replica reserves (card memory; host memory for a CPU-only pod)."""
     busy_utilization: float = Field(default=0.0, ge=0, le=1)
     node_selector: dict[str, str] = {}

@@ -28,6 +28,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tools.sim.limits import MAX_SPAN_S
+
 ApiOperation = Literal[
     "observe",
     "scale",
@@ -45,8 +47,12 @@ ApiOperation = Literal[
 class _Fault(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    at_s: float = Field(default=0.0, ge=0, description="When it starts, seconds from the start.")
-    duration_s: float | None = Field(default=None, gt=0, description="None: until the end.")
+    at_s: float = Field(
+        default=0.0, ge=0, le=MAX_SPAN_S, description="When it starts, seconds from the start."
+    )
+    duration_s: float | None = Field(
+        default=None, gt=0, le=MAX_SPAN_S, description="None: until the end."
+    )
 
     def active(self, t: float) -> bool:
         if t < self.at_s:
@@ -80,7 +86,7 @@ class ProbeFailing(_Fault):
 
 class ApiErrors(_Fault):
     kind: Literal["api_errors"] = "api_errors"
-    count: int = Field(default=1, ge=1, description="How many calls fail.")
+    count: int = Field(default=1, ge=1, le=1_000_000, description="How many calls fail.")
     operations: tuple[ApiOperation, ...] = ("scale", "place", "cordon", "uncordon", "drain")
 
 

@@ -72,4 +72,4 @@ def _work(  # noqa: PLR0917 - one internal call shape
 
 def running(run: WorkloadRun) -> int:
     """Jobs running now (on ready and terminating replicas)."""
-    return sum(r.server.in_flight for r in run.replicas)
+    return round(sum(r.server.in_flight for r in run.replicas))

@@ -11,6 +11,7 @@ unless its node comes back first (then it starts again: the process died with th
 
 from __future__ import annotations
 
+from tools.sim.router import detach
 from tools.sim.state import EVICTION_S, SCALE_DOWN_GRACE_S, Replica, WorkloadRun
 from tools.sim.world import World
 
@@ -28,11 +29,11 @@ def advance(engine: World, name: str, run: WorkloadRun, t: float) -> bool:
             recount(run)
             changed = True
         elif r.phase == "terminating":
-            if r.server.in_flight and t >= r.deadline_s:
+            if r.server.has_work and t >= r.deadline_s:
                 aborted = r.server.abort_all()
                 run.scrape.aborted += aborted
                 run.series.aborted += aborted
-            if not r.server.in_flight:
+            if not r.server.has_work:
                 r.ready_at_s = min(r.ready_at_s, t + engine.specs[name].exit_s)
                 if t >= r.ready_at_s:
                     _remove(engine, run, r)
@@ -90,10 +91,10 @@ def terminate(engine: World, run: WorkloadRun, r: Replica, t: float, deadline_s:
     if r.phase == "pending":
         run.replicas.remove(r)
         return
-    if r.phase == "ready" and engine.specs[r.workload].serving is not None:
-        # It leaves with its share of the requests its workload's replicas were running.
-        r.server = run.server.split_off(1.0 / engine.ready_count(run))
-    serving = r.server.in_flight > 0
+    # It keeps the requests routed to it, running or queued, and drains them (the router
+    # sends it nothing new), on an engine of its own.
+    detach(r)
+    serving = r.server.has_work
     r.phase, r.since_s, r.deadline_s = "terminating", t, deadline_s
     recount(run)
     r.ready_at_s = float("inf") if serving else t + engine.specs[r.workload].exit_s
@@ -113,8 +114,7 @@ def node_changed(engine: World, node: str, *, lost: bool, t: float) -> None:
     for r in engine.replicas_on(node):
         run = engine.state.workloads[r.workload]
         if lost and r.phase in ("starting", "ready", "terminating"):
-            if r.phase == "ready" and engine.specs[r.workload].serving is not None:
-                r.server = run.server.split_off(1.0 / engine.ready_count(run))
+            detach(r)
             aborted = r.server.abort_all()
             run.scrape.aborted += aborted
             run.series.aborted += aborted

@@ -74,24 +74,55 @@ def scrape_workload(engine: World, name: str) -> None:
     t = st.t
     w = run.scrape
     elapsed = max(t - run.last_scrape_s, 1e-9)
-    if run.queue:
-        wait: float | None = t - run.queue[0].arrival_s
+    oldest = oldest_waiting(run)
+    if oldest is not None:
+        wait: float | None = t - oldest
     else:
         wait = w.wait_sum / w.wait_n if w.wait_n else 0.0
-    ttft = w.ttft_sum / w.ttft_n if w.ttft_n else None
+    ttft = quantile(w.ttfts, 0.9)
+    itl = None if spec.runs_jobs else quantile(w.itls, 0.9)
     tok_s = None if spec.runs_jobs else round(w.tokens / elapsed, 2)
-    running = float(run.server.in_flight)
+    prompt_s = None if spec.runs_jobs else round(w.prompt_tokens / elapsed, 2)
+    done_s = round(w.completed / elapsed, 4)
+    running = float(sum(r.server.in_flight for r in run.replicas))
     if w.longest_rejected:
         run.refusals.append((t, w.longest_rejected))
     run.refusals[:] = [r for r in run.refusals if t - r[0] <= REFUSALS_KEEP_S]
     longest = max((r[1] for r in run.refusals), default=0)
     refused = None if spec.runs_jobs else float(longest)
-    depth = float(sum(r.count for r in run.queue))
+    depth = float(waiting_count(run))
     longest_now = None if spec.runs_jobs else float(_longest(run))
-    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused, longest_now)
+    kv = None if spec.runs_jobs else kv_cache_usage(engine, name)
+    run.sample = (t, depth, _r(wait), tok_s, _r(ttft), running, refused, longest_now,
+                  kv, _r(itl), prompt_s, done_s)  # fmt: skip
     run.last_scrape_s = t
     w.reset()
     engine.dirty_workloads.add(name)
+
+
+def kv_cache_usage(engine: World, name: str) -> float | None:
+    """The fullest ready replica's KV cache, 0..1 (vLLM's kv_cache_usage_perc); None: none is
+    ready or the workload has no cache to measure."""
+    capacity = engine.kv_capacity[name]
+    run = engine.state.workloads[name]
+    used = [r.server.kv_used for r in run.replicas if r.phase == "ready"]
+    if not used or capacity <= 0:
+        return None
+    return round(min(1.0, max(used) / capacity), 4)
+
+
+def quantile(values: list[tuple[float, float]], q: float) -> float | None:
+    """The `q` quantile of (value, weight) pairs; None if there are none."""
+    total = sum(n for _, n in values)
+    if total <= 0:
+        return None
+    rank = q * total
+    seen = 0.0
+    for value, n in sorted(values):
+        seen += n
+        if seen >= rank:
+            return value
+    return max(v for v, _ in values)
 
 
 def scrape_links(engine: World) -> None:
@@ -118,8 +149,9 @@ def record_series(engine: World) -> None:
         busy = {r.client: engine.replica_busy_s(r) for r in run.replicas}
         delta = sum(max(0.0, b - run.last_busy.get(c, b)) for c, b in busy.items())
         util = min(1.0, delta / elapsed / max(1, len(busy))) if ready else 0.0
-        if run.queue:
-            wait: float | None = t - run.queue[0].arrival_s
+        oldest = oldest_waiting(run)
+        if oldest is not None:
+            wait: float | None = t - oldest
         else:
             queued = spec.serving is not None or spec.runs_jobs
             wait = w.wait_sum / w.wait_n if w.wait_n else (0.0 if queued else None)
@@ -127,7 +159,7 @@ def record_series(engine: World) -> None:
             SeriesRow(
                 t=t,
                 workload=name,
-                queue_depth=sum(r.count for r in run.queue),
+                queue_depth=round(waiting_count(run)),
                 queue_wait_s=_r(wait),
                 ttft_s=_r(w.ttft_sum / w.ttft_n if w.ttft_n else None),
                 utilization=round(util, 3),
@@ -135,9 +167,9 @@ def record_series(engine: World) -> None:
                 tokens_total=round(run.tokens_total, 1),
                 stream_tok_s=_r(w.stream_sum / w.stream_n if w.stream_n else None),
                 ready_replicas=len(ready),
-                completed=w.completed,
-                rejected=w.rejected,
-                aborted=w.aborted,
+                completed=round(w.completed),
+                rejected=round(w.rejected),
+                aborted=round(w.aborted),
             )
         )
         run.last_busy = busy
@@ -148,12 +180,35 @@ def record_series(engine: World) -> None:
         del st.series[: len(st.series) - keep]
 
 
+def oldest_waiting(run: WorkloadRun) -> float | None:
+    """Arrival time of the oldest request waiting to be served, at the gateway or in a
+    replica's queue (None: nobody waits).
+
+    Readers outside the serving model (the benchmark's plots, the exporters) ask this rather
+    than look into the queues, whose layout is the serving model's business."""
+    oldest = run.queue[0].arrival_s if run.queue else None
+    for r in run.replicas:
+        if r.server.waiting:
+            a = r.server.waiting[0].arrival_s
+            if oldest is None or a < oldest:
+                oldest = a
+    return oldest
+
+
+def waiting_count(run: WorkloadRun) -> float:
+    """Requests waiting to be served: at the gateway and in the replicas' queues."""
+    return sum(r.count for r in run.queue) + sum(r.server.waiting_n for r in run.replicas)
+
+
 def _longest(run: WorkloadRun) -> int:
     """Tokens (input + output) of the longest request queued or running."""
-    server = run.server
     longest = max((r.input_tokens + r.output_tokens for r in run.queue), default=0)
-    longest = max(longest, max((f.kv_tokens for f in server.prefilling), default=0))
-    return max(longest, max((f.kv_tokens for _, _, f in server.decoding), default=0))
+    for r in run.replicas:
+        server = r.server
+        longest = max(longest, max((f.kv_tokens for f in server.waiting), default=0))
+        longest = max(longest, max((f.kv_tokens for f in server.prefilling), default=0))
+        longest = max(longest, max((f.kv_tokens for _, _, f in server.decoding), default=0))
+    return longest
 
 
 def _r(x: float | None) -> float | None:

@@ -74,6 +74,10 @@ class ServingSpec(_Spec):
     kv_bytes_per_token: int = Field(default=0, ge=0)
     """Over all the replica's nodes; 0: from the catalogue (`catalogued`)."""
     max_num_seqs: int = Field(default=256, gt=0)
+    """Requests one replica runs at once; also the batch at which it reaches its aggregate peak
+    (tools.sim.serving.decode_step_s)."""
+    max_num_batched_tokens: int = Field(default=8192, gt=0)
+    """Tokens one engine step schedules: the running decodes first, prefill chunks in the rest."""
 
 
 class WorkloadSpec(_Spec):

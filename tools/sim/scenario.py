@@ -44,7 +44,10 @@ from tools.sim.faults import (
     NodeLoss,
     ProbeFailing,
 )
+from tools.sim.limits import EARLIEST_START, LATEST_START, MAX_REPLICAS, MAX_SPAN_S
 from tools.sim.profiles import Profile, fleet, homelab
+from tools.yamlbounds import check, read_text
+from tools.yamldoc import YamlProblem
 
 Loc = tuple[str | int, ...]
 
@@ -78,15 +81,21 @@ class Scenario(BaseModel):
     name: str = "homelab"
     description: str = ""
     profile: ProfileChoice = HomelabProfile()
-    seed: int = 0
-    speed: float = Field(default=0.0, ge=0, description="0: as fast as possible; 1: real time.")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    speed: float = Field(
+        default=0.0, ge=0, le=1e6, description="0: as fast as possible; 1: real time."
+    )
     start: datetime = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
-    duration_s: float = Field(default=3600.0, gt=0, description="How long an eval runs it.")
+    duration_s: float = Field(
+        default=3600.0, gt=0, le=MAX_SPAN_S, description="How long an eval runs it."
+    )
     mode: Literal["split", "cluster"] | None = Field(
         default=None,
         description="The GX10 pair's mode at the start (homelab); None: the profile's default.",
     )
-    replicas: dict[str, int] = Field(default={}, description="Initial replicas, by workload.")
+    replicas: dict[str, Annotated[int, Field(ge=0, le=MAX_REPLICAS)]] = Field(
+        default={}, description="Initial replicas, by workload."
+    )
     up_since_s: float = Field(
         default=0.0,
         ge=0,
@@ -125,6 +134,11 @@ class Scenario(BaseModel):
     def _aware(cls, value: datetime) -> datetime:
         # A plain datetime, not the YAML parser's subclass: it travels into checkpoints.
         plain = datetime(*value.timetuple()[:6], value.microsecond, tzinfo=value.tzinfo or UTC)
+        if not EARLIEST_START <= plain <= LATEST_START:
+            raise ValueError(
+                f"a start between {EARLIEST_START:%Y-%m-%d} and {LATEST_START:%Y-%m-%d} is "
+                "expected (times past it overflow the simulated clock)"
+            )
         return plain
 
     def build_profile(self) -> Profile:
@@ -254,7 +268,10 @@ class Scenario(BaseModel):
 def load_scenario(path: Path) -> Scenario:
     """Read and check a scenario file; raises InvalidInput listing every problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, str(path), "the scenario")
+        check(text, str(path))
+    except YamlProblem as exc:
+        raise InvalidInput(str(exc)) from exc
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the scenario: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -350,7 +367,7 @@ def _line(path: Path, doc: Any, loc: Loc, msg: str) -> str:
             field.append(("." if field else "") + part)
         # Otherwise a union tag pydantic put in the location: not a key in the file.
     name = "".join(field) or "(top level)"
-    return f"{path}:{line + 1}:{col + 1}: {name}: {msg}"
+    return f"{path}:{line + 1}:{col + 1}: {name}: {msg.removeprefix('Value error, ')}"
 
 
 def fleet_scenario(nodes: int, gpus_per_node: int, seed: int = 0, load: float = 0.5) -> Scenario:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from tools.bases import new_version
 from tools.metric import MetricStatus, made
 from tools.model import (
-    MISSING,
     ActiveMode,
     ClusterState,
     Gpu,
@@ -33,6 +32,7 @@ from tools.model import (
     Node,
     ReplicaPlacement,
     SchedulerView,
+    ServingProfile,
     Taint,
     Workload,
 )
@@ -40,6 +40,7 @@ from tools.trusted import trusted
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
+    from tools.sim.profiles import WorkloadSpec
     from tools.sim.state import CardSample, Replica
 
 MISSING_AFTER_S = 300.0
@@ -82,6 +83,7 @@ class SnapshotBuilder:
         self._state: ClusterState | None = None
         self._version = -1
         self._shapes: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._profiles: dict[str, ServingProfile] = {}
         """Per workload: what its `version` covers (all but its readings), and that version."""
 
     def at(self, t: float) -> datetime:
@@ -239,6 +241,7 @@ class SnapshotBuilder:
                 "labels": dict(spec.labels),
                 "taints": taints,
                 "cordoned": run.cordoned,
+                "cordoned_by_steward": run.cordoned_by_steward,
                 "ready": not run.lost,
                 "memory_total_bytes": spec.memory_bytes,
                 "memory_used_bytes": self.metric(
@@ -298,8 +301,12 @@ class SnapshotBuilder:
                 "queue_wait_s": m(2),
                 "tokens_per_s": m(3),
                 "ttft_s": m(4),
-                "kv_cache_usage": MISSING,
+                "itl_s": m(9),
+                "prompt_tokens_per_s": m(10),
+                "requests_per_s": m(11),
+                "kv_cache_usage": m(8),
                 "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
+                "serving_profile": self._profile(spec),
                 "requests_running": m(5),
                 "context_refused_tokens": m(6),
                 "longest_request_tokens": m(7),
@@ -312,6 +319,22 @@ class SnapshotBuilder:
                 "readings_version": readings_version,
             },
         )
+
+    def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:
+        """The catalogue's profile of one replica, as the simulator serves it: decode gives each
+        stream min(single, peak / n), so at the batches that matter ITL(b) = b / peak."""
+        found = self._profiles.get(spec.name)
+        if found is None and spec.serving is not None and not spec.runs_jobs:
+            serving = spec.serving
+            found = self._profiles[spec.name] = ServingProfile(
+                prefill_tok_s=serving.prefill_tok_s,
+                itl_base_s=0.0,
+                itl_per_seq_s=1.0 / serving.aggregate_peak_tok_s,
+                kv_tokens=spec.kv_capacity_tokens or None,
+                max_num_seqs=serving.max_num_seqs,
+                load_s=spec.load_s,
+            )
+        return found
 
     def _placement(self, r: Replica) -> ReplicaPlacement:
         waiting = None if r.nodes else r.since_s

@@ -40,7 +40,11 @@ class Replica:
     deadline_s: float = 0.0
     """terminating: in-flight work still running then is aborted. unreachable: eviction."""
     server: Server = field(default_factory=Server)
-    """A terminating replica's own running requests; a busy-time counter for the others."""
+    """The replica's engine: its queue, running requests and busy time (tools.sim.serving); a
+    render replica's job (tools.sim.jobs); a batch worker's busy time. Ready replicas alike may
+    share one (tools.sim.router)."""
+    busy_offset: float = 0.0
+    """The replica's busy seconds are its engine's less this (an engine shared since)."""
 
     @property
     def client(self) -> str:
@@ -63,8 +67,8 @@ class WorkloadRun:
     next_index: int = 0
     replicas: list[Replica] = field(default_factory=list)
     queue: deque[Request] = field(default_factory=deque)
-    server: Server = field(default_factory=Server)
-    """The ready replicas' running requests, served together (see serving.py)."""
+    """At the gateway: requests no ready replica was there to take (or the gateway is closed);
+    a render workload's job queue. Requests routed to a replica wait in its own queue."""
     scrape: Window = field(default_factory=Window)
     series: Window = field(default_factory=Window)
     tokens_total: float = 0.0
@@ -78,12 +82,17 @@ class WorkloadRun:
             float | None,
             float | None,
             float | None,
+            float | None,
+            float | None,
+            float | None,
+            float | None,
         ]
         | None
     ) = None
-    """The last scrape: t, queue depth, wait, tokens/s, TTFT, requests running, longest
+    """The last scrape: t, queue depth, wait, tokens/s, TTFT p90, requests running, longest
     request refused for its context in the last REFUSALS_KEEP_S, longest request queued or
-    running."""
+    running, KV-cache usage of the fullest replica (0..1), inter-token latency p90, prompt
+    tokens/s, requests finished per second."""
     refusals: list[tuple[float, int]] = field(default_factory=list)
     """Scrape times with the longest request refused for its context since the one before."""
     last_scrape_s: float = 0.0
@@ -103,6 +112,8 @@ class CardSample:
 @dataclass(slots=True)
 class NodeRun:
     cordoned: bool = False
+    cordoned_by_steward: bool = False
+    """The cordon is Steward's own (tools.model.Node.cordoned_by_steward)."""
     lost: bool = False
     memory_sample: tuple[float, int] | None = None
     """Last scrape of the node's memory used: (t, bytes)."""

@@ -9,6 +9,7 @@ Stdlib dataclasses serialised through pydantic's TypeAdapter: no hand-written ma
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from tools.sim.scenario import Scenario
 from tools.sim.state import GeneratorState, SimState
 
 FILENAME = "sim.json"
-FORMAT = 1
+FORMAT = 2
+"""2: every replica serves its own requests (tools.sim.serving); 1 pooled them per workload."""
 SERIES_SAVED_S = 3600.0
 """The series points saved with the cluster: the last hour (a day of them is megabytes)."""
 
@@ -76,8 +78,18 @@ def load(data_dir: Path) -> Saved | None:
     target = path_in(data_dir)
     if not target.exists():
         return None
+    raw = target.read_bytes()
     try:
-        return _ADAPTER.validate_json(target.read_bytes())
+        found = json.loads(raw).get("format")
+    except (ValueError, AttributeError):
+        found = None
+    if isinstance(found, int) and found != FORMAT:
+        raise InvalidInput(
+            f"{target}: a simulated cluster saved in format {found}, this version reads format "
+            f"{FORMAT} (its serving model changed); remove the file to start a fresh one"
+        )
+    try:
+        return _ADAPTER.validate_json(raw)
     except ValidationError as exc:
         raise InvalidInput(
             f"{target}: not a simulated cluster this version can read ({exc.error_count()} "

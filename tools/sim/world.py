@@ -22,6 +22,7 @@ class World(Protocol):
     dirty_nodes: set[str]
     dirty_workloads: set[str]
     dirty_links: bool
+    kv_capacity: dict[str, int]
 
     def ready_count(self, run: WorkloadRun) -> int: ...
 

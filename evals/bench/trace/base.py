@@ -3,8 +3,8 @@
 Every controller drives the same `SimCluster` through the `Cluster` protocol (`scale`), and reads
 only what its real counterpart reads: `observe()` (the scraped queue depth, GPU utilization,
 ready replicas), the gateway's `in_flight`, or a frontend's request counters (`World.arrivals`).
-Only the oracle reads `World.timeline` — the trace itself, known in advance: it is the hindsight
-bound, not a controller anyone can run.
+Only the static baseline (on its training split) and the bound's schedule come from
+`World.timelines` — the load itself, known in advance; no adaptive controller reads it.
 
 A controller family is one class; it keeps per-workload state itself (one ScaledObject, one HPA,
 one Ray deployment per workload), is called every `interval_s` of simulated time, and its
@@ -59,7 +59,7 @@ class World:
     arrivals: dict[str, Arrivals]
     """Per pool: the frontend's cumulative request and token counters."""
     timelines: dict[str, Timeline]
-    """Per pool: the expected demand, known in advance (the oracle only)."""
+    """Per pool: the expected demand, known in advance (static's training and the bound only)."""
     elapsed_s: float = 0.0
     jobs: bool = False
     """The load is render jobs (service seconds), not token requests."""
@@ -124,13 +124,14 @@ def workload(state: ClusterState, name: str) -> Workload:
 
 
 def queue_depth(w: Workload) -> float | None:
-    """Requests waiting (vLLM's num_requests_waiting as scraped); None if not fresh."""
+    """Requests waiting, a count (vLLM's num_requests_waiting as scraped); None if not fresh."""
     m = w.queue_depth
     return m.value if m.status == "fresh" and m.value is not None else None
 
 
-def gpu_utilization(state: ClusterState, w: Workload) -> float | None:
-    """Mean scraped utilization (0..1) of the cards the workload's ready replicas hold."""
+def gpu_utilization_pct(state: ClusterState, w: Workload) -> float | None:
+    """Mean scraped utilization of the cards the workload's ready replicas hold, in percent
+    (0..100, as DCGM's `DCGM_FI_DEV_GPU_UTIL` and NVML report it and the snapshot exports it)."""
     cards = {g for r in w.placement if r.ready for g in r.gpus}
     values = [
         gpu.utilization.value
@@ -156,8 +157,8 @@ def ceil_div(a: float, b: float) -> int:
 
 
 def ongoing(world: World, target: Target, w: Workload) -> float:
-    """Requests in the workload's hands: the gateway's in flight plus the scraped queue (what
-    Knative's and Ray Serve's routers count as concurrency)."""
+    """Requests in the workload's hands, a count: the gateway's in flight plus the scraped queue
+    (what Knative's and Ray Serve's routers count as concurrency)."""
     return world.cluster.in_flight(target.name) + (queue_depth(w) or 0.0)
 
 

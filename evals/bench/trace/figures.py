@@ -1,12 +1,17 @@
 """The figures of one replay (the JSON of `steward bench trace`) and how they are computed.
 
 Definitions (docs/benchmarks.md says the same):
-- `slo_attainment`: requests whose time to first token (a render job: its wait to start) is within
-  the target, minus the aborted ones, over the requests that arrived and were not rejected (a
-  request no model can hold is rejected by the model server, under every controller alike);
-- `ttft_p50_s`, `ttft_p99_s`, `queue_wait_p99_s`: over the requests that got a first token / left
-  the queue by the end of the run (the run goes on 5 minutes after the last arrival);
-- `gpu_hours`: cards held by the driven workloads (loading, serving or draining) over the run;
+- `slo_attainment`: requests that completed with their time to first token within the TTFT target
+  *and* their mean inter-token latency within the ITL target, over the requests that arrived in
+  the scored window and were not rejected (a request no model can hold is rejected by the model
+  server, under every controller alike); a request aborted or unfinished when the run ends fails;
+  a render job meets it when its wait to start is within the TTFT target;
+- `ttft_attainment`, `itl_attainment`: each target alone, over the same requests;
+- `ttft_p50_s`, `ttft_p99_s`, `itl_p99_s`, `queue_wait_p99_s`: over the scored requests that got a
+  first token / finished / left the queue by the end of the run (arrivals go on 5 minutes after
+  the scored window, and the run with them);
+- `gpu_hours`: cards held by the driven workloads (loading, serving or draining) over the scored
+  window;
   `idle_gpu_hours` the part of it they were not busy; `energy_kwh` what those cards drew
   (idle ~11 % of the limit plus the busy share of the rest); cards nobody holds count nothing;
 - `scaling_actions`: changes of a driven workload's wanted replicas; `reversals`: changes undoing
@@ -33,8 +38,11 @@ class Figures(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     slo_attainment: float
+    ttft_attainment: float
+    itl_attainment: float
     ttft_p50_s: float | None
     ttft_p99_s: float | None
+    itl_p99_s: float | None
     queue_wait_p99_s: float | None
     gpu_hours: float
     idle_gpu_hours: float
@@ -49,13 +57,13 @@ class Figures(BaseModel):
     p99_ms: float
 
 
-def weighted_quantile(samples: Sequence[tuple[float, int]], q: float) -> float | None:
+def weighted_quantile(samples: Sequence[tuple[float, float]], q: float) -> float | None:
     """The `q` quantile of (value, count) samples; None when there are none."""
     total = sum(n for _, n in samples)
     if total <= 0:
         return None
     rank = q * total
-    seen = 0
+    seen = 0.0
     ordered = sorted(samples)
     for value, n in ordered:
         seen += n

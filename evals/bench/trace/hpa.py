@@ -8,6 +8,10 @@ scaleUp policies, selectPolicy Max). The metric is the mean GPU utilization of t
 cards (DCGM_FI_DEV_GPU_UTIL through a metrics adapter: what a GPU HPA reads), the target (the knob)
 a utilization. An HPA never goes below one replica (scale to zero needs the alpha HPAScaleToZero).
 `HpaCore` is the algorithm alone: KEDA drives one too.
+
+Units: the metric is read in percent (0..100, DCGM's unit); the knob is a fraction (0..1), so the
+ratio divides by `100 x target`. (Dividing percent by a fraction sent the HPA to its maximum
+whatever the knob: tests/bench/test_knobs.py keeps that from coming back.)
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from evals.bench.trace.base import Baseline, Target, World, gpu_utilization, set_replicas, workload
+from evals.bench.trace.base import (
+    Baseline,
+    Target,
+    World,
+    gpu_utilization_pct,
+    set_replicas,
+    workload,
+)
 
 SYNC_S = 15.0
 TOLERANCE = 0.1
@@ -53,7 +64,7 @@ class HpaCore:
 
 
 class Hpa(Baseline):
-    """The HPA on GPU utilization; `target_utilization` (0..1) is the knob."""
+    """The HPA on GPU utilization; `target_utilization` (a fraction, 0..1) is the knob."""
 
     name = "hpa"
     interval_s = SYNC_S
@@ -68,8 +79,8 @@ class Hpa(Baseline):
         for t in world.targets:
             core = self.cores.setdefault(t.name, HpaCore(max(1, t.min_replicas), t.max_replicas))
             w = workload(state, t.name)
-            util = gpu_utilization(state, w)
-            ratio = None if util is None else util / self.target
+            util_pct = gpu_utilization_pct(state, w)
+            ratio = None if util_pct is None else util_pct / (100.0 * self.target)
             current = w.desired_replicas
             want = core.desired(world.elapsed_s, current, ratio)
             if current == 0:

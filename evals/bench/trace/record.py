@@ -2,10 +2,12 @@
 
 None of this is what a controller reads (they read `observe()` and the gateway, as in real
 life); it is what the benchmark's referee sees:
-- `RecordingWindow` replaces a driven workload's series window and keeps, per admitted or
-  first-token event, (arrival, seconds, count) in a `Sink`;
+- `RecordingWindow` replaces a driven workload's series window and keeps, per admitted,
+  first-token or finished event, the request's figures in a `Sink`;
 - `Tally` wraps the sim's demand generators: it counts what arrives (what a real frontend's
-  request counters export: Dynamo's planner reads these) and stops arrivals at the end of the run;
+  request counters export: Dynamo's planner reads these), and apart what arrives within the
+  scored window; arrivals go on after it until the run ends (no controller profits from the
+  run's end);
 - `JobTrace` replays a `TIMESTAMP,GpuSeconds` render job trace;
 - `Meter` integrates, step by step, the cards the driven workloads hold, how busy they are and
   what they draw (idle ~11 % of the limit, as the sim's exporters report it).
@@ -27,8 +29,10 @@ from tools.sim.serving import Window
 class Sink:
     """Per-request events of the driven workloads: (arrival s, seconds, count)."""
 
-    waits: list[tuple[float, float, int]] = field(default_factory=list)
-    ttfts: list[tuple[float, float, int]] = field(default_factory=list)
+    waits: list[tuple[float, float, float]] = field(default_factory=list)
+    ttfts: list[tuple[float, float, float]] = field(default_factory=list)
+    finished: list[tuple[float, float, float | None, float]] = field(default_factory=list)
+    """(arrival s, TTFT s, mean inter-token latency s or None, count) of completed requests."""
 
 
 @dataclass(slots=True)
@@ -37,15 +41,22 @@ class RecordingWindow(Window):
 
     sink: Sink | None = None
 
-    def admitted(self, wait_s: float, arrival_s: float, count: int) -> None:
+    def admitted(self, wait_s: float, arrival_s: float, count: float) -> None:
         Window.admitted(self, wait_s, arrival_s, count)
         if self.sink is not None:
             self.sink.waits.append((arrival_s, wait_s, count))
 
-    def first_token(self, ttft_s: float, arrival_s: float, count: int) -> None:
+    def first_token(self, ttft_s: float, arrival_s: float, count: float) -> None:
         Window.first_token(self, ttft_s, arrival_s, count)
         if self.sink is not None:
             self.sink.ttfts.append((arrival_s, ttft_s, count))
+
+    def finished(
+        self, arrival_s: float, ttft_s: float, itl_s: float | None, output_tokens: int, count: float
+    ) -> None:
+        Window.finished(self, arrival_s, ttft_s, itl_s, output_tokens, count)
+        if self.sink is not None:
+            self.sink.finished.append((arrival_s, ttft_s, itl_s, count))
 
 
 @dataclass(slots=True)
@@ -69,10 +80,15 @@ class Tally(Generator):
         *,
         end_s: float,
         counts: dict[str, Arrivals],
+        scored_s: float = float("inf"),
+        scored: dict[str, Arrivals] | None = None,
     ) -> None:
         super().__init__(spec, seed, start)
         self.end_s = end_s
         self.counts = counts
+        self.scored_s = scored_s
+        self.scored = scored if scored is not None else {}
+        """What arrived before `scored_s`: the requests the referee scores."""
 
     def window(self, t0: float, t1: float) -> list[Request]:
         if t0 >= self.end_s:
@@ -83,11 +99,16 @@ class Tally(Generator):
 
     def _count(self, out: list[Request]) -> None:
         for r in out:
-            a = self.counts.setdefault(r.target, Arrivals())
-            a.requests += r.count
-            a.input_tokens += r.input_tokens * r.count
-            a.output_tokens += r.output_tokens * r.count
-            a.work_s += r.work_s * r.count
+            _add(self.counts.setdefault(r.target, Arrivals()), r)
+            if r.arrival_s < self.scored_s:
+                _add(self.scored.setdefault(r.target, Arrivals()), r)
+
+
+def _add(a: Arrivals, r: Request) -> None:
+    a.requests += r.count
+    a.input_tokens += r.input_tokens * r.count
+    a.output_tokens += r.output_tokens * r.count
+    a.work_s += r.work_s * r.count
 
 
 class JobTrace(Tally):
@@ -102,11 +123,21 @@ class JobTrace(Tally):
         *,
         end_s: float,
         counts: dict[str, Arrivals],
+        scored_s: float = float("inf"),
+        scored: dict[str, Arrivals] | None = None,
     ) -> None:
         # A render demand that draws nothing by itself: this class replays the rows.
         spec = RenderDemand(target=target, gpu_s_per_job=1.0, arrivals=PoissonArrivals(
             rate_per_min=0.0))  # fmt: skip
-        super().__init__(spec, seed, datetime(2026, 1, 1), end_s=end_s, counts=counts)
+        super().__init__(
+            spec,
+            seed,
+            datetime(2026, 1, 1),
+            end_s=end_s,
+            counts=counts,
+            scored_s=scored_s,
+            scored=scored,
+        )
         self.target = target
         self.jobs = jobs
         self.rate_scale = rate_scale

@@ -1,8 +1,8 @@
 """The Markdown report of `steward bench trace --report DIR`, with its plots.
 
-It states the setup, the tuned figures of every controller, the issue's margins checked against
-them (each line says met or not met, with the numbers — never adjusted to the result), every grid
-run, and the Pareto set.
+It states the setup (load, splits, seeds, targets), every controller's figures over the test
+seeds with their intervals and their ratio to the certified bound, where Steward stands (said
+from the numbers, never adjusted to them), the training runs that chose each knob, and the plots.
 """
 
 from __future__ import annotations
@@ -11,129 +11,114 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.bench.trace import plots
-from evals.bench.trace.figures import Figures
-from evals.bench.trace.tuning import TARGET_ATTAINMENT, pareto
+from evals.bench.trace.tuning import TARGET_ATTAINMENT
 
 if TYPE_CHECKING:
-    from evals.bench.trace.replay import Outcome
     from evals.bench.trace.run import Result
 
-COLUMNS = (
-    "slo_attainment", "ttft_p50_s", "ttft_p99_s", "queue_wait_p99_s", "gpu_hours",
-    "idle_gpu_hours", "energy_kwh", "scaling_actions", "reversals", "dropped", "aborted",
-    "rejected", "from_zero_wait_p99_s", "median_ms", "p99_ms",
-)  # fmt: skip
+
+def _pct(x: object) -> str:
+    return "-" if not isinstance(x, float | int) else f"{x * 100:.2f}"
+
+
+def _num(x: object, digits: int = 3) -> str:
+    return "-" if not isinstance(x, float | int) else f"{x:.{digits}f}"
+
+
+def table(figures: dict[str, object]) -> list[str]:
+    """The summary table of a result's JSON (also what docs/benchmarks.md shows)."""
+    controllers = figures["controllers"]
+    bound = figures["bound"]
+    assert isinstance(controllers, dict) and isinstance(bound, dict)
+    rows = [
+        "| controller | SLO % (95 % CI) | TTFT % | ITL % | GPU-h (95 % CI) | x bound "
+        "| actions | reversals | seeds at 99 % | knob (chosen on training) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, f in [*controllers.items(), ("**bound**", bound)]:
+        lo, hi = f["slo_attainment_ci"]
+        glo, ghi = f["gpu_hours_ci"]
+        rows.append(
+            f"| {name} | {_pct(f['slo_attainment'])} ({_pct(lo)}-{_pct(hi)}) "
+            f"| {_pct(f['ttft_attainment'])} | {_pct(f['itl_attainment'])} "
+            f"| {_num(f['gpu_hours'])} ({_num(glo)}-{_num(ghi)}) | {_num(f['ratio_to_bound'])} "
+            f"| {_num(f['scaling_actions'], 1)} | {_num(f['reversals'], 1)} "
+            f"| {f['meets_target_seeds']}/{f['seeds']} | {f['knob']} |"
+        )
+    return rows
+
+
+def standing(figures: dict[str, object]) -> list[str]:
+    """Where Steward stands, said from the figures."""
+    controllers = figures["controllers"]
+    assert isinstance(controllers, dict)
+    s = controllers.get("steward")
+    if s is None:
+        return ["- Steward was not among the controllers."]
+    at = s["slo_attainment"] >= TARGET_ATTAINMENT
+    out = [
+        f"- Steward: {_pct(s['slo_attainment'])} % attainment "
+        f"({'reaches' if at else 'does NOT reach'} {TARGET_ATTAINMENT:.0%}), "
+        f"{_num(s['gpu_hours'])} GPU-h, x{_num(s['ratio_to_bound'])} the bound."
+    ]
+    meeting = {
+        n: f for n, f in controllers.items()
+        if n != "steward" and f["slo_attainment"] >= TARGET_ATTAINMENT
+    }  # fmt: skip
+    if meeting:
+        best = min(meeting, key=lambda n: meeting[n]["gpu_hours"])
+        saving = 1 - s["gpu_hours"] / meeting[best]["gpu_hours"]
+        word = f"{saving:.1%} fewer" if saving >= 0 else f"{-saving:.1%} more"
+        out.append(
+            f"- The cheapest baseline at the target is {best} ({_num(meeting[best]['gpu_hours'])} "
+            f"GPU-h): Steward uses {word} GPU-hours"
+            + ("." if at else ", without reaching the target itself.")
+        )
+    else:
+        out.append("- No baseline reaches the target on average over the seeds.")
+    return out
 
 
 def write(result: Result, where: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
-    images = [plots.timelines(result, where), plots.pareto_plot(result, where)]
-    if result.prep.setup.fleet is None:
-        images.insert(1, plots.modes(result, where))
-    setup = result.prep.setup
-    profile = "homelab" if setup.fleet is None else f"fleet {setup.fleet[0]}x{setup.fleet[1]}"
-    scales = ", ".join(f"{p} x{s:g}" for p, s in result.prep.rate_scale.items())
+    figures = result.figures()
+    setup = figures["setup"]
+    assert isinstance(setup, dict)
+    images = [plots.attainment(result, where)]
+    images += [plots.timeline(result, n, outs[0], where) for n, outs in result.runs.items()]
+    train = setup["train"]
     lines = [
-        f"# Trace replay: {setup.shape.name} on the {profile}",
+        f"# Trace replay: {setup['trace']} on {setup['profile']}",
         "",
-        f"- duration {setup.duration_s / 3600:g} h (+5 min tail without arrivals), seed "
-        f"{setup.seed}, TTFT target {setup.slo_s:g} s, rate scale {scales}",
-        f"- driven workloads: {', '.join(t.name for t in result.prep.targets)}",
-        "- each baseline at the knob value with the fewest GPU-hours among those reaching "
-        f"{TARGET_ATTAINMENT:.0%} attainment (else its best attainment); Steward untuned",
+        f"- scored window {setup['duration_h']:g} h (arrivals go on 5 min after it, unscored); "
+        f"targets: TTFT <= {setup['slo_ttft_s']:g} s and mean ITL <= {setup['slo_itl_s']:g} s",
+        f"- test seeds {setup['test_seeds']}; training split: {train['trace']} from "
+        f"{train['offset_s']:g} s, seed {train['seed']} (rate scale and knobs fixed there)",
+        f"- rate scale {setup['rate_scale']}; commit {setup.get('commit', '?')}",
         "",
-        "## Tuned figures",
+        f"## Figures over {len(result.tests)} test seeds",
         "",
-        _table([(n, o) for n, o in result.chosen.items()]),
+        *table(figures),
         "",
-        "## The issue's margins",
+        "## Where Steward stands",
         "",
-        *_margins(result),
+        *standing(figures),
         "",
         "## Plots",
         "",
         *[f"![{p.stem}]({p.name})" for p in images],
         "",
-        "## Every grid run",
+        "## Training runs (the knob chosen: fewest GPU-hours at 99 %, else best attainment)",
         "",
-        _table([(n, o) for n, runs in result.runs.items() for o in runs]),
-        "",
-        "## Pareto set (attainment vs GPU-hours, over every run)",
-        "",
+        "| controller | knob | SLO % | GPU-h |",
+        "| --- | --- | --- | --- |",
         *[
-            f"- {o.controller} {o.knob}: {o.figures.slo_attainment:.2%} at "
-            f"{o.figures.gpu_hours:.3f} GPU-h"
-            for o in pareto(o for runs in result.runs.values() for o in runs)
+            f"| {n} | {o.knob} | {_pct(o.figures.slo_attainment)} | {_num(o.figures.gpu_hours)} |"
+            for n, t in result.tuned.items()
+            for o in t.runs
         ],
         "",
     ]
     path = where / "report.md"
     path.write_text("\n".join(lines))
     return path
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _table(rows: list[tuple[str, Outcome]]) -> str:
-    head = "| controller | knob | " + " | ".join(COLUMNS) + " |"
-    rule = "|" + " --- |" * (len(COLUMNS) + 2)
-    body = [
-        f"| {name} | {o.knob or '(policy)'} | "
-        + " | ".join(_cell(getattr(o.figures, c)) for c in COLUMNS)
-        + " |"
-        for name, o in rows
-    ]
-    return "\n".join([head, rule, *body])
-
-
-def _fewer(s: Figures, other: Figures, field: str, margin: float, what: str) -> str:
-    a, b = getattr(s, field), getattr(other, field)
-    if b <= 0:
-        return f"- {what}: the baseline's {field} is 0 — not comparable"
-    saving = 1 - a / b
-    verdict = "met" if saving >= margin else "NOT met"
-    said = f"{saving:.1%} fewer" if saving >= 0 else f"{-saving:.1%} more"
-    return f"- {what}: {said} ({a:.4g} vs {b:.4g}; wanted >= {margin:.0%} fewer): {verdict}"
-
-
-def _margins(result: Result) -> list[str]:
-    chosen = {n: o.figures for n, o in result.chosen.items()}
-    s = chosen.get("steward")
-    if s is None:
-        return ["- Steward was not among the controllers: no margins to check"]
-    out = []
-    at_slo = s.slo_attainment >= TARGET_ATTAINMENT
-    out.append(
-        f"- Steward's attainment {s.slo_attainment:.2%} "
-        + ("reaches" if at_slo else "does NOT reach")
-        + f" {TARGET_ATTAINMENT:.0%}"
-        + ("" if at_slo else ": the GPU-hour comparisons below are not at equal SLO")
-    )
-    for name, margin in (("keda", 0.2), ("hpa", 0.2), ("dynamo", 0.1)):
-        if name in chosen:
-            out.append(_fewer(s, chosen[name], "gpu_hours", margin, f"GPU-hours vs {name}"))
-    if "oracle" in chosen and chosen["oracle"].gpu_hours > 0:
-        ratio = s.gpu_hours / chosen["oracle"].gpu_hours
-        verdict = "met" if ratio <= 1.15 else "NOT met"
-        out.append(f"- GPU-hours vs the oracle: x{ratio:.3f} (wanted <= x1.15): {verdict}")
-    if "hpa" in chosen:
-        out.append(_fewer(s, chosen["hpa"], "scaling_actions", 0.33, "scaling actions vs hpa"))
-    if "static" in chosen:
-        out.append(_fewer(s, chosen["static"], "energy_kwh", 0.2, "energy vs static"))
-    if s.from_zero_wait_p99_s is not None:
-        out.append(f"- from zero: p99 wait {s.from_zero_wait_p99_s:.1f} s, {s.dropped} dropped")
-    if "dynamo" in chosen and result.prep.setup.shape.name == "sinusoid":
-        slo = result.prep.setup.slo_s
-        d = chosen["dynamo"]
-        out.append(
-            f"- sinusoid: TTFT p99 Steward {_cell(s.ttft_p99_s)} s, Dynamo-style "
-            f"{_cell(d.ttft_p99_s)} s against {slo:g} s: "
-            + ("met" if (s.ttft_p99_s or 1e9) <= slo < (d.ttft_p99_s or 1e9) else "NOT met")
-        )
-    return out

@@ -3,8 +3,9 @@
 A `Runtime` (LangGraph loop, rules planner, policy guard, audit log with fsync, checkpoints) in a
 throw-away data dir, ticking every 15 s of simulated time (`steward run`'s default interval). Its
 policy is the shipped one (policies/default.yaml on the homelab, policies/examples/fleet.yaml on a
-fleet) with one change: the driven pools' SLO (`slo.<pool>.queue_wait_s`) is the benchmark's
-TTFT target — the one number a user states; nothing of Steward is tuned to the trace.
+fleet) with one change: the driven pools' SLO (`slo.<pool>.ttft_s`, and `queue_wait_s` as a
+signal) is the benchmark's TTFT target — the one number a user states; nothing of Steward is
+tuned to the trace.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def steward_policy(fleet: bool, pools: set[str], slo_s: float) -> Policy:
     policy = load_policy(FLEET_POLICY if fleet else DEFAULT_POLICY)
     slo = dict(policy.slo)
     for pool in pools:
-        slo[pool] = SloTarget(queue_wait_s=slo_s)
+        slo[pool] = SloTarget(queue_wait_s=slo_s, ttft_s=slo_s)
     return policy.model_copy(update={"slo": slo})
 
 

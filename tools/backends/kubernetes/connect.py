@@ -58,7 +58,7 @@ def _check_file(path: Path, context: str | None) -> None:
             known = ", ".join(str(n) for n in names) or "none"
             raise InvalidInput(
                 f"kubeconfig {path}: no context named {context!r} (known: {known}); "
-                "set kubernetes.context to one of them"
+                "pass --context or set kubernetes.context to one of them"
             )
 
 

@@ -30,6 +30,9 @@ from urllib3.exceptions import HTTPError
 
 from tools.backends.kubernetes.settings import KubernetesSettings
 
+RENEWAL_RETRIES = 8
+"""The most times one failed renewal is tried again within the renew deadline."""
+
 
 @dataclass(frozen=True)
 class LeaseSettings:
@@ -79,11 +82,15 @@ class LeaseHolder:
         settings: LeaseSettings,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api = api
         self.settings = settings
         self._monotonic = monotonic
         self._now = now
+        self._sleep = sleep
+        self.renewal_retries = 0
+        """Renewals tried again after a failure, within the renew deadline (a count)."""
         self._renewed_at: float | None = None
         """Monotonic time of the last successful create, renewal or takeover."""
         self.holder: str | None = None
@@ -95,6 +102,10 @@ class LeaseHolder:
         self._seen_duration = settings.duration_s
         self.transitions = 0
         self.last_error = ""
+        self._written: client.V1Lease | None = None
+        """The Lease as this replica last wrote it (with its resourceVersion): a leader renews
+        by writing it again, one request, not a read and a write (half the requests to fail in
+        a flaky API). A 409 means someone else wrote since: then it reads first."""
 
     def leading(self) -> bool:
         """Whether this replica may act now (fenced by the renew deadline)."""
@@ -112,9 +123,35 @@ class LeaseHolder:
 
     def attempt(self) -> bool:
         """One round: create, renew or take over the Lease if this replica may; True when it
-        holds the Lease afterwards. API errors are not raised: they leave leadership to lapse."""
+        holds the Lease afterwards. API errors are not raised: they leave leadership to lapse.
+
+        A leader whose renewal fails (a 5xx, a 429, a timeout, a 409 from a write that raced
+        its own) tries again at once, a few times, within what is left of its renew deadline:
+        one failed request in a flaky API must not hand the lead over (the other replica would
+        take it, and both would call the model in turn). It gives up only when the deadline
+        has no room left for another request; then leadership lapses, as fencing requires."""
+        s = self.settings
+        before = self._renewed_at
+        held = self._attempt_once()
+        pause = s.retry_s / 10
+        for _ in range(RENEWAL_RETRIES):
+            if before is None or self._renewed_at != before or self.holder != s.identity:
+                break  # renewed, never led, or someone else holds it now: nothing to retry
+            left = s.renew_deadline_s - (self._monotonic() - before)
+            if left < pause + s.timeout_s:
+                break  # no room left for one more request before the deadline
+            self._sleep(pause)
+            self.renewal_retries += 1
+            held = self._attempt_once()
+        return held
+
+    def _attempt_once(self) -> bool:
         s = self.settings
         started = self._monotonic()
+        if self._written is not None and self.leading():
+            renewed = self._renew_written(started)
+            if renewed is not None:
+                return renewed
         try:
             lease = self.api.read_namespaced_lease(
                 s.name, s.namespace, _request_timeout=s.timeout_s
@@ -130,7 +167,7 @@ class LeaseHolder:
         self.transitions = spec.lease_transitions or 0
         ours = spec.holder_identity == s.identity
         if not ours and not self._expired(spec):
-            self._renewed_at = None
+            self._renewed_at = self._written = None
             return False
         now = self._now()
         spec.holder_identity = s.identity
@@ -141,7 +178,7 @@ class LeaseHolder:
             spec.lease_transitions = self.transitions + 1
         lease.spec = spec
         try:
-            self.api.replace_namespaced_lease(
+            written = self.api.replace_namespaced_lease(
                 s.name, s.namespace, lease, _request_timeout=s.timeout_s
             )
         except ApiException as exc:
@@ -149,6 +186,29 @@ class LeaseHolder:
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
         self._held(started, spec)
+        self._written = written if isinstance(written, client.V1Lease) else None
+        return True
+
+    def _renew_written(self, started: float) -> bool | None:
+        """Renew by writing the Lease as last written; None when it must be read first (a
+        409: it changed since)."""
+        s = self.settings
+        lease = self._written
+        assert lease is not None and lease.spec is not None
+        lease.spec.renew_time = self._now()
+        try:
+            written = self.api.replace_namespaced_lease(
+                s.name, s.namespace, lease, _request_timeout=s.timeout_s
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                self._written = None
+                return None
+            return self._failed(exc)
+        except (HTTPError, OSError) as exc:
+            return self._failed(exc)
+        self._held(started, lease.spec)
+        self._written = written if isinstance(written, client.V1Lease) else None
         return True
 
     def release(self) -> None:
@@ -168,7 +228,7 @@ class LeaseHolder:
                 )
         except (ApiException, HTTPError, OSError) as exc:
             self.last_error = str(exc)
-        self._renewed_at = None
+        self._renewed_at = self._written = None
 
     def _create(self, started: float) -> bool:
         s = self.settings
@@ -184,12 +244,13 @@ class LeaseHolder:
             metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace), spec=spec
         )
         try:
-            self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
+            made = self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica created it first
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
         self._held(started, spec)
+        self._written = made if isinstance(made, client.V1Lease) else None
         return True
 
     def _held(self, started: float, spec: Any) -> None:

@@ -2,9 +2,10 @@
 room its nodes have for more replicas.
 
 Cordon and uncordon patch `spec.unschedulable` (a cordoned node's field removed again, as
-`kubectl uncordon` does); a drain cordons, then evicts through the Eviction API on a thread of
-its own (drain.py), so that `start_drain` returns at once and `drain_status` reads from the pod
-cache how many pods are left. Every mutating call carries `dryRun=All` when `dry_run` is set.
+`kubectl uncordon` does) and Steward's mark on its own cordons (`steward.dev/cordoned-by`); a
+drain cordons, then evicts through the Eviction API on a thread of its own (drain.py), so that
+`start_drain` returns at once and `drain_status` reads from the pod cache how many pods are
+left. Every mutating call carries `dryRun=All` when `dry_run` is set.
 """
 
 from __future__ import annotations
@@ -74,7 +75,11 @@ class NodeOps:
             state = "cordoned" if value else "schedulable"
             return ActionResult(ok=True, dry_run=dry_run, message=f"{node} already {state}")
         kw = write_options(self.timeout, dry_run)
-        body = {"spec": {"unschedulable": True if value else None}}
+        # Steward's own cordon says so on the node (a person's `kubectl cordon` does not).
+        body = {
+            "metadata": {"annotations": {c.CORDONED_BY: c.STEWARD if value else None}},
+            "spec": {"unschedulable": True if value else None},
+        }
         written = self.call(lambda: self.core.patch_node(node, body, **kw), "patch", "nodes")
         if not dry_run:
             self._catch_up("nodes", written)

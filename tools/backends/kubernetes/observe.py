@@ -23,6 +23,7 @@ from datetime import datetime
 from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes import objects as o
 from tools.backends.kubernetes.cards import MISSING, SOURCE, Cards
+from tools.backends.kubernetes.topology import links_from_labels, modes_from_labels
 from tools.bases import new_version
 from tools.errors import InvalidInput
 from tools.model import (
@@ -196,6 +197,10 @@ class Builder:
         if self._state is not None and not self._dirty_nodes and not self._dirty_workloads:
             return trusted(ClusterState, {**self._fields, "observed_at": now})
         pools, modes, links = self.topology()
+        if not links:  # the ConfigMap names none: the node labels' pairs
+            links = links_from_labels(self.nodes.values())
+        if not modes:
+            modes = modes_from_labels((obj for _, obj in self.workloads.values()), links)
         for name in self._dirty_nodes:
             obj = self.nodes.get(name)
             if obj is None:
@@ -249,6 +254,7 @@ class Builder:
         key = (
             tuple((meta.get("labels") or {}).items()),
             spec.get("unschedulable"),
+            (meta.get("annotations") or {}).get(c.CORDONED_BY),
             tuple(
                 (t.get("key"), t.get("value"), t.get("effect")) for t in spec.get("taints") or []
             ),
@@ -301,6 +307,8 @@ class Builder:
             labels=labels,
             taints=taints,
             cordoned=bool(spec.get("unschedulable")),
+            cordoned_by_steward=bool(spec.get("unschedulable"))
+            and (meta.get("annotations") or {}).get(c.CORDONED_BY) == c.STEWARD,
             ready=ready,
             memory_total_bytes=memory,
             unified_memory=unified,

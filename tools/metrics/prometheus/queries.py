@@ -142,6 +142,12 @@ def _quantile(names: str) -> str:
 _TTFT = "(vllm[:_]|sglang[:_])time_to_first_token_seconds_bucket"
 _QUEUE_TIME = "vllm[:_]request_queue_time_seconds_bucket|sglang[:_]queue_time_seconds_bucket"
 _TOKENS = "(vllm[:_]|sglang[:_])generation_tokens_total"
+_PROMPT_TOKENS = "(vllm[:_]|sglang[:_])prompt_tokens_total"
+_FINISHED = "vllm[:_]request_success_total|sglang[:_]num_requests_total"
+_ITL = (
+    "(vllm[:_]|sglang[:_])inter_token_latency_seconds_bucket"
+    "|vllm[:_]time_per_output_token_seconds_bucket"
+)
 _WAITING = "vllm[:_]num_requests_waiting|sglang[:_]num_queue_reqs"
 _RUNNING = "vllm[:_]num_requests_running|sglang[:_]num_running_reqs"
 _KV = "vllm[:_](gpu|kv)_cache_usage_perc|sglang[:_]token_usage"
@@ -198,10 +204,29 @@ FAMILY_LIST: tuple[Family, ...] = (
         aggregate="max",
     ),
     _per_pod(
+        "itl_p90",
+        "itl_s",
+        _quantile(_ITL),
+        _selector(_ITL, 'le="+Inf"'),
+        aggregate="max",
+    ),
+    _per_pod(
         "generation_tokens",
         "tokens_per_s",
         f"sum by ({_BY}) ({_rate(_TOKENS)})",
         _selector(_TOKENS),
+    ),
+    _per_pod(
+        "prompt_tokens",
+        "prompt_tokens_per_s",
+        f"sum by ({_BY}) ({_rate(_PROMPT_TOKENS)})",
+        _selector(_PROMPT_TOKENS),
+    ),
+    _per_pod(
+        "requests_finished",
+        "requests_per_s",
+        f"sum by ({_BY}) ({_rate(_FINISHED)})",
+        _selector(_FINISHED),
     ),
     _gauge("epp_queue", "inference_pool", "epp_queue", "inference_pool_average_queue_size"),
     _gauge("jobs_waiting", "job_queue", "jobs_waiting", "kueue_local_queue_pending_workloads"),

@@ -268,8 +268,11 @@ class PrometheusSource:
             "requests_running",
             "kv_cache_usage",
             "ttft_s",
+            "itl_s",
             "queue_wait_s",
             "tokens_per_s",
+            "prompt_tokens_per_s",
+            "requests_per_s",
         )
         present = [(n, fields[n]) for n in names if n in fields]
         epp, jobs = fields.get("epp_queue"), fields.get("jobs_waiting")
