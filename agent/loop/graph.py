@@ -43,7 +43,7 @@ def after_assess(d: Decision) -> str:
     if signals is None:
         return END
     # An anomaly no rule fixes is a question for a model, when one deliberates (questions.py).
-    judged = signals.shared_card_anomalies or signals.degraded_links
+    judged = d.deliberating and (signals.shared_card_anomalies or signals.degraded_links)
     return "plan" if signals.needs_decision or judged else END
 
 

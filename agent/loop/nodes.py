@@ -71,7 +71,7 @@ def assess(d: Decision, ctx: LoopContext) -> Update:
     signals, ctx.memory = assess_signals(state, ctx.memory, ctx.settings.assess, ctx.policy)
     if not d.dry_run:
         ctx.track(state, signals)
-    return {"signals": signals, "stage": "plan"}
+    return {"signals": signals, "stage": "plan", "deliberating": ctx.deliberations is not None}
 
 
 def plan(d: Decision, ctx: LoopContext) -> Update:

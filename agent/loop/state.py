@@ -310,6 +310,9 @@ class Decision(BaseModel):
     deliberation: Deliberated | None = None
     """A deliberation's answer this decision judges (instead of asking a planner)."""
     superseded: bool = False
+    deliberating: bool = False
+    """A model deliberates beside this loop: an anomaly alone is worth planning for (it is a
+    question for the model); without one the tick ends where nothing needs deciding."""
     """The deliberation's premise no longer held on the fresh observation: nothing ran."""
 
     @model_validator(mode="before")

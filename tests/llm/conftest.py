@@ -75,7 +75,7 @@ def answered(runtime: Runtime, interval_s: float = 15.0) -> TickReport:
     deliberations = runtime.ctx.deliberations
     assert deliberations is not None, "a model planner deliberates beside the loop"
     waited = time.monotonic()
-    while deliberations.busy and time.monotonic() - waited < 60:
+    while deliberations.busy and time.monotonic() - waited < 600:
         time.sleep(0.01)
     runtime.tick(interval_s)
     return first

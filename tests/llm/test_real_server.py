@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.audit import DeliberationRecord
 from agent.daemon.runtime import Runtime
 from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
@@ -30,10 +31,9 @@ from agent.planners.llm_settings import LLMSettings, OutputMode
 from evals.bench.llm_prompt import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
 from policies.loader import load_policy
 from policies.model import Policy
+from tests.llm.conftest import ANOMALY, answered
 from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 # A few tokens a second when the 2 cores are shared: minutes per test at worst, ~1 min in all
 # on a quiet machine. The deadline stays below pytest's timeout so a slow run fails as itself.
@@ -152,22 +152,33 @@ def test_json_schema_is_refused_and_json_object_answers(
     assert "HTTP" not in outcome and "deadline" not in outcome, outcome
 
 
-def test_an_answer_cut_short_is_repaired_once_then_the_rules_planner_decides(
+def test_a_deliberation_through_the_real_server_is_judged_and_the_scale_up_never_waits(
     real_server: str, policy: Policy, tmp_path: Path
 ) -> None:
+    """A short answer budget: the model's answer is a plan (judged on a fresh observation) or,
+    cut short, repaired once and then a fallback to the rules; either way the log says which,
+    and burst-llm's scale-up ran in its own tick without waiting for the model."""
     planner = _planner(real_server, policy, max_tokens=16)
     planner.endpoint.required_honoured = False  # learnt above; saves a prose turn
-    scenario = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
-    sim = SimCluster.open(tmp_path, scenario)
+    sim = SimCluster.open(tmp_path, ANOMALY)  # the card counted twice: a question for the model
     sim.advance(105)
     with Runtime.open(tmp_path, sim, policy, planner=planner) as runtime:
         runtime.start()
-        report = runtime.tick(15.0)
+        report = answered(runtime)  # the scale-up in its tick; the model's answer judged next
         fallbacks = runtime.ctx.audit.records(kind="fallback")
+        (found,) = runtime.ctx.audit.records(kind="deliberation")
 
-    assert planner.last_report is not None and planner.last_report.repairs == 1
-    assert planner.last_report.requests == 3  # /v1/models, the answer, the repair
-    assert fallbacks and report.decided and report.executed >= 1
+    record = found.payload
+    assert isinstance(record, DeliberationRecord) and record.question == "anomaly"
+    assert report.decided and report.executed >= 1 and report.seconds < 5.0
+    last = planner.last_report
+    assert last is not None and last.requests >= 2  # /v1/models, then the answer(s)
+    assert record.model == last.model and record.prompt_tokens == last.prompt_tokens
+    if record.outcome == "fallback":
+        assert last.failure and fallbacks
+    else:
+        assert record.outcome == "planned" and last.failure is None and not fallbacks
+    print(f"\nreal deliberation: {record.outcome}, {last}")
 
 
 def test_the_prompt_at_1000_nodes_in_the_models_own_tokens(real_server: str) -> None:
