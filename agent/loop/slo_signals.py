@@ -54,10 +54,31 @@ def slo_view(
         return None, mem  # no trustworthy reading: assess holds the workload
     mem = mem or SloMemory()
     itl_target = settings.slo_itl_s.get(workload.pool, settings.default_itl_s)
-    cap = capacity(profile, itl_target, correction=mem.correction)
     served = _read(workload.tokens_per_s, now, max_age) or 0.0
     running = _read(workload.requests_running, now, max_age) or 0.0
-    in_flight = max(served * cap.itl_s, running)
+    prompts = _read(workload.prompt_tokens_per_s, now, max_age)
+    done = _read(workload.requests_per_s, now, max_age)
+    # The engines' counters, where exported: mean prompt and output of recent requests, and the
+    # share of a replica's time spent prefilling (decode gets the rest).
+    sized = prompts is not None and done is not None and done > 0
+    prompt_tokens = prompts / done if sized and prompts is not None and done else None
+    output_tokens = served / done if sized and done else None
+    share = (prompts or 0.0) / (profile.prefill_tok_s * max(workload.ready_replicas, 1))
+    per_request = (
+        prompt_tokens + output_tokens
+        if prompt_tokens is not None and output_tokens is not None
+        else None
+    )
+    cap = capacity(
+        profile,
+        itl_target,
+        prefill_share=share,
+        tokens_per_request=per_request,
+        correction=mem.correction,
+    )
+    # Little's law: slots held decoding (tokens/s x the ITL at the target) and prefilling
+    # (prompt tokens/s over the prefill rate), or the requests running if more.
+    in_flight = max(served * cap.itl_s + (prompts or 0.0) / cap.prefill_tok_s, running)
     wait = _read(workload.queue_wait_s, now, max_age)
     read_at = (workload.queue_depth.observed_at or now).timestamp()
     t = now.timestamp()
@@ -73,6 +94,7 @@ def slo_view(
             workload=workload,
             slots=cap.slots,
             waited=(wait or 0.0) >= WAITING_SHARE * ttft,
+            prefill_share=share,
         )
     assert mem.holt is not None and mem.windows is not None
     load_s = profile.load_s or 0.0
@@ -88,6 +110,8 @@ def slo_view(
         forecast=forecast.widened(ahead, mem.misses, FORECAST_Z),
         short_high=recent.high(SHORT_HIGH),
         queued=depth,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
     )
     sizing = size(demand, cap, ttft_s=ttft)
     reactive, reactive_need = _reactive(
@@ -147,6 +171,7 @@ def _fold(
     workload: Workload,
     slots: int,
     waited: bool,
+    prefill_share: float = 0.0,
 ) -> SloMemory:
     """Memory after one new reading (`waited`: its oldest waiting request has waited long
     enough to count, see WAITING_SHARE)."""
@@ -165,7 +190,9 @@ def _fold(
     if profile is not None and ready > 0:
         streams = running / ready
         if streams >= max(MIN_BATCH_FOR_CORRECTION, 0.5 * slots):
-            correction, _ = corrected(correction, served / ready, streams, profile)
+            # Decode runs in the time prefill leaves: that share is modelled, not corrected.
+            decode = served / ready / max(0.1, 1.0 - min(prefill_share, 0.9))
+            correction, _ = corrected(correction, decode, streams, profile)
     return mem.model_copy(
         update={
             "read_at": at,

@@ -321,15 +321,18 @@ class SnapshotBuilder:
         )
 
     def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:
-        """The catalogue's profile of one replica, as the simulator serves it: decode gives each
-        stream min(single, peak / n), so at the batches that matter ITL(b) = b / peak."""
+        """The catalogue's profile of one replica, as the simulator serves it: a decode step of b
+        streams takes a + c*b (tools.sim.serving.decode_step_s), which is ITL(b)."""
         found = self._profiles.get(spec.name)
         if found is None and spec.serving is not None and not spec.runs_jobs:
+            from tools.sim.serving import decode_step_s
+
             serving = spec.serving
+            base, per_seq = decode_step_s(serving)
             found = self._profiles[spec.name] = ServingProfile(
                 prefill_tok_s=serving.prefill_tok_s,
-                itl_base_s=0.0,
-                itl_per_seq_s=1.0 / serving.aggregate_peak_tok_s,
+                itl_base_s=max(0.0, base),
+                itl_per_seq_s=per_seq,
                 kv_tokens=spec.kv_capacity_tokens or None,
                 max_num_seqs=serving.max_num_seqs,
                 load_s=spec.load_s,

@@ -27,11 +27,11 @@ FLEET_POLICY = DEFAULT_POLICY.parent / "examples" / "fleet.yaml"
 INTERVAL_S = 15.0
 
 
-def steward_policy(fleet: bool, pools: set[str], slo_s: float) -> Policy:
+def steward_policy(fleet: bool, pools: set[str], slo_s: float, itl_s: float = 0.1) -> Policy:
     policy = load_policy(FLEET_POLICY if fleet else DEFAULT_POLICY)
     slo = dict(policy.slo)
     for pool in pools:
-        slo[pool] = SloTarget(queue_wait_s=slo_s, ttft_s=slo_s)
+        slo[pool] = SloTarget(queue_wait_s=slo_s, ttft_s=slo_s, itl_s=itl_s)
     return policy.model_copy(update={"slo": slo})
 
 

@@ -87,7 +87,9 @@ def _entry(name: str, knob: str, make: Make) -> Entry:
 
 def steward_entry(prep: Prepared) -> Entry:
     pools = set(prep.timelines)
-    policy = steward_policy(prep.setup.fleet is not None, pools, prep.setup.slo_ttft_s)
+    policy = steward_policy(
+        prep.setup.fleet is not None, pools, prep.setup.slo_ttft_s, prep.setup.slo_itl_s
+    )
 
     def build(sim: SimCluster, data_dir: Path) -> Steward:
         return Steward(sim, data_dir, policy)
