@@ -134,8 +134,9 @@ class LeaseHolder:
             if before is None or self._renewed_at != before or self.holder != s.identity:
                 break  # renewed, never led, or someone else holds it now: nothing to retry
             left = s.renew_deadline_s - (self._monotonic() - before)
-            if left < pause + 2 * s.timeout_s:
-                break  # no room left for one more round (a read and a write) before the deadline
+            if left < pause + s.timeout_s:
+                break  # no room left for one more request before the deadline (a 5xx, a 409 or
+                # a 429 answers at once; a renewal sent in time counts from when it was sent)
             self._sleep(pause)
             self.renewal_retries += 1
             held = self._attempt_once()
