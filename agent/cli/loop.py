@@ -231,26 +231,32 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 def check_planner(runtime: Runtime) -> None:
-    """A model-backed planner's endpoint is asked once before the first tick: when it does not
-    answer, one warning says why, and the rules planner decides until the planner's rest is over
-    (the loop then asks it again), instead of each tick finding out on its own."""
+    """A model's endpoint is asked once before the first tick: when it does not answer, one
+    warning says why, and the rules decide what the model would have (its deliberations fall
+    back at once, saying so) until the planner's rest is over, instead of each question finding
+    out on its own."""
     from agent.loop.nodes import PLANNER_REST
 
-    probe = getattr(runtime.ctx.planner, "probe", None)
-    if runtime.ctx.planner is runtime.ctx.fallback or probe is None:
+    ctx = runtime.ctx
+    model = ctx.deliberations.model if ctx.deliberations is not None else ctx.planner
+    probe = getattr(model, "probe", None)
+    if model is ctx.fallback or probe is None:
         return
     why = probe()
     if why is None:
         return
-    name = runtime.ctx.planner.name
     structlog.get_logger("steward.planner").warning(
-        f"the {name} planner's endpoint does not answer; the rules planner decides",
-        endpoint=getattr(getattr(runtime.ctx.planner, "endpoint", None), "base_url", None),
+        f"the {model.name} planner's endpoint does not answer; the rules planner decides",
+        endpoint=getattr(getattr(model, "endpoint", None), "base_url", None),
         cause=why,
         retry_in_s=PLANNER_REST.total_seconds(),
     )
-    runtime.ctx.planner_failure = f"its endpoint did not answer at start: {why}"
-    runtime.ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
+    failure = f"its endpoint did not answer at start: {why}"
+    if ctx.deliberations is not None:
+        ctx.deliberations.rest(failure, PLANNER_REST.total_seconds())
+        return
+    ctx.planner_failure = failure
+    ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
 
 
 def _day_over(where: Path, opened: Opened, json_out: bool) -> None:

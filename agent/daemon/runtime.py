@@ -90,8 +90,10 @@ class Runtime:
         self.stop = threading.Event()
         self._saved_at = time.monotonic()
         self._memory_due = False
-        self.head_witness = HeadPublisher(ctx.audit.outside_head, None)
         """A decision changed the memory since it was last written (housekeep writes it)."""
+        self.deliberation_fallback: str | None = None
+        """The latest deliberation that fell back since the last tick (its summary counts it)."""
+        self.head_witness = HeadPublisher(ctx.audit.outside_head, None)
         self.threads = DecisionThreads(graph, self.clock, ctx.latest)
         """The decisions' graph threads, those in a long action among them."""
         self.leadership: Leadership = Sole()
@@ -327,6 +329,7 @@ class Runtime:
         paused = pause.read(self.data_dir)
         resumed = self.threads.continue_long_actions() + (() if paused else self.resume_answered())
         resumed += self.judge_deliberated()
+        fell_back, self.deliberation_fallback = self.deliberation_fallback, None
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
         retrying = bool(self.threads.failed)
@@ -358,7 +361,10 @@ class Runtime:
             )
         report = report_of(self.tick_no, final, waiting, resumed, 0.0)
         report = dataclasses.replace(
-            report, in_progress=tuple(self.threads.running), ran=tuple(self.threads.ran)
+            report,
+            in_progress=tuple(self.threads.running),
+            ran=tuple(self.threads.ran),
+            fallback=report.fallback or fell_back,
         )
         self.threads.ran.clear()
         self.ctx.telemetry.long_actions.set(len(self.threads.running))
@@ -381,6 +387,8 @@ class Runtime:
             return ()
         done: list[str] = []
         for answer in self.ctx.deliberations.finished():
+            if answer.fallback_reason is not None:  # the summary counts it as a fallback
+                self.deliberation_fallback = answer.fallback_reason
             thread = answer.deliberation_id
             self.ctx.held = self.threads.held()
             given = Decision(decision_id=thread, tick=self.tick_no, deliberation=answer)
