@@ -1,0 +1,75 @@
+"""assess's view of a profiled workload under a TTFT target: offered work from the engines'
+counters, the reactive layer, and the words the plan and the log carry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from agent.loop.assess_settings import AssessSettings
+from agent.loop.slo_signals import slo_view
+from agent.loop.state import SloMemory
+from tools.backends.sim import SimCluster
+from tools.model import Metric, Workload
+
+SETTINGS = AssessSettings(slo_ttft_s={"burst": 3.0}, slo_itl_s={"burst": 0.1})
+
+
+def _burst(**readings: float) -> Workload:
+    state = SimCluster.homelab(seed=0).observe()
+    burst = state.workload("burst-llm")
+    assert burst is not None and burst.serving_profile is not None
+    at = state.observed_at
+    fresh = {k: Metric.fresh(v, at, "gateway") for k, v in readings.items()}
+    return burst.model_copy(update={"desired_replicas": 1, "ready_replicas": 1, **fresh})
+
+
+def _fed(workload: Workload, ticks: int) -> tuple[object, SloMemory | None]:
+    mem: SloMemory | None = None
+    view = None
+    for i in range(ticks):
+        at = workload.queue_depth.observed_at
+        assert at is not None
+        now = at + timedelta(seconds=15 * i)
+        moved = {
+            k: Metric.fresh(getattr(workload, k).value, now, "gateway")
+            for k in ("queue_depth", "tokens_per_s", "requests_running", "prompt_tokens_per_s",
+                      "requests_per_s", "kv_cache_usage", "queue_wait_s")
+            if getattr(workload, k).usable
+        }  # fmt: skip
+        view, mem = slo_view(workload.model_copy(update=moved), now, mem, SETTINGS)
+    return view, mem
+
+
+def test_offered_work_from_the_counters_sizes_the_workload_and_says_why() -> None:
+    light = _burst(
+        queue_depth=0, tokens_per_s=100, requests_running=4, prompt_tokens_per_s=400,
+        requests_per_s=0.4,
+    )  # fmt: skip
+    heavy = _burst(
+        queue_depth=0, tokens_per_s=900, requests_running=60, prompt_tokens_per_s=3000,
+        requests_per_s=3.0,
+    )  # fmt: skip
+    small, _ = _fed(light, 10)
+    big, _ = _fed(heavy, 10)
+    assert small is not None and big is not None
+    assert small.need == 1  # type: ignore[attr-defined]
+    assert big.need >= 2  # type: ignore[attr-defined]
+    assert "slots in flight" in big.words and "replicas by term" in big.words  # type: ignore[attr-defined]
+
+
+def test_a_full_kv_cache_adds_replicas_at_once() -> None:
+    full = _burst(
+        queue_depth=0, tokens_per_s=100, requests_running=4, prompt_tokens_per_s=400,
+        requests_per_s=0.4, kv_cache_usage=0.95,
+    )  # fmt: skip
+    view, _ = _fed(full, 2)
+    assert view is not None
+    assert "KV cache 95% used" in view.reactive  # type: ignore[attr-defined]
+    assert view.need >= 2  # type: ignore[attr-defined]
+
+
+def test_no_target_no_view() -> None:
+    plain = _burst(queue_depth=0)
+    at = plain.queue_depth.observed_at
+    assert at is not None
+    assert slo_view(plain, at, None, AssessSettings()) == (None, None)
