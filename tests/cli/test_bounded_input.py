@@ -35,22 +35,37 @@ class Run:
     """stdout and stderr"""
 
 
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Starts the command from a small process: Linux carries a process's peak RSS across fork and
+exec, so a child forked straight from this test process (hundreds of MB after a whole suite)
+would report the test's peak, not its own."""
+
+
 def _steward(args: list[str], cwd: Path) -> Run:
     err = cwd / "output.txt"
+    peak = cwd / "peak-kb.txt"
     with err.open("wb") as sink:
         start = time.monotonic()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "agent.cli", *args],
+        child = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, str(peak), "-m", "agent.cli", *args],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=sink,
             env={k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")},
+            check=False,
         )
-        _, status, usage = os.wait4(child.pid, 0)
         seconds = time.monotonic() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-    return Run(child.returncode, seconds, usage.ru_maxrss / 1024, err.read_text())
+    return Run(child.returncode, seconds, int(peak.read_text()) / 1024, err.read_text())
 
 
 @pytest.fixture(scope="module")

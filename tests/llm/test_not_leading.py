@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import structlog
+
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
@@ -43,6 +45,7 @@ class LosesTheLead:
 def test_no_model_call_once_the_lead_is_lost(
     tmp_path: Path, server: ScriptedServer, policy: Policy
 ) -> None:
+    structlog.reset_defaults()  # an earlier CliRunner test may have left it on a closed stderr
     server.add(submit([{"type": "scale_workload", "workload": "burst-llm", "replicas": 1}]))
     settings = LLMSettings(base_url=server.base_url, model="scripted-model", deadline_s=5.0)
     planner = LLMPlanner(settings, policy=policy, sleep=lambda s: time.sleep(min(s, 0.05)))

@@ -138,8 +138,11 @@ def test_bench_rotate_prints_its_figures(tmp_path: Path) -> None:
 
 
 def test_a_damaged_journal_is_refused_with_its_place(tmp_path: Path) -> None:
+    # The data dir holds a simulated cluster (a dir with a journal and no sim.json is refused
+    # first, as history without its cluster); then its journal is damaged.
+    assert runner.invoke(app, ["mode", "status", "--data-dir", str(tmp_path)]).exit_code == 0
     journal = Journal.open(tmp_path)
-    journal.path.parent.mkdir(parents=True)
+    journal.path.parent.mkdir(parents=True, exist_ok=True)
     journal.path.write_text("{not json\n")
     result = runner.invoke(app, ["mode", "status", "--data-dir", str(tmp_path)])
     assert result.exit_code == 2
