@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from evals.bench.trace.bound import bound, schedule
-from evals.bench.trace.replay import replay
+from evals.bench.trace.calibrate import calibrated
+from evals.bench.trace.replay import replay, with_scales
+from evals.bench.trace.run import TRAIN_SEED
 from evals.bench.trace.tuning import TARGET_ATTAINMENT, entries
 from tests.bench.conftest import prepared
 
@@ -30,7 +32,9 @@ def test_replicas_needed_within_the_first_load_are_warm_at_the_start() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", ["sinusoid", "flash"])
 def test_the_bound_is_certified_and_no_controller_meets_the_target_on_less(trace: str) -> None:
-    prep = prepared(trace, 1200, seed=3)
+    # As `steward bench trace` does: the load calibrated on the training seed, then a test seed.
+    train = calibrated(prepared(trace, 1200, seed=TRAIN_SEED))
+    prep = with_scales(prepared(trace, 1200, seed=3), train.rate_scale)
     found = bound(prep, TARGET_ATTAINMENT)
     assert found.certified
     assert found.outcome.figures.slo_attainment >= TARGET_ATTAINMENT
