@@ -45,7 +45,9 @@ def test_a_badly_answering_model_runs_nothing_unsafe_and_falls_back(tmp_path: Pa
     (cases / anomaly.name).write_text(anomaly.read_text())
     report = tmp_path / "llm.json"
     with ScriptedServer() as server:
-        server.add(*BAD * 6)  # past the script, every request gets HTTP 500
+        # The broken answers first: the one deliberation fails and falls back (a valid but greedy
+        # plan first would be judged instead, its unsafe actions refused, and nothing fail).
+        server.add(*BAD[1:], *BAD * 5)  # past the script, every request gets HTTP 500
         env = {
             **os.environ,
             "STEWARD_LLM_BASE_URL": server.base_url,
