@@ -232,9 +232,9 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
 
 def check_planner(runtime: Runtime) -> None:
     """A model's endpoint is asked once before the first tick: when it does not answer, one
-    warning says why, and the rules decide what the model would have (its deliberations fall
-    back at once, saying so) until the planner's rest is over, instead of each question finding
-    out on its own."""
+    warning says why. The rules plan every tick whatever the model does; a planner that is not
+    a deliberator rests until the planner's rest is over, while a deliberation keeps its own
+    deadline (and falls back at it, counted in the run's summary)."""
     from agent.loop.nodes import PLANNER_REST
 
     ctx = runtime.ctx
@@ -251,11 +251,9 @@ def check_planner(runtime: Runtime) -> None:
         cause=why,
         retry_in_s=PLANNER_REST.total_seconds(),
     )
-    failure = f"its endpoint did not answer at start: {why}"
     if ctx.deliberations is not None:
-        ctx.deliberations.rest(failure, PLANNER_REST.total_seconds())
-        return
-    ctx.planner_failure = failure
+        return  # the rules plan every tick anyway; each deliberation keeps its own deadline
+    ctx.planner_failure = f"its endpoint did not answer at start: {why}"
     ctx.planner_resting_until = runtime.parts.clock.now() + PLANNER_REST
 
 

@@ -69,14 +69,6 @@ class Deliberations:
         self._lock = threading.Lock()
         self.settled: dict[str, str] = {}
         """Premises answered (key -> deliberation id): not asked again while they stand."""
-        self.resting_until_s = float("-inf")
-        self.rest_reason = ""
-
-    def rest(self, reason: str, seconds: float) -> None:
-        """Ask the model nothing for `seconds` (its endpoint did not answer): each question
-        meanwhile falls back at once, with `reason`, instead of waiting out a deadline."""
-        self.resting_until_s = self.clock() + seconds
-        self.rest_reason = reason
 
     @property
     def busy(self) -> bool:
@@ -99,18 +91,6 @@ class Deliberations:
         if question.key in self.settled or question.key in self.pending() or self.busy:
             return None
         running = _Running(new_decision_id(), question, self.clock(), state)
-        if running.asked_at_s < self.resting_until_s:
-            running.answer = Deliberated(
-                deliberation_id=running.deliberation_id,
-                question=question,
-                asked_at=state.observed_at,
-                fallback_reason=f"{self.rest_reason}; the rules decide",
-                model=self.model.model,
-            )
-            running.done.set()
-            with self._lock:
-                self._running.append(running)
-            return running.deliberation_id
         with self._lock:
             self._running.append(running)
         log.info(
