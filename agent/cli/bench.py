@@ -224,6 +224,13 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
         )
     except InvalidInput as exc:
         fail(str(exc))
+    for beaten in result.beaten():
+        err_console.print(
+            f"bound beaten: {beaten.controller} met the target on {beaten.gpu_hours:g} GPU-h, "
+            f"below the bound's {beaten.bound_gpu_hours:g} (seed {beaten.seed}): the bound's "
+            "search missed a cheaper schedule",
+            highlight=False,
+        )
     if report is not None:
         written = write_report(result, report)
         err_console.print(f"report: {written}")

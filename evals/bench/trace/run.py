@@ -7,10 +7,14 @@
    certified on the same seed.
 3. The JSON is `{"controllers": {NAME: summary}, "bound": summary}`: means over the seeds with
    95 % bootstrap intervals (intervals.py), and each controller's GPU-hours over the bound's.
+   The bound carries its certificate check: `beaten_by` lists every controller run that met the
+   target on fewer GPU-hours than the bound of its seed (empty when the bound holds); the CLI
+   also says so on stderr.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import subprocess
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.bench.trace.bound import Bound, bound
+from evals.bench.trace.bound import Beaten, Bound, beaten_by, bound
 from evals.bench.trace.calibrate import calibrated
 from evals.bench.trace.intervals import mean_ci
 from evals.bench.trace.load import resolve, training_split
@@ -53,9 +57,26 @@ class Result:
                 **summary([b.outcome for b in self.bounds], bound_gpu, "dynamic programming"),
                 "certified": all(b.certified for b in self.bounds),
                 "utilization": [round(b.utilization, 4) for b in self.bounds],
+                "smoothing_s": [
+                    None if math.isinf(b.smoothing_s) else b.smoothing_s for b in self.bounds
+                ],
+                "beaten_by": [
+                    {
+                        "controller": x.controller,
+                        "seed": x.seed,
+                        "gpu_hours": x.gpu_hours,
+                        "bound_gpu_hours": x.bound_gpu_hours,
+                    }
+                    for x in self.beaten()
+                ],
             },
             "setup": self.setup(),
         }
+
+    def beaten(self) -> list[Beaten]:
+        """Controller runs that met the target on fewer GPU-hours than their seed's bound."""
+        seeds = [p.setup.seed for p in self.tests]
+        return beaten_by(self.bounds, self.runs, seeds, TARGET_ATTAINMENT)
 
     def setup(self) -> dict[str, object]:
         s = self.tests[0].setup
