@@ -154,7 +154,11 @@ class Bound:
 def bound(prep: Prepared, target: float, progress: Callable[[str], None] | None = None) -> Bound:
     """The cheapest certified schedule over every smoothing window and planned utilization
     tried; with none certified, the one closest to the target (marked uncertified)."""
-    tried = [b for window in SMOOTHING_S for b in _bisect(prep, target, window, progress)]
+    return cheapest([b for window in SMOOTHING_S for b in search(prep, target, window, progress)])
+
+
+def cheapest(tried: Sequence[Bound]) -> Bound:
+    """The bound among the schedules a search replayed (those of every window)."""
     certified = [b for b in tried if b.certified]
     if certified:
         best = min(certified, key=lambda b: (b.outcome.figures.gpu_hours, -b.utilization))
@@ -163,14 +167,17 @@ def bound(prep: Prepared, target: float, progress: Callable[[str], None] | None 
     return Bound(best.outcome, best.utilization, best.certified, best.smoothing_s, len(tried))
 
 
-def _bisect(
-    prep: Prepared, target: float, smoothing_s: float, progress: Callable[[str], None] | None
+def search(
+    prep: Prepared,
+    target: float,
+    smoothing_s: float,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Bound]:
     """Every schedule replayed while bisecting `u` for one smoothing window."""
 
     def run(u: float) -> Bound:
         if progress is not None:
-            progress(f"bound: smoothing {smoothing_s:g} s, u={u:.4g}")
+            progress(f"bound: seed {prep.setup.seed}, smoothing {smoothing_s:g} s, u={u:.4g}")
         controller = Scheduled(plans(prep, u, smoothing_s))
         knob = f"utilization={u:.4g} smoothing_s={smoothing_s:g}"
         entry = Entry("bound", knob, lambda sim, d: controller, controller.initial)
