@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from tools.labels import matches
 from tools.placement.demand import ZONE_LABEL
 from tools.sim.faults import FaultBook
 from tools.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
@@ -136,9 +137,7 @@ class Placer:
         key = tuple(sorted(selector.items()))
         if key not in self._selected:
             self._selected[key] = [
-                n.name
-                for n in self.profile.nodes
-                if all(n.labels.get(k) == v for k, v in selector.items())
+                n.name for n in self.profile.nodes if matches(n.labels, selector)
             ]
         return self._selected[key]
 

@@ -31,6 +31,7 @@ from evals.bench.trace.load import PEAK_LOAD, Shape, Timeline, demand_for
 from evals.bench.trace.record import Arrivals, JobTrace, Meter, RecordingWindow, Sink, Tally
 from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
+from tools.labels import matches
 from tools.sim.metrics import oldest_waiting
 from tools.sim.profiles import Profile, fleet, homelab
 from tools.sim.scenario import FleetProfile, HomelabProfile, Scenario
@@ -169,7 +170,7 @@ def _targets(profile: Profile, pool: str, home: bool) -> list[Target]:
         per_node = {n.name: len(n.cards) for n in profile.nodes}
         eligible = [
             n for n in profile.nodes
-            if all(n.labels.get(k) == v for k, v in spec.node_selector.items())
+            if matches(n.labels, spec.node_selector)
         ]  # fmt: skip
         cards = max(1, spec.cards_per_replica)
         room = sum(per_node[n.name] // cards for n in eligible)
