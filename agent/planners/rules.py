@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent.loop.assess import is_hot, zero_due
-from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.model import Signals, WorkloadSignals
 from tools.actions import (
     Action,
     PlaceReplica,
@@ -63,11 +63,7 @@ class RulesPlanner:
         self._lifting: set[str] = set()
         """Nodes this plan already uncordons."""
 
-    def plan(self, state: ClusterState, signals: object) -> Plan:
-        if not isinstance(signals, Signals):
-            raise TypeError(
-                f"RulesPlanner.plan needs agent.loop.state.Signals, not {type(signals)}"
-            )
+    def plan(self, state: ClusterState, signals: Signals) -> Plan:
         actions: list[Action] = []
         notes: list[str] = []
         cards = PlanCards(state)
