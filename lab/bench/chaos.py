@@ -38,15 +38,15 @@ from pydantic import BaseModel
 
 from agent.approvals.inbox import Inbox
 from agent.audit import HEAD_FILE, ApprovalRecord, AuditLog, Intent, Outcome
-from evals.bench.leadership import LeadershipReport, run_leadership
+from lab.bench.leadership import LeadershipReport, run_leadership
+from lab.sim.backend import SimCluster
+from lab.sim.faults import ApiErrors, NodeLoss
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tests.llm.scripted_server import BAD_SHAPES, Reply, ScriptedServer, bad, error, hang
 from tests.llm.scripted_server import submit as submit_reply
 from tests.llm.scripted_server import trickle as trickled
-from tools.backends.sim import SimCluster
 from tools.errors import TemporaryError
-from tools.sim.faults import ApiErrors, NodeLoss
 
 STEWARD = [sys.executable, "-m", "agent.cli"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,7 +131,7 @@ def run_chaos(
     minutes: float, seed: int, data_dir: Path | None = None, api_faults: float | None = None
 ) -> ChaosReport:
     """Run the soak for `minutes` (see the module docstring) and check the invariants; with
-    `api_faults`, the leadership soak as well (evals/bench/leadership.py)."""
+    `api_faults`, the leadership soak as well (lab/bench/leadership.py)."""
     rng = random.Random(seed)
     feed = _Feed(random.Random(seed + 1))
     with tempfile.TemporaryDirectory(prefix="steward-chaos-") as scratch:

@@ -26,11 +26,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import Scenario
 from tools.bases import new_version
 from tools.model import ClusterState, Gpu, Metric, Node
 from tools.parsing import StateParser
-from tools.sim.scenario import Scenario
 
 INTERVAL_S = 15.0
 """The loop's tick: 15 s of world time between two decisions."""

@@ -1,8 +1,8 @@
 """`steward bench loop --backend kubernetes`: one tick of the loop against the twin.
 
 The fleet of `steward bench loop` (N nodes x 8 cards, steady demand) is served by the twin
-(evals/twin) on loopback, in a process of its own as a cluster's API server is
-(evals/bench/twin_process.py), and the loop runs on the Kubernetes backend through the official
+(lab/twin) on loopback, in a process of its own as a cluster's API server is
+(lab/bench/twin_process.py), and the loop runs on the Kubernetes backend through the official
 client, as it would against a real cluster. Between two timed ticks (untimed, as on a cluster
 where time passes by itself) the loop does what `Runtime.tick` does after a decision
 (`housekeep`), the twin's world moves 15 s, and `churn` of the nodes post their status, as
@@ -23,9 +23,9 @@ import structlog
 
 from agent.cli.bench import measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
-from evals.bench.fresh import INTERVAL_S, scrape_interval_s
-from evals.bench.loop import DEFAULT_CHURN, _fleet_policy
-from evals.bench.twin_process import TwinProcess
+from lab.bench.fresh import INTERVAL_S, scrape_interval_s
+from lab.bench.loop import DEFAULT_CHURN, _fleet_policy
+from lab.bench.twin_process import TwinProcess
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.settings import KubernetesSettings

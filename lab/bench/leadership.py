@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evals.twin.faults import FaultSettings
-from evals.twin.resources import LEASE
+from lab.twin.faults import FaultSettings
+from lab.twin.resources import LEASE
 from tests.kubernetes.replicas import Replica, two_replicas, wait_for
 from tests.llm.scripted_server import Reply, ScriptedServer, submit
 

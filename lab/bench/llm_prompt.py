@@ -1,6 +1,6 @@
 """`steward bench llm-prompt`: how many tokens the LLM planner's first request costs at a size.
 
-It builds a simulated fleet (`tools.sim.profiles.fleet`) with demand on every pool and a few
+It builds a simulated fleet (`lab.sim.profiles.fleet`) with demand on every pool and a few
 lost nodes, so that the summary has findings, workloads to look at and node problems to list;
 assesses it with the fleet policy; and counts the first request the planner would send: the
 system prompt, the user message (the policy in brief and the bounded summary) and the tools.
@@ -27,13 +27,13 @@ from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
 from agent.loop.assess import assess
 from agent.loop.state import Memory, Signals
 from agent.planners.rule_settings import RulesSettings
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.faults import NodeLoss
+from lab.sim.scenario import FleetProfile, Scenario
 from policies.loader import load_policy
 from policies.model import Policy
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.faults import NodeLoss
-from tools.sim.scenario import FleetProfile, Scenario
 
 BUDGET_TOKENS = 3500
 """The first request of a deliberation at most: system prompt, summary and tools (13 read-only

@@ -5,7 +5,7 @@ decision log with fsync, the simulated cluster saved when something changed):
 - `tick` — one pass of the agent (observe, assess, plan, guard, act, verify, record) with the
   rules planner on a simulated fleet of `nodes` nodes x 8 cards with steady demand (target:
   p99_ms <= 100 at 1,000 nodes). Every observation is fresh: the simulator's snapshot dumped to
-  JSON and parsed back (evals/bench/fresh.py), no object shared with the one before; the fleet
+  JSON and parsed back (lab/bench/fresh.py), no object shared with the one before; the fleet
   is scraped so that `churn` of its nodes change per tick, and `metrics.max_age_s` is set for
   that scrape interval (`max_age_s`), so the readings are fresh and the agent decides as on a
   healthy fleet (now and then a tick proposes, judges and records a plan). What `Runtime.tick`
@@ -40,13 +40,13 @@ import structlog
 from agent.cli.bench import Figures, figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
 from agent.loop.assess_settings import AssessSettings
-from evals.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
+from lab.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.profiles import fleet
+from lab.sim.scenario import FleetProfile, Scenario
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
-from tools.backends.sim import SimCluster
-from tools.sim.demand import PoissonDemand
-from tools.sim.profiles import fleet
-from tools.sim.scenario import FleetProfile, Scenario
 
 FLEET_POLICY = DEFAULT_POLICY.parent / "examples" / "fleet.yaml"
 DEFAULT_CHURN = 0.05

@@ -1,7 +1,7 @@
 """`steward bench place`: what placing 100 replicas on a 1,000-node fleet costs.
 
 Every run places the replicas one by one on a fresh observation: the fleet with `churn` of its
-nodes changed since the run before, dumped and parsed from JSON (evals/bench/fresh.py). So the
+nodes changed since the run before, dumped and parsed from JSON (lab/bench/fresh.py). So the
 run pays what a tick on a real backend pays: the capacity of the nodes that changed counted
 again, the rest found by version, never by object identity. Parsing is timed apart (`parse`);
 the capacity of the first, cold observation is `capacity_build_ms`.
@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.cli.bench import figures, measure
-from evals.bench.fresh import ChurnedFleet
-from tools.backends.sim import SimCluster
+from lab.bench.fresh import ChurnedFleet
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import FleetProfile, Scenario
 from tools.model import ClusterState, Gpu, Metric, Node, Pool, Sharing, Taint, Workload
 from tools.placement import load_catalog, node_capacity, pick_nodes
-from tools.sim.scenario import FleetProfile, Scenario
 
 TARGET_MEDIAN_MS = 50.0
 

@@ -1,7 +1,7 @@
 """`steward bench policy`: what judging a 100-action plan against a 1,000-node fleet costs.
 
-Every run judges a fresh observation: the fleet of evals/bench/policy_fleet.py with `churn` of
-its nodes changed since the run before, dumped and parsed from JSON (evals/bench/fresh.py), so
+Every run judges a fresh observation: the fleet of lab/bench/policy_fleet.py with `churn` of
+its nodes changed since the run before, dumped and parsed from JSON (lab/bench/fresh.py), so
 nothing the engine derives is found by object identity — only by the nodes' versions, as it
 would be on a real backend. Parsing is the backend's work and is timed apart (`parse`).
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent.cli.bench import figures, measure
-from evals.bench.fresh import ChurnedFleet
-from evals.bench.policy_fleet import fleet_plan, fleet_policy, fleet_state
+from lab.bench.fresh import ChurnedFleet
+from lab.bench.policy_fleet import fleet_plan, fleet_policy, fleet_state
 from policies.engine import judge
 from policies.history import History
 

@@ -1,6 +1,6 @@
 """The state, policy and plan `steward bench policy` times the engine on.
 
-A fleet shaped like `tools.sim.profiles.fleet` — N nodes of eight H200, four pools (llm-large,
+A fleet shaped like `lab.sim.profiles.fleet` — N nodes of eight H200, four pools (llm-large,
 llm-mid, llm-small, embed), 50 workloads a pool spread five nodes each, about 70 % of the cards
 in use, every metric fresh — built straight from tools.model so that building it costs nothing
 next to judging it. The plan mixes scale-ups and -downs, placements, cordons and drains.

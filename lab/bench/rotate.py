@@ -26,14 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.cli.bench import peak_rss_mb
 from agent.rotation.runner import open_rotation
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
+from lab.sim.scenario import Scenario
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
-from tools.backends.sim import SimCluster
 from tools.errors import TemporaryError
 from tools.modes import RotationOutcome
-from tools.sim.demand import PoissonDemand
-from tools.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
-from tools.sim.scenario import Scenario
 
 FAULTS = (
     "none",

@@ -1,6 +1,6 @@
 """`steward bench sim`: what observing the simulated cluster and one tick of it cost at fleet size.
 
-A fleet profile (tools.sim.profiles.fleet) with demand at half capacity, warmed up for a minute of
+A fleet profile (lab.sim.profiles.fleet) with demand at half capacity, warmed up for a minute of
 simulated time so queues and scrapes are in their steady state, then observe() plus one tick of
 the simulator, timed.
 """
@@ -14,8 +14,8 @@ import typer
 
 from agent.cli import bench
 from agent.cli.common import JsonOpt, console, emit_json
-from tools.backends.sim import SimCluster
-from tools.sim.scenario import fleet_scenario
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import fleet_scenario
 
 
 @bench.app.command("sim")

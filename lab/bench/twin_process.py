@@ -5,7 +5,7 @@ process, the twin's event loop (serving watch streams, letting the world run) wo
 the timed tick for the interpreter, and its heap (the store and its history, the simulator)
 would sit in the tick's garbage collections. So `TwinProcess` starts the fleet's twin in a
 fresh interpreter (`spawn`: no thread or lock of this one is copied) and drives it through the
-twin's hooks (evals/twin/hooks.py), as a test in another process would: the world's 15 s and
+twin's hooks (lab/twin/hooks.py), as a test in another process would: the world's 15 s and
 the kubelets' heartbeats, each answering with the resourceVersion it reached.
 """
 
@@ -81,9 +81,9 @@ def _serve(nodes: int, scrape_every_s: float, tell: Connection) -> None:
     """The child: build the fleet, serve it, send the URL, serve until terminated."""
     import structlog
 
-    from evals.bench.loop import _fleet
-    from evals.twin.server import Twin
-    from tools.backends.sim import SimCluster
+    from lab.bench.loop import _fleet
+    from lab.sim.backend import SimCluster
+    from lab.twin.server import Twin
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     twin = Twin(SimCluster(_fleet(nodes, scrape_every_s)))

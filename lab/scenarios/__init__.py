@@ -1,7 +1,7 @@
 """Scenario files shipped with Steward (docs/scenarios.md): the homelab's faults and days.
 
 A package only so that they travel with an installed Steward; their trace paths point into
-evals/traces beside them.
+lab/traces beside them.
 """
 
 from pathlib import Path

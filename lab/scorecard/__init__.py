@@ -1,4 +1,4 @@
-"""`steward eval`: the cases of evals/cases/ run through the real agent loop and scored.
+"""`steward eval`: the cases of lab/cases/ run through the real agent loop and scored.
 
 cases.py loads the case files and their policies, run.py runs one case on the embedded
 simulated cluster, score.py turns what happened into pass / partial / fail, report.py folds the
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.planners.base import Planner, PlannerReport
-from evals.scorecard.cases import CASES_DIR, Case, load_case, load_cases
-from evals.scorecard.report import PASS_SCORE, LlmCost, llm_cost, markdown, scorecard
-from evals.scorecard.run import CaseRun, run_case
-from evals.scorecard.score import CaseScore, refused, score
+from lab.scorecard.cases import CASES_DIR, Case, load_case, load_cases
+from lab.scorecard.report import PASS_SCORE, LlmCost, llm_cost, markdown, scorecard
+from lab.scorecard.run import CaseRun, run_case
+from lab.scorecard.score import CaseScore, refused, score
 from tools.errors import InvalidInput
 
 __all__ = [
@@ -87,7 +87,7 @@ def evaluate(
         questions = None
         if planner_name == "llm":
             from agent.planners.llm_settings import LLMSettings
-            from evals.scorecard.questions import score_questions
+            from lab.scorecard.questions import score_questions
 
             questions = score_questions(Path(tmp), LLMSettings())
     scores = [d.score for d in done]

@@ -1,6 +1,6 @@
-"""Eval cases: the scenario files of evals/cases/, each with the policy it is judged under.
+"""Eval cases: the scenario files of lab/cases/, each with the policy it is judged under.
 
-A case is a scenario (tools.sim.scenario) with `expect:`; its `policy:` mapping is laid over
+A case is a scenario (lab.sim.scenario) with `expect:`; its `policy:` mapping is laid over
 policies/default.yaml key by key (a mapping merges into a mapping, anything else replaces), and
 the result is checked like any policy file, so a case that asks for an impossible policy is
 refused before it runs with the case's file named.
@@ -15,10 +15,10 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from lab.sim.scenario import Scenario, load_scenario
 from policies.loader import DEFAULT_POLICY, parse_policy
 from policies.model import Policy
 from tools.errors import InvalidInput
-from tools.sim.scenario import Scenario, load_scenario
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 

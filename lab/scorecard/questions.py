@@ -1,6 +1,6 @@
 """Questions whose answers are in the decision log, scored for `steward eval --planner llm`.
 
-Each file of evals/questions/ names an eval case, a question and the action whose decision the
+Each file of lab/questions/ names an eval case, a question and the action whose decision the
 answer must cite. The case runs first with the rules planner (so the log holds what the rules
 did); then the model is asked, as `steward ask` asks it — read-only tools only — over the
 case's end state and log. A question passes when the answer cites a decision that carried out
@@ -21,9 +21,9 @@ from agent.planners.asker import Asker
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_settings import LLMSettings
 from agent.planners.rule_settings import RulesSettings
-from evals.scorecard.cases import CASES_DIR, Case, load_case
-from evals.scorecard.run import run_case
-from tools.backends.sim import SimCluster
+from lab.scorecard.cases import CASES_DIR, Case, load_case
+from lab.scorecard.run import run_case
+from lab.sim.backend import SimCluster
 from tools.errors import InvalidInput
 
 QUESTIONS_DIR = Path(__file__).resolve().parents[1] / "questions"
@@ -34,7 +34,7 @@ class QuestionCase(BaseModel):
 
     name: str = Field(min_length=1)
     case: str = Field(min_length=1)
-    """The eval case (a file of evals/cases/, without .yaml) that makes the log."""
+    """The eval case (a file of lab/cases/, without .yaml) that makes the log."""
     question: str = Field(min_length=1)
     cites: str = Field(min_length=1)
     """The description of an executed action whose decision the answer must cite."""

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent.planners.base import PlannerReport
-from evals.scorecard.score import CaseScore
+from lab.scorecard.score import CaseScore
 
 PASS_SCORE = 95.0
 """`steward eval` exits 1 below this score (or on any unsafe action)."""

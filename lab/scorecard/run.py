@@ -20,7 +20,10 @@ from agent.audit.records import ActionOutcome, FindingChange, Intent, Outcome, P
 from agent.daemon.runtime import Runtime
 from agent.loop.assess import assess
 from agent.planners.base import Planner, PlannerReport
-from evals.scorecard.cases import Case
+from lab.scorecard.cases import Case
+from lab.sim.backend import SimCluster
+from lab.sim.expect import PastAction
+from lab.sim.series import SimSeries
 from tools.actions import (
     Action,
     CordonNode,
@@ -30,10 +33,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.expect import PastAction
-from tools.sim.series import SimSeries
 
 HISTORY_DIGEST = "0" * 64
 """The observation digest of a preloaded past decision: nothing was observed in this run."""

@@ -13,13 +13,13 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from evals.scorecard.cases import Case
-from evals.scorecard.run import CaseRun, Done
+from lab.scorecard.cases import Case
+from lab.scorecard.run import CaseRun, Done
+from lab.sim.expect import ActionMatch, Expect, Forbidden
 from tools.actions import Action, PlaceReplica, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL
 from tools.results import Check
-from tools.sim.expect import ActionMatch, Expect, Forbidden
 
 PARTIAL_SHARE = 0.5
 

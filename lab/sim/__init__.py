@@ -1,4 +1,4 @@
-"""The simulator behind the embedded cluster (tools.backends.sim.SimCluster).
+"""The simulator behind the embedded cluster (lab.sim.backend.SimCluster).
 
 Split by noun: profiles (what hardware and workloads exist), demand (arrivals), serving (how a
 replica turns requests into tokens), faults, lifecycle and placement (replicas and where they

@@ -1,6 +1,6 @@
 """The embedded simulated cluster: the default backend of `steward run`, the tests and the evals.
 
-`SimCluster` implements the `Cluster` protocol over the simulator in tools/sim: observe, scale,
+`SimCluster` implements the `Cluster` protocol over the simulator in lab/sim: observe, scale,
 place, cordon, uncordon, drain, probe and link_status, each with `dry_run`. On top of the
 protocol it has a virtual clock (`now`, `advance`), fault injection (`inject`), the time series
 of what it served (`series`), and persistence in a data dir (`open`, `save`) so that successive
@@ -19,18 +19,18 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from lab.sim import control, lifecycle, store
+from lab.sim.clock import Pacer
+from lab.sim.demand import Generator
+from lab.sim.engine import Engine
+from lab.sim.faults import Fault, FaultBook
+from lab.sim.scenario import Scenario
+from lab.sim.series import SeriesPoint, SimSeries
+from lab.sim.snapshot import SnapshotBuilder
+from lab.sim.state import GeneratorState, NodeRun, SimState, WorkloadRun
 from tools.errors import BackendUnavailable, InvalidInput
 from tools.model import ClusterState, Link
 from tools.results import ActionResult, DrainProgress, DrainResult, ProbeResult
-from tools.sim import control, lifecycle, store
-from tools.sim.clock import Pacer
-from tools.sim.demand import Generator
-from tools.sim.engine import Engine
-from tools.sim.faults import Fault, FaultBook
-from tools.sim.scenario import Scenario
-from tools.sim.series import SeriesPoint, SimSeries
-from tools.sim.snapshot import SnapshotBuilder
-from tools.sim.state import GeneratorState, NodeRun, SimState, WorkloadRun
 
 PROBE_PROMPT_TOKENS = 512
 PROBE_OUTPUT_TOKENS = 64

@@ -7,12 +7,12 @@ A name that exists nowhere raises InvalidInput: that is a bad action, not a refu
 
 from __future__ import annotations
 
+from lab.sim import lifecycle
+from lab.sim.engine import Engine
+from lab.sim.placement import gib
+from lab.sim.state import SCALE_DOWN_GRACE_S, Replica, WorkloadRun
 from tools.errors import InvalidInput
 from tools.results import ActionResult
-from tools.sim import lifecycle
-from tools.sim.engine import Engine
-from tools.sim.placement import gib
-from tools.sim.state import SCALE_DOWN_GRACE_S, Replica, WorkloadRun
 
 
 def _run(engine: Engine, workload: str) -> WorkloadRun:

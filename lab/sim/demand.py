@@ -6,14 +6,14 @@ yields the requests arriving in a time window, deterministically for a seed:
 - `poisson`: a constant rate;
 - `diurnal`: a rate that follows the day, lowest at `trough_hour`, highest twelve hours later;
 - `burst`: a rate during one window only;
-- `trace`: replay of a real request trace (the CSVs in evals/traces: TIMESTAMP, ContextTokens,
+- `trace`: replay of a real request trace (the CSVs in lab/traces: TIMESTAMP, ContextTokens,
   GeneratedTokens), thinned or replicated by `rate_scale` (a real service's trace is many times
   what two GX10 serve; thinning keeps the trace's shape over time, unlike compressing it);
 - `rates`: Poisson arrivals following a per-window rate file (ServeGen's rates per 10-minute
   window over two weeks), scaled by `rate_scale`: the shape of days when a trace is an hour;
 - `render`: render jobs, not token requests: each needs `gpu_s_per_job` seconds of one render
   replica (its cards busy), arriving by `arrivals` (poisson, burst or diurnal, as above). A job
-  is a `Request` with `work_s` set (its tokens are 0); tools.sim.jobs runs them.
+  is a `Request` with `work_s` set (its tokens are 0); lab.sim.jobs runs them.
 
 A request targets a workload or a pool (then the router picks one of the pool's workloads).
 """
@@ -31,8 +31,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lab.sim.limits import MAX_RATE_PER_MIN, MAX_SPAN_S
 from tools.errors import InvalidInput
-from tools.sim.limits import MAX_RATE_PER_MIN, MAX_SPAN_S
 
 
 @dataclass(slots=True)

@@ -16,13 +16,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from tools.sim import jobs, lifecycle, metrics, router
-from tools.sim.demand import Generator, Request
-from tools.sim.faults import FaultBook
-from tools.sim.placement import Placer
-from tools.sim.profiles import Profile, WorkloadSpec
-from tools.sim.serving import COUNT_EPS, step
-from tools.sim.state import NodeRun, Replica, SimState, WorkloadRun
+from lab.sim import jobs, lifecycle, metrics, router
+from lab.sim.demand import Generator, Request
+from lab.sim.faults import FaultBook
+from lab.sim.placement import Placer
+from lab.sim.profiles import Profile, WorkloadSpec
+from lab.sim.serving import COUNT_EPS, step
+from lab.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +173,7 @@ class Engine:
                 windows=windows,
             )
         # Only replicas with work step (an idle one costs nothing), and an engine shared by
-        # replicas alike steps once for all of them (tools.sim.router); a terminating replica
+        # replicas alike steps once for all of them (lab.sim.router); a terminating replica
         # drains what it holds, its queue included, and is sent nothing new.
         busy: dict[int, list[Any]] = {}
         for r in run.replicas:
@@ -196,7 +196,7 @@ class Engine:
 
     def replica_in_flight(self, r: Replica) -> int:
         """Requests one replica holds, running or waiting in its queue (whole: a replica
-        folded with others holds its share of a cohort, a fraction, tools.sim.router)."""
+        folded with others holds its share of a cohort, a fraction, lab.sim.router)."""
         return round(r.server.in_flight + r.server.waiting_n)
 
     def steady_utilization(self, r: Replica) -> float:

@@ -6,7 +6,7 @@ pending approvals that must show up, bounds on the end state, and bounds on queu
 also carry `history:`, actions executed before the start (an active cooldown, an hour's change
 budget already spent), which the eval writes into the decision log before the first tick.
 
-These are data only: the scorer (evals/scorecard) reads them against the decision log's
+These are data only: the scorer (lab/scorecard) reads them against the decision log's
 executed actions and the simulated cluster's end state, never against log wording.
 """
 

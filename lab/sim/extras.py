@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lab.sim.limits import MAX_REPLICAS
+from lab.sim.profiles import GIB, Profile, ServingSpec, WorkloadSpec, catalogued
 from tools.model import Mode, Pool, WorkloadKind
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL
-from tools.sim.limits import MAX_REPLICAS
-from tools.sim.profiles import GIB, Profile, ServingSpec, WorkloadSpec, catalogued
 
 
 class _Spec(BaseModel):

@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.sim.limits import MAX_SPAN_S
+from lab.sim.limits import MAX_SPAN_S
 
 ApiOperation = Literal[
     "observe",

@@ -14,9 +14,9 @@ grace period (lifecycle.terminate), else the job is aborted; a lost node aborts 
 
 from __future__ import annotations
 
-from tools.sim.profiles import WorkloadSpec
-from tools.sim.serving import Flight, Window
-from tools.sim.state import Replica, WorkloadRun
+from lab.sim.profiles import WorkloadSpec
+from lab.sim.serving import Flight, Window
+from lab.sim.state import Replica, WorkloadRun
 
 DONE_EPS_S = 1e-9
 

@@ -11,9 +11,9 @@ unless its node comes back first (then it starts again: the process died with th
 
 from __future__ import annotations
 
-from tools.sim.router import detach
-from tools.sim.state import EVICTION_S, SCALE_DOWN_GRACE_S, Replica, WorkloadRun
-from tools.sim.world import World
+from lab.sim.router import detach
+from lab.sim.state import EVICTION_S, SCALE_DOWN_GRACE_S, Replica, WorkloadRun
+from lab.sim.world import World
 
 _REMOVAL_ORDER = {"pending": 0, "starting": 1, "unreachable": 2, "ready": 3}
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from tools.sim.state import CardSample, SeriesRow, WorkloadRun
-from tools.sim.world import World
+from lab.sim.state import CardSample, SeriesRow, WorkloadRun
+from lab.sim.world import World
 
 SERIES_KEEP_S = 86_400.0
 """The series keeps the last day in memory (a daemon runs for weeks)."""

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
+from lab.sim.faults import FaultBook
+from lab.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
+from lab.sim.state import Replica, SimState, card_uuid
 from tools.placement.demand import ZONE_LABEL
-from tools.sim.faults import FaultBook
-from tools.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
-from tools.sim.state import Replica, SimState, card_uuid
 
 MAX_REASONS = 4
 """Nodes named in a refusal: enough to act on, short enough to read."""

@@ -75,7 +75,7 @@ class ServingSpec(_Spec):
     """Over all the replica's nodes; 0: from the catalogue (`catalogued`)."""
     max_num_seqs: int = Field(default=256, gt=0)
     """Requests one replica runs at once; also the batch at which it reaches its aggregate peak
-    (tools.sim.serving.decode_step_s)."""
+    (lab.sim.serving.decode_step_s)."""
     max_num_batched_tokens: int = Field(default=8192, gt=0)
     """Tokens one engine step schedules: the running decodes first, prefill chunks in the rest."""
 
@@ -100,7 +100,7 @@ class WorkloadSpec(_Spec):
     serving: ServingSpec | None = None
     busy_utilization: float = Field(default=0.0, ge=0, le=1)
     """Card utilization while running: a batch worker's steady load, a render replica's while it
-    runs a job (tools.sim.jobs)."""
+    runs a job (lab.sim.jobs)."""
     load_s: float = Field(default=30.0, ge=0)
     """Start-up delay: from placement to ready (model load, graph capture)."""
     exit_s: float = Field(default=5.0, ge=0)
@@ -111,7 +111,7 @@ class WorkloadSpec(_Spec):
 
     @property
     def runs_jobs(self) -> bool:
-        """Render workloads work through a job queue (tools.sim.jobs), not token requests."""
+        """Render workloads work through a job queue (lab.sim.jobs), not token requests."""
         return self.kind == "render"
 
     @property

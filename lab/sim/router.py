@@ -1,7 +1,7 @@
 """The router in front of a workload's ready replicas, and the folding of replicas alike.
 
 Least loaded first: a request goes to the ready replica with the fewest requests waiting and
-running (tools.sim.serving says what a replica then does with it). A fleet's arrivals come as
+running (lab.sim.serving says what a replica then does with it). A fleet's arrivals come as
 cohorts (`count` identical requests, demand.py); a cohort is spread over the replicas, filling
 the least loaded first, as a least-loaded router would send its requests one by one.
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 import copy
 from collections import deque
 
-from tools.sim.demand import Request
-from tools.sim.serving import COUNT_EPS, Server, Window, enqueue, too_long
-from tools.sim.state import Replica, WorkloadRun
+from lab.sim.demand import Request
+from lab.sim.serving import COUNT_EPS, Server, Window, enqueue, too_long
+from lab.sim.state import Replica, WorkloadRun
 
 
 def load(server: Server) -> float:

@@ -1,8 +1,8 @@
 """Scenario files: which cluster, which seed, which demand, which faults (docs/scenarios.md).
 
 An eval case is a scenario with more (docs/evals.md): workloads, node labels and serving
-figures added to the profile (tools.sim.extras), a policy to judge with, actions done before
-the start, and what the agent is expected to do (tools.sim.expect).
+figures added to the profile (lab.sim.extras), a policy to judge with, actions done before
+the start, and what the agent is expected to do (lab.sim.expect).
 
 A scenario is YAML validated by pydantic. A file with an unknown key, a wrong type, an
 impossible value or a name that is not in the profile is refused before anything runs, with one
@@ -22,8 +22,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
-from tools.errors import InvalidInput
-from tools.sim.demand import (
+from lab.sim.demand import (
     DemandSpec,
     DiurnalArrivals,
     DiurnalDemand,
@@ -33,9 +32,9 @@ from tools.sim.demand import (
     TraceDemand,
     load_rates,
 )
-from tools.sim.expect import ActionMatch, ApprovalMatch, Expect, Forbidden, PastAction
-from tools.sim.extras import ExtraWorkload, NodeChange, Serving, apply, zoned
-from tools.sim.faults import (
+from lab.sim.expect import ActionMatch, ApprovalMatch, Expect, Forbidden, PastAction
+from lab.sim.extras import ExtraWorkload, NodeChange, Serving, apply, zoned
+from lab.sim.faults import (
     Fault,
     GidChanged,
     LinkDegraded,
@@ -44,8 +43,9 @@ from tools.sim.faults import (
     NodeLoss,
     ProbeFailing,
 )
-from tools.sim.limits import EARLIEST_START, LATEST_START, MAX_REPLICAS, MAX_SPAN_S
-from tools.sim.profiles import Profile, fleet, homelab
+from lab.sim.limits import EARLIEST_START, LATEST_START, MAX_REPLICAS, MAX_SPAN_S
+from lab.sim.profiles import Profile, fleet, homelab
+from tools.errors import InvalidInput
 from tools.yamlbounds import check, read_text
 from tools.yamldoc import YamlProblem
 

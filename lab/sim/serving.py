@@ -38,22 +38,22 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
-from tools.sim.demand import Request
-from tools.sim.profiles import ServingSpec
+from lab.sim.demand import Request
+from lab.sim.profiles import ServingSpec
 
 KV_WATERMARK = 0.01
 """Share of the KV cache kept free when admitting (vLLM's watermark), so that a request just
 preempted is not admitted again at once."""
 EPS_TOKENS = 1e-6
 COUNT_EPS = 1e-9
-"""Fewer requests than this are none (a cohort's shares are fractions: tools.sim.router)."""
+"""Fewer requests than this are none (a cohort's shares are fractions: lab.sim.router)."""
 
 
 @dataclass(slots=True)
 class Flight:
     """`count` identical requests (one, except in fleet-scale cohorts) held by one replica.
 
-    A render job (tools.sim.jobs) is a Flight too: `prefill_left` is then its seconds of work."""
+    A render job (lab.sim.jobs) is a Flight too: `prefill_left` is then its seconds of work."""
 
     arrival_s: float
     prefill_left: float
@@ -63,7 +63,7 @@ class Flight:
     """Context the request needs at most (input + output)."""
     count: float = 1
     """Requests it stands for: whole, except one replica's share of a cohort spread over
-    replicas folded into one engine (tools.sim.router)."""
+    replicas folded into one engine (lab.sim.router)."""
     first_token_s: float = -1.0
     input_tokens: int = 0
     generated: int = 0
@@ -104,7 +104,7 @@ class Window:
         self.itls.clear()
 
     # One method per per-request event, so that a benchmark can keep each request's figures (a
-    # subclass in evals/bench/trace), where the exporters only need these sums.
+    # subclass in lab/bench/trace), where the exporters only need these sums.
 
     def admitted(self, wait_s: float, arrival_s: float, count: float) -> None:
         """`count` requests that arrived at `arrival_s` leave the queue after `wait_s`."""
@@ -216,7 +216,7 @@ def dispatch(
     windows: tuple[Window, ...],
 ) -> None:
     """Route `queue` to `servers`, one engine per replica, least loaded first, whole requests;
-    reject a request that no replica can hold. (The simulator's router, tools.sim.router, also
+    reject a request that no replica can hold. (The simulator's router, lab.sim.router, also
     folds replicas alike; this is the plain one.)"""
     while queue:
         req = queue.popleft()
@@ -264,7 +264,7 @@ def step(
 ) -> None:
     """Serve for `dt` seconds from `t`; `speed` scales every rate (a degraded TP link).
 
-    `copies`: the replicas this engine stands for (tools.sim.router); what it reports to
+    `copies`: the replicas this engine stands for (lab.sim.router); what it reports to
     `windows` counts for each of them."""
     a, c = decode_step_s(spec)
     a, c = a / speed, c / speed

@@ -39,9 +39,9 @@ from tools.model import (
 from tools.trusted import trusted
 
 if TYPE_CHECKING:
-    from tools.sim.engine import Engine
-    from tools.sim.profiles import WorkloadSpec
-    from tools.sim.state import CardSample, Replica
+    from lab.sim.engine import Engine
+    from lab.sim.profiles import WorkloadSpec
+    from lab.sim.state import CardSample, Replica
 
 MISSING_AFTER_S = 300.0
 INTERNED_MIN = 4096
@@ -322,10 +322,10 @@ class SnapshotBuilder:
 
     def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:
         """The catalogue's profile of one replica, as the simulator serves it: a decode step of b
-        streams takes a + c*b (tools.sim.serving.decode_step_s), which is ITL(b)."""
+        streams takes a + c*b (lab.sim.serving.decode_step_s), which is ITL(b)."""
         found = self._profiles.get(spec.name)
         if found is None and spec.serving is not None and not spec.runs_jobs:
-            from tools.sim.serving import decode_step_s
+            from lab.sim.serving import decode_step_s
 
             serving = spec.serving
             base, per_seq = decode_step_s(serving)

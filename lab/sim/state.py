@@ -2,7 +2,7 @@
 
 Nothing here is a pydantic model: a tick touches thousands of these objects, and the typed,
 frozen world model (tools.model) is built from them only when someone observes, with structural
-sharing (tools.sim.snapshot). The store (tools.sim.store) writes this state as JSON.
+sharing (lab.sim.snapshot). The store (lab.sim.store) writes this state as JSON.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tools.sim.demand import Request
-from tools.sim.serving import Server, Window
+from lab.sim.demand import Request
+from lab.sim.serving import Server, Window
 
 Phase = Literal["pending", "starting", "ready", "unreachable", "terminating"]
 """pending: not placed; starting: loading the model; ready: serving; unreachable: its node is
@@ -40,9 +40,9 @@ class Replica:
     deadline_s: float = 0.0
     """terminating: in-flight work still running then is aborted. unreachable: eviction."""
     server: Server = field(default_factory=Server)
-    """The replica's engine: its queue, running requests and busy time (tools.sim.serving); a
-    render replica's job (tools.sim.jobs); a batch worker's busy time. Ready replicas alike may
-    share one (tools.sim.router)."""
+    """The replica's engine: its queue, running requests and busy time (lab.sim.serving); a
+    render replica's job (lab.sim.jobs); a batch worker's busy time. Ready replicas alike may
+    share one (lab.sim.router)."""
     busy_offset: float = 0.0
     """The replica's busy seconds are its engine's less this (an engine shared since)."""
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from lab.sim.faults import Fault
+from lab.sim.scenario import Scenario
+from lab.sim.state import GeneratorState, SimState
 from tools.errors import InvalidInput
-from tools.sim.faults import Fault
-from tools.sim.scenario import Scenario
-from tools.sim.state import GeneratorState, SimState
 
 FILENAME = "sim.json"
 FORMAT = 2
-"""2: every replica serves its own requests (tools.sim.serving); 1 pooled them per workload."""
+"""2: every replica serves its own requests (lab.sim.serving); 1 pooled them per workload."""
 SERIES_SAVED_S = 3600.0
 """The series points saved with the cluster: the last hour (a day of them is megabytes)."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from tools.sim.placement import Placer
-from tools.sim.profiles import Profile, WorkloadSpec
-from tools.sim.state import Replica, SimState, WorkloadRun
+from lab.sim.placement import Placer
+from lab.sim.profiles import Profile, WorkloadSpec
+from lab.sim.state import Replica, SimState, WorkloadRun
 
 
 class World(Protocol):

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from evals.twin import nodes, patches, tables
-from evals.twin.partitions import Dropped
-from evals.twin.resources import PDB, POD, Resource, find
-from evals.twin.selectors import SelectorError, field_matcher, label_matcher
-from evals.twin.store import ApiError, Obj, Watcher, deep, not_found
+from lab.twin import nodes, patches, tables
+from lab.twin.partitions import Dropped
+from lab.twin.resources import PDB, POD, Resource, find
+from lab.twin.selectors import SelectorError, field_matcher, label_matcher
+from lab.twin.store import ApiError, Obj, Watcher, deep, not_found
 
 if TYPE_CHECKING:
-    from evals.twin.server import Twin
+    from lab.twin.server import Twin
 
 BOOKMARK_S = 2.0
 """How often an idle watch that asked for bookmarks gets one (a real server: about a minute)."""

@@ -2,7 +2,7 @@
 
 Every resource request is described as the API server's authorizer sees it (user, verb, API
 group, resource, subresource, namespace, name) and handed to an `Authorizer`; a denial is a 403
-worded as a real cluster words it. The default allows everything; evals/twin/rbac.py enforces a
+worded as a real cluster words it. The default allows everything; lab/twin/rbac.py enforces a
 manifest's Roles. The user comes from the bearer token (`Authorization: Bearer T`, mapped by
 `tokens`), else `system:anonymous`.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from evals.twin.store import ApiError
+from lab.twin.store import ApiError
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@ answers by.
 
 from __future__ import annotations
 
-from evals.twin.resources import DEPLOYMENT, PDB, POD, REPLICASET, STATEFULSET
-from evals.twin.selectors import label_matcher
-from evals.twin.store import Obj, Store
+from lab.twin.resources import DEPLOYMENT, PDB, POD, REPLICASET, STATEFULSET
+from lab.twin.selectors import label_matcher
+from lab.twin.store import Obj, Store
 
 
 def update_budgets(store: Store) -> None:

@@ -5,7 +5,7 @@ for a real Prometheus to scrape.
 `GET /twin/exporters/dcgm/metrics` answers every card as the DCGM exporter does
 (`DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname}`, and the `pod`/`namespace`/
 `container` of the workload it serves); `GET /twin/exporters/engines/metrics` answers one engine
-per ready replica (evals.twin.engines), labelled with the replica's real pod name and
+per ready replica (lab.twin.engines), labelled with the replica's real pod name and
 namespace (the labels a scrape through Kubernetes service discovery adds; one endpoint serves all
 pods, so it writes them itself: scrape it with `honor_labels: true`), and the endpoint picker's
 `inference_pool_average_queue_size`; `GET /twin/exporters/kueue/metrics` answers the jobs
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from evals.twin.engines import EngineExporter
-from evals.twin.pods import pod_names
+from lab.twin.engines import EngineExporter
+from lab.twin.pods import pod_names
 from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
-    from evals.twin.server import Twin
+    from lab.twin.server import Twin
 
 
 class Exporters:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evals.twin.store import ApiError
+from lab.twin.store import ApiError
 
 FaultKind = Literal["5xx", "409", "429", "timeout"]
 

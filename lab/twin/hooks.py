@@ -3,7 +3,7 @@ drive the simulated world over loopback, as it would call the `Twin` methods in-
 
 - `POST /twin/advance?seconds=S`: run the world S seconds and publish what changed;
 - `POST /twin/heartbeat` with `{"nodes": [...]}`: those kubelets post their status;
-- `POST /twin/faults`: the fault settings (evals/twin/faults.py);
+- `POST /twin/faults`: the fault settings (lab/twin/faults.py);
 - `GET /twin/readings`: what the simulator measures now; `GET /twin/requests`: the API
   requests seen so far.
 
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from evals.twin.faults import FaultSettings
-from evals.twin.readings import readings
-from evals.twin.store import ApiError
+from lab.twin.faults import FaultSettings
+from lab.twin.readings import readings
+from lab.twin.store import ApiError
 
 if TYPE_CHECKING:
-    from evals.twin.server import Twin
+    from lab.twin.server import Twin
 
 
 def routes(twin: Twin, app: web.Application) -> None:

@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from evals.twin.budgets import update_budgets
-from evals.twin.identity import fake_ip, stable_hash
-from evals.twin.nodes import (
+from lab.sim.profiles import WorkloadSpec
+from lab.sim.snapshot import CLOSED
+from lab.twin.budgets import update_budgets
+from lab.twin.identity import fake_ip, stable_hash
+from lab.twin.nodes import (
     DRIVER,
     GPU,
     SYSTEM,
@@ -35,8 +37,8 @@ from evals.twin.nodes import (
     node_object,
     resource_slice,
 )
-from evals.twin.pods import failed_scheduling, owner_reference, pod_names, pod_object
-from evals.twin.resources import (
+from lab.twin.pods import failed_scheduling, owner_reference, pod_names, pod_object
+from lab.twin.resources import (
     CONFIGMAP,
     DAEMONSET,
     DEPLOYMENT,
@@ -51,13 +53,11 @@ from evals.twin.resources import (
     SLICE,
     STATEFULSET,
 )
-from evals.twin.store import Obj, Store, rfc3339
-from tools.sim.profiles import WorkloadSpec
-from tools.sim.snapshot import CLOSED
+from lab.twin.store import Obj, Store, rfc3339
 
 if TYPE_CHECKING:
-    from tools.backends.sim import SimCluster
-    from tools.sim.state import Replica
+    from lab.sim.backend import SimCluster
+    from lab.sim.state import Replica
 
 TOPOLOGY = "steward-topology"
 

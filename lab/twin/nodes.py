@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evals.twin.identity import fake_ip, stable_hash
-from evals.twin.store import Obj, rfc3339
+from lab.sim.profiles import GIB
+from lab.twin.identity import fake_ip, stable_hash
+from lab.twin.store import Obj, rfc3339
 from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD
-from tools.sim.profiles import GIB
 
 if TYPE_CHECKING:
-    from tools.backends.sim import SimCluster
+    from lab.sim.backend import SimCluster
 
 GPU = "nvidia.com/gpu"
 DRIVER = "gpu.nvidia.com"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evals.twin.identity import fake_ip, stable_hash
-from evals.twin.store import Obj
-from tools.sim.profiles import WorkloadSpec
+from lab.sim.profiles import WorkloadSpec
+from lab.twin.identity import fake_ip, stable_hash
+from lab.twin.store import Obj
 
 if TYPE_CHECKING:
-    from tools.sim.state import Replica
+    from lab.sim.state import Replica
 
 
 def pod_names(spec: WorkloadSpec, index: int) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from evals.twin.auth import Attributes
+from lab.twin.auth import Attributes
 
 SA_PREFIX = "system:serviceaccount:"
 CLUSTER = ""

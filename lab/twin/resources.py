@@ -96,7 +96,7 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     # Steward's own manifests (docker/): kept as written, for `kubectl apply -k docker/`; the
-    # twin's authorizer (evals/twin/rbac.py) reads Roles from a manifest, not from these.
+    # twin's authorizer (lab/twin/rbac.py) reads Roles from a manifest, not from these.
     Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),

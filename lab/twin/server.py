@@ -5,10 +5,10 @@ thread and event loop (so tests start it in-process; `steward twin` runs it as a
 advances with the wall clock times `speed`, or only when asked (`advance`, or
 `POST /twin/advance?seconds=S`) when `speed` is 0, which keeps tests fast and deterministic.
 
-Besides the API (evals/twin/api.py) it serves discovery (/api, /apis, /api/v1, /apis/G/V,
+Besides the API (lab/twin/api.py) it serves discovery (/api, /apis, /api/v1, /apis/G/V,
 /version), health, each workload's OpenAI-compatible endpoint, its cards, engines and job queues
-as DCGM, vLLM and Kueue exporters for Prometheus (evals/twin/exporters.py), and the twin's own
-hooks under /twin/ (evals/twin/hooks.py: advance, heartbeats, faults, and the log of the
+as DCGM, vLLM and Kueue exporters for Prometheus (lab/twin/exporters.py), and the twin's own
+hooks under /twin/ (lab/twin/hooks.py: advance, heartbeats, faults, and the log of the
 requests it saw: method, path, dryRun, status, and the attributes the authorizer judged).
 `partitions` cuts chosen clients off (partitions.py).
 """
@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from evals.twin import api, hooks, serving
-from evals.twin.auth import (
+from lab.sim.backend import SimCluster
+from lab.twin import api, hooks, serving
+from lab.twin.auth import (
     AllowAll,
     Attributes,
     Authorizer,
@@ -34,14 +35,13 @@ from evals.twin.auth import (
     named_in_selector,
     verb_of,
 )
-from evals.twin.exporters import Exporters
-from evals.twin.faults import Faults, FaultSettings
-from evals.twin.mirror import Mirror
-from evals.twin.partitions import Dropped, Partitions, token_of
-from evals.twin.resources import group_versions, resource_list
-from evals.twin.store import ApiError, Store
-from evals.twin.writes import Writes
-from tools.backends.sim import SimCluster
+from lab.twin.exporters import Exporters
+from lab.twin.faults import Faults, FaultSettings
+from lab.twin.mirror import Mirror
+from lab.twin.partitions import Dropped, Partitions, token_of
+from lab.twin.resources import group_versions, resource_list
+from lab.twin.store import ApiError, Store
+from lab.twin.writes import Writes
 
 T = TypeVar("T")
 TICK_S = 0.1

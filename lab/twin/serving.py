@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tools.backends.sim import PROBE_OUTPUT_TOKENS, PROBE_PROMPT_TOKENS
-from tools.sim.metrics import waiting_count
+from lab.sim.backend import PROBE_OUTPUT_TOKENS, PROBE_PROMPT_TOKENS
+from lab.sim.metrics import waiting_count
 
 if TYPE_CHECKING:
-    from evals.twin.server import Twin
+    from lab.twin.server import Twin
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from evals.twin.resources import Resource
-from evals.twin.selectors import Match
+from lab.twin.resources import Resource
+from lab.twin.selectors import Match
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (group/plural, namespace, name)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from evals.twin.resources import Resource
-from evals.twin.store import Obj
+from lab.twin.resources import Resource
+from lab.twin.store import Obj
 
 
 def _age(obj: Obj, now: datetime) -> str:

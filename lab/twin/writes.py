@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evals.twin import mirror as m
-from evals.twin.resources import NODE, POD, Resource
-from evals.twin.store import ApiError, Obj
+from lab.sim import control, lifecycle
+from lab.sim.snapshot import CLOSED
+from lab.twin import mirror as m
+from lab.twin.resources import NODE, POD, Resource
+from lab.twin.store import ApiError, Obj
 from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD
 from tools.errors import InvalidInput
-from tools.sim import control, lifecycle
-from tools.sim.snapshot import CLOSED
 
 if TYPE_CHECKING:
-    from evals.twin.mirror import Mirror
+    from lab.twin.mirror import Mirror
 
 PLACE = "steward.dev/place"
 """Annotation `REQUEST-ID=NODE[:GPU,GPU]`: start one replica there (the twin's scheduler hint)."""

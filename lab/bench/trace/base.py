@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from evals.bench.trace.load import Timeline
-from evals.bench.trace.record import Arrivals
+from lab.bench.trace.load import Timeline
+from lab.bench.trace.record import Arrivals
+from lab.sim.backend import SimCluster
 from tools.backends.base import Cluster
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState, Workload
 
 

@@ -23,9 +23,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evals.bench.trace.base import Baseline, Entry, Target, World, set_replicas, workload
-from evals.bench.trace.load import Timeline
-from evals.bench.trace.replay import Outcome, Prepared, replay
+from lab.bench.trace.base import Baseline, Entry, Target, World, set_replicas, workload
+from lab.bench.trace.load import Timeline
+from lab.bench.trace.replay import Outcome, Prepared, replay
 
 STEP_S = 15.0
 LOAD_MARGIN = 1.3

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from evals.bench.trace.base import Entry
-from evals.bench.trace.replay import CAPACITY_SPREAD, Prepared, replay, rescaled
-from evals.bench.trace.static import Static
+from lab.bench.trace.base import Entry
+from lab.bench.trace.replay import CAPACITY_SPREAD, Prepared, replay, rescaled
+from lab.bench.trace.static import Static
 
 SLACK = 0.005
 STEPS = 7

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from evals.bench.trace.base import (
+from lab.bench.trace.base import (
     Baseline,
     World,
     ceil_div,
@@ -23,7 +23,7 @@ from evals.bench.trace.base import (
     set_replicas,
     workload,
 )
-from evals.bench.trace.record import Arrivals
+from lab.bench.trace.record import Arrivals
 
 ADJUSTMENT_INTERVAL_S = 180.0
 

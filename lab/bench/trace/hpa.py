@@ -20,7 +20,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from evals.bench.trace.base import (
+from lab.bench.trace.base import (
     Baseline,
     Target,
     World,

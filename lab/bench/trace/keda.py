@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evals.bench.trace.base import Baseline, World, queue_depth, set_replicas, workload
-from evals.bench.trace.hpa import SYNC_S, HpaCore
+from lab.bench.trace.base import Baseline, World, queue_depth, set_replicas, workload
+from lab.bench.trace.hpa import SYNC_S, HpaCore
 
 POLLING_S = 30.0
 COOLDOWN_S = 300.0

@@ -1,7 +1,7 @@
 """What a trace replay sends: the shipped traces, any Azure-format CSV, render job CSVs, a sinusoid.
 
 A `Load` is one demand shape, resolved from `--trace NAME|FILE`:
-- `azure-conv`, `azure-code`: the shipped Azure LLM traces (evals/traces), or any CSV with
+- `azure-conv`, `azure-code`: the shipped Azure LLM traces (lab/traces), or any CSV with
   `TIMESTAMP,ContextTokens,GeneratedTokens` (long-prompt traces too: a request no model can hold
   is rejected by the serving model, as vLLM rejects it);
 - `servegen[:SERVICE[:DAY]]`: one day (0-13) of one ServeGen service (m-large, m-mid, m-small,
@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from lab.sim.demand import DemandSpec, RatesDemand, TraceDemand, load_trace
 from tools.errors import InvalidInput
-from tools.sim.demand import DemandSpec, RatesDemand, TraceDemand, load_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 SHIPPED = {
@@ -343,7 +343,7 @@ def demand_for(
     homelab), else Poisson arrivals at its per-window rates (fleet scale: cohorts). Both start
     `offset_s` in and loop: arrivals go on past the scored window."""
     if shape.kind == "jobs":
-        return ()  # job traces are replayed by evals.bench.trace.record.JobTrace
+        return ()  # job traces are replayed by lab.bench.trace.record.JobTrace
     if per_request and shape.trace is not None:
         if rate_scale > 1000:
             raise InvalidInput(f"--rate-scale {rate_scale:g}: at most 1000 for a request trace")

@@ -15,11 +15,11 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display, the same pixels on every machine
 import matplotlib.pyplot as plt
 
-from evals.bench.trace.tuning import CONTROLLERS, TARGET_ATTAINMENT
+from lab.bench.trace.tuning import CONTROLLERS, TARGET_ATTAINMENT
 
 if TYPE_CHECKING:
-    from evals.bench.trace.replay import Outcome, Series
-    from evals.bench.trace.run import Result
+    from lab.bench.trace.replay import Outcome, Series
+    from lab.bench.trace.run import Result
 
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 COLOURS = dict(zip(CONTROLLERS, TAB10, strict=True))

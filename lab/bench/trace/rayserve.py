@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evals.bench.trace.base import (
+from lab.bench.trace.base import (
     Baseline,
     Samples,
     World,

@@ -19,10 +19,10 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tools.sim.demand import DemandSpec, Generator, PoissonArrivals, RenderDemand, Request
-from tools.sim.engine import Engine
-from tools.sim.metrics import IDLE_POWER_SHARE
-from tools.sim.serving import Window
+from lab.sim.demand import DemandSpec, Generator, PoissonArrivals, RenderDemand, Request
+from lab.sim.engine import Engine
+from lab.sim.metrics import IDLE_POWER_SHARE
+from lab.sim.serving import Window
 
 
 @dataclass(slots=True)

@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evals.bench.trace import figures as fig
-from evals.bench.trace.base import Controller, Entry, Target, World
-from evals.bench.trace.load import PEAK_LOAD, Shape, Timeline, demand_for
-from evals.bench.trace.record import Arrivals, JobTrace, Meter, RecordingWindow, Sink, Tally
-from tools.backends.sim import SimCluster
+from lab.bench.trace import figures as fig
+from lab.bench.trace.base import Controller, Entry, Target, World
+from lab.bench.trace.load import PEAK_LOAD, Shape, Timeline, demand_for
+from lab.bench.trace.record import Arrivals, JobTrace, Meter, RecordingWindow, Sink, Tally
+from lab.sim.backend import SimCluster
+from lab.sim.metrics import oldest_waiting
+from lab.sim.profiles import Profile, fleet, homelab
+from lab.sim.scenario import FleetProfile, HomelabProfile, Scenario
 from tools.errors import InvalidInput
-from tools.sim.metrics import oldest_waiting
-from tools.sim.profiles import Profile, fleet, homelab
-from tools.sim.scenario import FleetProfile, HomelabProfile, Scenario
 
 START = datetime(2026, 3, 2, 21, 0, tzinfo=UTC)
 STEP_S = 5.0

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.bench.trace import plots
-from evals.bench.trace.tuning import TARGET_ATTAINMENT
+from lab.bench.trace import plots
+from lab.bench.trace.tuning import TARGET_ATTAINMENT
 
 if TYPE_CHECKING:
-    from evals.bench.trace.run import Result
+    from lab.bench.trace.run import Result
 
 
 def _pct(x: object) -> str:

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.bench.trace.bound import Bound, bound
-from evals.bench.trace.calibrate import calibrated
-from evals.bench.trace.intervals import mean_ci
-from evals.bench.trace.load import resolve, training_split
-from evals.bench.trace.replay import Outcome, Prepared, Setup, prepare, replay, with_scales
-from evals.bench.trace.tuning import TARGET_ATTAINMENT, Tuned, parse_controllers, tune
+from lab.bench.trace.bound import Bound, bound
+from lab.bench.trace.calibrate import calibrated
+from lab.bench.trace.intervals import mean_ci
+from lab.bench.trace.load import resolve, training_split
+from lab.bench.trace.replay import Outcome, Prepared, Setup, prepare, replay, with_scales
+from lab.bench.trace.tuning import TARGET_ATTAINMENT, Tuned, parse_controllers, tune
 from tools.errors import InvalidInput
 
 FLEET = re.compile(r"fleet:(\d+)x(\d+)")
@@ -209,7 +209,7 @@ def table(result: Result) -> list[tuple[str, dict[str, Any]]]:
 
 
 def write_report(result: Result, where: Path) -> Path:
-    from evals.bench.trace import report  # matplotlib loads only for a report
+    from lab.bench.trace import report  # matplotlib loads only for a report
 
     written: Path = report.write(result, where)
     return written

@@ -8,8 +8,8 @@ split runs (`counts`), so static reads nothing of the load it is scored on.
 
 from __future__ import annotations
 
-from evals.bench.trace.base import Baseline, Target, World, ceil_div, set_replicas, workload
-from evals.bench.trace.load import Timeline
+from lab.bench.trace.base import Baseline, Target, World, ceil_div, set_replicas, workload
+from lab.bench.trace.load import Timeline
 
 
 def needed(timeline: Timeline, target: Target, utilization: float, jobs: bool) -> list[int]:

@@ -17,11 +17,11 @@ from pathlib import Path
 import structlog
 
 from agent.daemon.runtime import Runtime
-from evals.bench.trace.base import Target, World
-from evals.bench.trace.load import Timeline
+from lab.bench.trace.base import Target, World
+from lab.bench.trace.load import Timeline
+from lab.sim.backend import SimCluster
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy, SloTarget
-from tools.backends.sim import SimCluster
 
 FLEET_POLICY = DEFAULT_POLICY.parent / "examples" / "fleet.yaml"
 INTERVAL_S = 15.0

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from evals.bench.trace.aibrix import Aibrix
-from evals.bench.trace.base import Baseline, Entry
-from evals.bench.trace.dynamo import Dynamo, DynamoLoad
-from evals.bench.trace.hpa import Hpa
-from evals.bench.trace.keda import Keda
-from evals.bench.trace.rayserve import RayServe
-from evals.bench.trace.replay import Outcome, Prepared, replay
-from evals.bench.trace.static import Static
-from evals.bench.trace.steward import Steward, steward_policy
-from tools.backends.sim import SimCluster
+from lab.bench.trace.aibrix import Aibrix
+from lab.bench.trace.base import Baseline, Entry
+from lab.bench.trace.dynamo import Dynamo, DynamoLoad
+from lab.bench.trace.hpa import Hpa
+from lab.bench.trace.keda import Keda
+from lab.bench.trace.rayserve import RayServe
+from lab.bench.trace.replay import Outcome, Prepared, replay
+from lab.bench.trace.static import Static
+from lab.bench.trace.steward import Steward, steward_policy
+from lab.sim.backend import SimCluster
 from tools.errors import InvalidInput
 
 TARGET_ATTAINMENT = 0.99
