@@ -39,6 +39,10 @@ DRAIN_GRACE_S = 120.0
 """How long past its deadline a drain may take to empty the node before it counts as failed."""
 
 
+BackendPrimitive = ScaleWorkload | PlaceReplica | CordonNode | UncordonNode | DrainNode
+"""The actions a backend primitive carries out (a rotation is a saga of them; a NoOp, none)."""
+
+
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
     """Carry `action` out (or dry-run it); a refused or failed action comes back with ok=False."""
     match action:
@@ -56,7 +60,7 @@ def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool
 
 def _on_backend(
     ctx: LoopContext,
-    action: ScaleWorkload | PlaceReplica | CordonNode | UncordonNode | DrainNode,
+    primitive: BackendPrimitive,
     dry_run: bool,
 ) -> ActionResult:
     """One backend primitive, retried on what a retry can fix."""
@@ -68,21 +72,27 @@ def _on_backend(
     )
     cluster = ctx.cluster
     try:
-        match action:
+        match primitive:
             case ScaleWorkload():
-                return retrying(cluster.scale, action.workload, action.replicas, dry_run=dry_run)
+                return retrying(
+                    cluster.scale, primitive.workload, primitive.replicas, dry_run=dry_run
+                )
             case PlaceReplica():
                 return retrying(
-                    cluster.place, action.workload, action.node, action.gpus, dry_run=dry_run
+                    cluster.place,
+                    primitive.workload,
+                    primitive.node,
+                    primitive.gpus,
+                    dry_run=dry_run,
                 )
             case CordonNode():
-                return retrying(cluster.cordon, action.node, dry_run=dry_run)
+                return retrying(cluster.cordon, primitive.node, dry_run=dry_run)
             case UncordonNode():
-                return retrying(cluster.uncordon, action.node, dry_run=dry_run)
+                return retrying(cluster.uncordon, primitive.node, dry_run=dry_run)
             case DrainNode():
-                return _drain(ctx, action, dry_run, retrying)
+                return _drain(ctx, primitive, dry_run, retrying)
             case _:
-                assert_never(action)
+                assert_never(primitive)
     except TemporaryError as exc:
         return ActionResult(
             ok=False, dry_run=dry_run, message=f"gave up after {ATTEMPTS} attempts: {exc}"
