@@ -275,19 +275,10 @@ def expected_effect(action: Action, state: ClusterState) -> str:
     """What an action is expected to change, in one sentence a person can check afterwards
     (`steward plan` prints it next to each verdict; the decision log keeps it)."""
     match action:
-        case ScaleWorkload() | PlaceReplica():
-            try:
-                change = effect(action, state).changes[0]
-            except UnknownTarget:
-                return f"nothing: workload {action.workload} is not in the cluster"
-            w = change.workload
-            where = f" on {action.node}" if isinstance(action, PlaceReplica) else ""
-            before = state.pool_cards(w.pool)
-            after = before + (change.desired - w.desired_replicas) * w.cards_per_replica
-            return (
-                f"{w.name}: {w.desired_replicas} -> {change.desired} replica(s){where}; "
-                f"pool {w.pool} cards {before} -> {after}"
-            )
+        case ScaleWorkload():
+            return _replicas_sentence(action, state, "")
+        case PlaceReplica():
+            return _replicas_sentence(action, state, f" on {action.node}")
         case CordonNode():
             return f"{action.node} takes no new replicas; running ones stay"
         case UncordonNode():
@@ -308,6 +299,22 @@ def expected_effect(action: Action, state: ClusterState) -> str:
             return "nothing changes"
         case _:
             assert_never(action)
+
+
+def _replicas_sentence(
+    action: ScaleWorkload | PlaceReplica, state: ClusterState, where: str
+) -> str:
+    try:
+        change = effect(action, state).changes[0]
+    except UnknownTarget:
+        return f"nothing: workload {action.workload} is not in the cluster"
+    w = change.workload
+    before = state.pool_cards(w.pool)
+    after = before + (change.desired - w.desired_replicas) * w.cards_per_replica
+    return (
+        f"{w.name}: {w.desired_replicas} -> {change.desired} replica(s){where}; "
+        f"pool {w.pool} cards {before} -> {after}"
+    )
 
 
 def _workload(state: ClusterState, name: str, action: Action) -> Workload:
