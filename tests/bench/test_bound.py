@@ -7,13 +7,13 @@ import math
 
 import pytest
 
-from evals.bench.trace.base import Entry
-from evals.bench.trace.bound import Bound, beaten_by, bound, demand, need, schedule
-from evals.bench.trace.calibrate import calibrated
-from evals.bench.trace.replay import replay, with_scales
-from evals.bench.trace.run import TRAIN_SEED
-from evals.bench.trace.static import Static
-from evals.bench.trace.tuning import TARGET_ATTAINMENT, entries
+from lab.bench.trace.base import Entry
+from lab.bench.trace.bound import Bound, beaten_by, bound, demand, need, schedule
+from lab.bench.trace.calibrate import calibrated
+from lab.bench.trace.replay import replay, with_scales
+from lab.bench.trace.run import TRAIN_SEED
+from lab.bench.trace.static import Static
+from lab.bench.trace.tuning import TARGET_ATTAINMENT, entries
 from tests.bench.conftest import prepared
 
 

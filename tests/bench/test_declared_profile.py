@@ -3,8 +3,8 @@ declared speeds; only the serving runs at the hidden true ones (issue 33's pertu
 
 from __future__ import annotations
 
-from evals.bench.trace.base import Baseline, Entry, World, workload
-from evals.bench.trace.replay import replay
+from lab.bench.trace.base import Baseline, Entry, World, workload
+from lab.bench.trace.replay import replay
 from tests.bench.conftest import prepared
 from tools.model import ServingProfile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.bench.trace.run import bench
+from lab.bench.trace.run import bench
 
 WALL_CLOCK = {"median_ms", "p99_ms"}
 """Decision times measure the machine, the only figures that may differ between two runs."""
