@@ -10,11 +10,19 @@ the largest of:
 - backlog: the queued requests admitted at once, and their prompts prefilled within the TTFT
   target once the replicas asked for are ready;
 - kv: the KV-cache tokens the work in flight holds (Little's law again) within the caches.
+
+A replica's slots depend on how many replicas share the prompts' prefill (agent.capacity.replica:
+the more of its time a replica prefills, the fewer streams meet the ITL target), so the replicas
+needed are a fixed point: the fewest N whose own share of the prefill leaves each the slots that
+N replicas' worth of sizing asks for (`size_shared`). It does not depend on how many replicas
+run now, so a scale-down the sizing allowed is not undone by the sizing at one replica fewer —
+the N/(N-1) check holds by construction (agent.capacity.release).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -90,6 +98,55 @@ def size(
         + f" -> {need} ({deciding})"
     )
     return Sizing(need=need, terms=terms, deciding=deciding, words=words)
+
+
+MOST_REPLICAS = 4096
+"""The fixed point's search stops here (a sizing beyond it says the profile serves nothing)."""
+
+
+def size_shared(
+    demand: Demand,
+    capacity_at: Callable[[int], Capacity],
+    *,
+    ttft_s: float,
+    kv_tokens: int | None = None,
+    eps: float = WAIT_CHANCE,
+    z: float = FORECAST_Z,
+) -> tuple[Sizing, Capacity]:
+    """The fewest replicas N such that N replicas of `capacity_at(N)` (one replica's capacity
+    when N share the work) meet the TTFT target for `demand`, the sizing at N, and that capacity.
+
+    `capacity_at(n)` must not lose slots as n grows (more replicas, less prefill each); the
+    replicas asked then fall as n grows, and the smallest n that asks for no more than n is
+    found by bisection."""
+
+    def at(n: int) -> tuple[Sizing, Capacity]:
+        cap = capacity_at(n)
+        return size(demand, cap, ttft_s=ttft_s, kv_tokens=kv_tokens, eps=eps, z=z), cap
+
+    found = at(1)
+    if found[0].need <= 1:
+        return found
+    lo, hi = 1, 2
+    found = at(hi)
+    while found[0].need > hi and hi < MOST_REPLICAS:
+        lo, hi = hi, min(2 * hi, MOST_REPLICAS)
+        found = at(hi)
+    if found[0].need > hi:
+        return found  # nothing fits: the sizing at the search's end says so
+    while hi - lo > 1:  # need(lo) > lo and need(hi) <= hi
+        mid = (lo + hi) // 2
+        got = at(mid)
+        if got[0].need <= mid:
+            hi, found = mid, got
+        else:
+            lo = mid
+    sizing, cap = found
+    if sizing.need == hi:
+        return sizing, cap
+    # Fewer than `hi` would each carry more prefill, and then ask for `hi` or more.
+    words = f"{sizing.words}; {hi} replicas, since {lo} would each prefill more and ask for more"
+    return sizing.model_copy(update={"need": hi, "words": words}), cap
 
 
 def _service_s(demand: Demand, capacity: Capacity) -> float:

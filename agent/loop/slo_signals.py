@@ -20,8 +20,14 @@ import math
 from datetime import datetime
 
 from agent.capacity import forecast, release, windows
-from agent.capacity.replica import MIN_BATCH_FOR_CORRECTION, capacity, corrected, drifted
-from agent.capacity.sizing import FORECAST_Z, Demand, size
+from agent.capacity.replica import (
+    MIN_BATCH_FOR_CORRECTION,
+    Capacity,
+    capacity,
+    corrected,
+    drifted,
+)
+from agent.capacity.sizing import FORECAST_Z, Demand, size_shared
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import SloMemory
 from agent.signals.model import SloView
@@ -59,22 +65,17 @@ def slo_view(
     running = _read(workload.requests_running, now, max_age) or 0.0
     prompts = _read(workload.prompt_tokens_per_s, now, max_age)
     done = _read(workload.requests_per_s, now, max_age)
-    # The engines' counters, where exported: mean prompt and output of recent requests, and the
-    # share of a replica's time spent prefilling (decode gets the rest).
+    # The engines' counters, where exported: what this scrape saw (mean prompt and output of
+    # its requests, the share of a replica's time spent prefilling) measures the work in flight.
     sized = prompts is not None and done is not None and done > 0
     prompt_tokens = prompts / done if sized and prompts is not None and done else None
     output_tokens = served / done if sized and done else None
     share = (prompts or 0.0) / (profile.prefill_tok_s * max(workload.ready_replicas, 1))
-    per_request = (
-        prompt_tokens + output_tokens
-        if prompt_tokens is not None and output_tokens is not None
-        else None
-    )
     cap = capacity(
         profile,
         itl_target,
         prefill_share=share,
-        tokens_per_request=per_request,
+        tokens_per_request=_sum(prompt_tokens, output_tokens),
         correction=mem.correction,
     )
     # Little's law: slots held decoding (tokens/s x the ITL at the target) and prefilling
@@ -96,6 +97,7 @@ def slo_view(
             slots=cap.slots,
             waited=(wait or 0.0) >= WAITING_SHARE * ttft,
             prefill_share=share,
+            rates=(prompts, done),
         )
     assert mem.holt is not None and mem.windows is not None
     load_s = profile.load_s or 0.0
@@ -106,15 +108,33 @@ def slo_view(
         mem = mem.model_copy(
             update={"misses": forecast.expect(mem.misses, read_at + horizon, ahead.mean)}
         )
+    # Sizing plans for the work of the last minutes, not for one scrape's: requests' mean prompt
+    # and output over the medium window, and the prompts' prefill at the short window's high.
+    prompt_mean, output_mean = _means(mem, fallback=(prompt_tokens, output_tokens))
+    prefill_high = mem.prompt_rate.high(SHORT_HIGH) if mem.prompt_rate else (prompts or 0.0)
+    speed = mem.correction
+
+    def capacity_at(replicas: int) -> Capacity:
+        """One replica's capacity when `replicas` share the prompts' prefill."""
+        return capacity(
+            profile,
+            itl_target,
+            prefill_share=prefill_high / (profile.prefill_tok_s * max(replicas, 1)),
+            tokens_per_request=_sum(prompt_mean, output_mean),
+            correction=speed,
+        )
+
     demand = Demand(
         now=in_flight,
         forecast=forecast.widened(ahead, mem.misses, FORECAST_Z),
         short_high=recent.high(SHORT_HIGH),
         queued=depth,
-        prompt_tokens=prompt_tokens,
-        output_tokens=output_tokens,
+        prompt_tokens=prompt_mean,
+        output_tokens=output_mean,
     )
-    sizing = size(demand, cap, ttft_s=ttft)
+    # Sized at the replicas whose own prefill share serves the demand, not at those running
+    # now: what one replica fewer would ask is what the sizing asks (the N/(N-1) check).
+    sizing, _ = size_shared(demand, capacity_at, ttft_s=ttft)
     reactive, reactive_need = _reactive(
         workload,
         now,
@@ -161,6 +181,21 @@ def slo_view(
     return view, mem
 
 
+def _sum(a: float | None, b: float | None) -> float | None:
+    return a + b if a is not None and b is not None else None
+
+
+def _means(
+    mem: SloMemory, fallback: tuple[float | None, float | None]
+) -> tuple[float | None, float | None]:
+    """Mean prompt and output tokens of the requests completed over the medium window (the
+    scrape's own when the windows have no requests yet)."""
+    done = mem.request_rate.medium if mem.request_rate else 0.0
+    if mem.prompt_rate is None or mem.decode_rate is None or done <= 0:
+        return fallback
+    return mem.prompt_rate.medium / done, mem.decode_rate.medium / done
+
+
 def _fold(
     mem: SloMemory,
     at: float,
@@ -173,6 +208,7 @@ def _fold(
     slots: int,
     waited: bool,
     prefill_share: float = 0.0,
+    rates: tuple[float | None, float | None] = (None, None),
 ) -> SloMemory:
     """Memory after one new reading (`waited`: its oldest waiting request has waited long
     enough to count, see WAITING_SHARE)."""
@@ -194,8 +230,13 @@ def _fold(
             # Decode runs in the time prefill leaves: that share is modelled, not corrected.
             decode = served / ready / max(0.1, 1.0 - min(prefill_share, 0.9))
             correction, _ = corrected(correction, decode, streams, profile)
+    prompts, done = rates
+    counted = prompts is not None and done is not None
     return mem.model_copy(
         update={
+            "prompt_rate": windows.fold(mem.prompt_rate, prompts or 0.0, at) if counted else None,
+            "request_rate": windows.fold(mem.request_rate, done or 0.0, at) if counted else None,
+            "decode_rate": windows.fold(mem.decode_rate, served, at) if counted else None,
             "read_at": at,
             "holt": holt,
             "misses": misses,

@@ -108,6 +108,12 @@ class SloMemory(_Model):
     quiet: Quiet = Quiet()
     needs: tuple[tuple[float, int], ...] = ()
     """(POSIX time, replicas the sizing asked for), oldest first, over the keep time."""
+    prompt_rate: Windows | None = None
+    """Prompt tokens/s the engines prefilled, over the windows (None: not exported)."""
+    request_rate: Windows | None = None
+    """Requests/s completed, over the windows."""
+    decode_rate: Windows | None = None
+    """Output tokens/s, over the windows."""
     correction: float = 1.0
     drift_told: bool = False
     """A drift was reported and has not ended since (told once)."""

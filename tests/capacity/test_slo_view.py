@@ -73,3 +73,49 @@ def test_no_target_no_view() -> None:
     at = plain.queue_depth.observed_at
     assert at is not None
     assert slo_view(plain, at, None, AssessSettings()) == (None, None)
+
+
+def test_the_replicas_asked_do_not_depend_on_how_many_run_now() -> None:
+    """The N/(N-1) check: with the prefill shared by the replicas the sizing asks for, the same
+    readings ask for the same replicas at 1, 2 or 3 running, so a scale-down to what was asked
+    is not undone by the sizing at one replica fewer."""
+    readings = dict(
+        queue_depth=0, tokens_per_s=400, requests_running=14, prompt_tokens_per_s=3000,
+        requests_per_s=1.0,
+    )  # fmt: skip
+    asked = set()
+    for running in (1, 2, 3):
+        burst = _burst(**readings).model_copy(
+            update={"desired_replicas": running, "ready_replicas": running}
+        )
+        view, _ = _fed(burst, 10)
+        assert view is not None
+        asked.add(view.need)  # type: ignore[attr-defined]
+    assert len(asked) == 1 and asked.pop() >= 2
+
+
+def test_a_noisy_prompt_rate_does_not_flip_the_sizing_tick_to_tick() -> None:
+    """Prompt tokens/s of single scrapes swing (0 one scrape, thousands the next); the sizing
+    plans for the short window's high of it, so the same alternation asks the same each tick."""
+    mem: SloMemory | None = None
+    base = _burst(
+        queue_depth=0, tokens_per_s=150, requests_running=8, prompt_tokens_per_s=0,
+        requests_per_s=0.5,
+    )  # fmt: skip
+    at = base.queue_depth.observed_at
+    assert at is not None
+    needs = []
+    for i in range(24):
+        now = at + timedelta(seconds=15 * i)
+        prompts = 2400.0 if i % 2 else 0.0
+        fresh = {
+            "queue_depth": Metric.fresh(0, now, "gateway"),
+            "tokens_per_s": Metric.fresh(150, now, "gateway"),
+            "requests_running": Metric.fresh(8, now, "gateway"),
+            "prompt_tokens_per_s": Metric.fresh(prompts, now, "gateway"),
+            "requests_per_s": Metric.fresh(0.5, now, "gateway"),
+        }
+        view, mem = slo_view(base.model_copy(update=fresh), now, mem, SETTINGS)
+        assert view is not None
+        needs.append(view.need)
+    assert len(set(needs[8:])) == 1, needs
