@@ -31,7 +31,7 @@ from agent.audit.story import explain as explain_decision
 from agent.chatops import blocks
 from agent.chatops.settings import SlackSettings
 from agent.chatops.store import ChatopsStore, Queued
-from agent.daemon.notifier import Notice
+from agent.support.notices import Notice
 
 WINDOW_S = 60.0
 RUNNING = "running"

@@ -25,8 +25,8 @@ from agent.audit.story import render
 from agent.chatops.access import may_steer
 from agent.chatops.status import node_lines, workload_lines
 from agent.chatops.store import ChatopsStore
-from agent.daemon import pause as switch
 from agent.rotation.request import RequestResult
+from agent.support import pause as switch
 from policies.errors import PolicyError
 from policies.model import Policy
 from tools.errors import StewardError

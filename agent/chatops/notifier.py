@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from agent.chatops.store import ChatopsStore
-from agent.daemon.notifier import Notice, Notifier
+from agent.support.notices import Notice, Notifier
 
 
 class SlackNotifier:

@@ -29,9 +29,9 @@ from agent.chatops.desk import Desk, Reply
 from agent.chatops.notifier import SlackNotifier
 from agent.chatops.settings import SlackSettings, load_secrets
 from agent.chatops.store import ChatopsStore
-from agent.daemon.notifier import Notifier
-from agent.daemon.telemetry import Telemetry
 from agent.rotation.request import RequestResult, RotationRequests
+from agent.support.notices import Notifier
+from agent.support.telemetry import Telemetry
 from policies.model import Policy
 from tools.model import ClusterState
 

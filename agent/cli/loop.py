@@ -47,8 +47,8 @@ from agent.daemon.compose import (
 )
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
-from agent.daemon.notifier import Notifier, notifier_for
 from agent.planners.errors import PlannerFailed
+from agent.support.notices import Notifier, notifier_for
 from policies.errors import PolicyError
 from policies.model import Policy
 from tools.errors import InvalidInput, PermanentError
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that
     from agent.chatops.service import SlackService
     from agent.daemon.report import RunSummary, TickReport
     from agent.daemon.runtime import Runtime
-    from agent.daemon.telemetry import Telemetry
+    from agent.support.telemetry import Telemetry
 
 PlannerOpt = Annotated[
     str | None,
@@ -142,7 +142,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     configured cluster (steward.yaml, `--backend kubernetes`) it runs until stopped.
     """
     from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
-    from agent.daemon.telemetry import Telemetry
+    from agent.support.telemetry import Telemetry
 
     configure_logging()
     settings = _with_metrics(_settings(backend), metrics)

@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 
 from agent.audit.witness import Witness
-from agent.daemon.notifier import Notice, Notifier
+from agent.support.notices import Notice, Notifier
 
 log = structlog.get_logger("steward.witness")
 POST_TIMEOUT_S = 5.0

@@ -35,16 +35,11 @@ from agent.approvals.answers import expire_due, resume_answer
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
-from agent.daemon import lockfile, pause
 from agent.daemon.announce import Announcer
 from agent.daemon.catchup import catch_up
-from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
 from agent.daemon.head_witness import HeadPublisher, HeadStamped
 from agent.daemon.heap import settle_heap, tidy_heap
-from agent.daemon.leader import Leadership, Sole
-from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
-from agent.daemon.telemetry import Telemetry
 from agent.daemon.threads import DecisionThreads, config, decision_of
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
@@ -56,6 +51,11 @@ from agent.planners.base import Deliberator, Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
+from agent.support import lockfile, pause
+from agent.support.datadir import read_tick_and_memory, take_lock, write_memory
+from agent.support.leadership import Leadership, Sole
+from agent.support.notices import LogNotifier, Notifier
+from agent.support.telemetry import Telemetry
 from policies.model import Policy
 from policies.rules.census import census
 from tools.actions import RotateMode

@@ -22,11 +22,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from agent.daemon import dbfile
 from agent.loop import nodes
 from agent.loop.checkpoints import ChannelSaver
 from agent.loop.context import LoopContext
 from agent.loop.state import SERIALIZED_TYPES, Decision
+from agent.support import dbfile
 from tools.actions import ACTION_TYPES
 
 CHECKPOINT_DB = "checkpoints.db"

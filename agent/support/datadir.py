@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.daemon import lockfile
-from agent.daemon.dbfile import DamagedFile
 from agent.loop.state import Memory
+from agent.support import lockfile
+from agent.support.dbfile import DamagedFile
 from tools.errors import InvalidInput
 
 LOCK_NAME = "steward.lock"

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.daemon.dbfile import DamagedFile
+from agent.support.dbfile import DamagedFile
 
 PAUSE_NAME = "pause.json"
 

@@ -24,8 +24,8 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 from agent.audit.witness import Witness
-from agent.daemon.leader import Leadership
 from agent.planners.base import PlannerReport
+from agent.support.leadership import Leadership
 
 PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
 """(body, headers, query string) -> (status, content type, body)."""

@@ -11,7 +11,7 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import Intent, Interrupted
-from agent.daemon.dbfile import DamagedFile
+from agent.support.dbfile import DamagedFile
 from tests.approvals.conftest import Recorder, cli
 from tests.approvals.test_late_approval import wait_for_approval
 from tests.loop.conftest import APPROVE_BURST, open_runtime
@@ -50,7 +50,7 @@ def test_a_wiped_inbox_is_rebuilt_from_the_log(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE, APPROVE_BURST) as runtime:
         decision = wait_for_approval(runtime)
     _wipe(data_dir / "inbox.db")
-    # An emptied inbox is refused, never taken for a fresh one (agent/daemon/dbfile.py) ...
+    # An emptied inbox is refused, never taken for a fresh one (agent/support/dbfile.py) ...
     with pytest.raises(DamagedFile, match="move it away"):
         open_runtime(data_dir, SPIKE, APPROVE_BURST)
     # ... and once moved away, as the message says, start() rebuilds it from the log.

@@ -29,8 +29,8 @@ from agent.chatops.service import SlackService, start_for_daemon
 from agent.chatops.settings import SlackSettings
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
 from agent.planners.base import Planner
+from agent.support.telemetry import Telemetry
 from policies.loader import load_policy
 from tests.chatops.slack_stub import APP_TOKEN, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackStub, sign
 from tools.backends.sim import SimCluster

@@ -16,7 +16,7 @@ from pathlib import Path
 import structlog
 from structlog.testing import capture_logs
 
-from agent.daemon.notifier import Notice
+from agent.support.notices import Notice
 from tests.chatops.conftest import OWNER, Rig, sign, slash_body
 from tests.chatops.slack_stub import BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackStub
 

@@ -16,8 +16,8 @@ from agent.chatops.courier import Courier
 from agent.chatops.notifier import SlackNotifier
 from agent.chatops.settings import SlackSettings
 from agent.chatops.store import DB_NAME, ChatopsStore
-from agent.daemon import pause
-from agent.daemon.notifier import Notice
+from agent.support import pause
+from agent.support.notices import Notice
 from tests.chatops.conftest import OWNER, Rig, open_rig, settings_for
 from tests.chatops.slack_stub import BOT_TOKEN, SlackStub
 

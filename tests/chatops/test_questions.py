@@ -15,7 +15,7 @@ from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import start_for_daemon
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
+from agent.support.telemetry import Telemetry
 from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, OUTSIDER, SPIKE, Rig, settings_for
 from tests.chatops.slack_stub import CHANNEL, SlackStub

@@ -16,10 +16,10 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
-from agent.daemon import dbfile
-from agent.daemon.dbfile import DamagedFile
 from agent.daemon.runtime import Runtime
 from agent.loop.graph import CHECKPOINT_DB
+from agent.support import dbfile
+from agent.support.dbfile import DamagedFile
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
 from tools.backends.sim import SimCluster
