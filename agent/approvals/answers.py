@@ -223,7 +223,7 @@ def _local(policy: Policy, at: datetime) -> str:
 def history_for(root: Path, state: ClusterState) -> History:
     """What the gate at execution will count, read from the data dir: the log's executed
     actions and the loop's memory (for an answer given outside the daemon)."""
-    from agent.support.datadir import read_memory
+    from agent.signals.memory import read_memory
 
     memory = read_memory(root)
     try:

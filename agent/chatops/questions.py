@@ -28,10 +28,10 @@ NO_MODEL = Reply(
 
 def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str], Reply]:
     """What answers a question in Slack for this daemon."""
-    from agent.loop.assess import assess
-    from agent.loop.state import Memory
     from agent.planners.asker import Asker
     from agent.planners.llm_settings import LLMSettings
+    from agent.signals.assess import assess
+    from agent.signals.memory import Memory
     from policies.engine import judge
     from tools.actions import Plan
 

@@ -42,12 +42,12 @@ def ask(
     from agent.audit import AuditError, AuditLog, DryRunPlan, proposals
     from agent.daemon.compose import assess_settings, open_backend, open_policy
     from agent.daemon.logs import configure_logging
-    from agent.loop.assess import assess
-    from agent.loop.state import Memory
     from agent.planners.asker import Asker
     from agent.planners.errors import PlannerFailed
     from agent.planners.llm_settings import LLMSettings
     from agent.planners.rule_settings import RulesSettings
+    from agent.signals.assess import assess
+    from agent.signals.memory import Memory
     from policies.engine import judge
     from tools.actions import Plan
     from tools.errors import StewardError

@@ -32,11 +32,11 @@ from agent.audit.witness import history_in
 from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
 from agent.daemon.day import default_day
-from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.settings import AssessSettings
 from agent.support.leadership import Leadership, LeaseLeadership, Sole
 from evals.scenarios import SCENARIOS_DIR
 from policies.loader import DEFAULT_POLICY, load_policy
@@ -264,7 +264,7 @@ def dry_run(
     from agent.loop.context import LoopContext
     from agent.loop.nodes import assess, guard, observe
     from agent.loop.nodes import plan as plan_node
-    from agent.support.datadir import read_memory
+    from agent.signals.memory import read_memory
 
     parts = (opened or open_backend(StewardConfig(), data_dir)).parts
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))

@@ -41,18 +41,19 @@ from agent.daemon.head_witness import HeadPublisher, HeadStamped
 from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
 from agent.daemon.threads import DecisionThreads, config, decision_of
-from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.deliberation import Deliberations
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Decision, Memory
+from agent.loop.state import Decision
 from agent.planners.base import Deliberator, Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
+from agent.signals.memory import Memory, read_tick_and_memory, write_memory
+from agent.signals.settings import AssessSettings
 from agent.support import lockfile, pause
-from agent.support.datadir import read_tick_and_memory, take_lock, write_memory
+from agent.support.datadir import take_lock
 from agent.support.leadership import Leadership, Sole
 from agent.support.notices import LogNotifier, Notifier
 from agent.support.telemetry import Telemetry

@@ -21,11 +21,12 @@ from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
 from agent.loop.deliberation import Deliberations
 from agent.loop.findings import FindingsBook
-from agent.loop.state import Memory, Signals
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import loop_rotator
+from agent.signals.memory import Memory
+from agent.signals.model import Signals
 from agent.support.notices import LogNotifier, Notice, Notifier, notify_safely
 from agent.support.telemetry import Telemetry
 from policies.history import History

@@ -23,8 +23,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.audit import AuditLog
-from agent.loop.questions import Question
-from agent.loop.state import Signals
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
@@ -41,6 +39,8 @@ from agent.planners.llm_tools import (
     tool_specs,
 )
 from agent.planners.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
+from agent.planners.question import Question
+from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Plan

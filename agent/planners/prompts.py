@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from agent.loop.state import Signals, WorkloadSignals
+from agent.signals.model import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.actions import Action
 from tools.model import ClusterState, Metric, Node, Workload

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.loop.assess import is_hot, zero_due
-from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.assess import is_hot, zero_due
+from agent.signals.model import Signals, WorkloadSignals
 from tools.actions import (
     Action,
     PlaceReplica,
@@ -65,7 +65,7 @@ class RulesPlanner:
     def plan(self, state: ClusterState, signals: object) -> Plan:
         if not isinstance(signals, Signals):
             raise TypeError(
-                f"RulesPlanner.plan needs agent.loop.state.Signals, not {type(signals)}"
+                f"RulesPlanner.plan needs agent.signals.model.Signals, not {type(signals)}"
             )
         actions: list[Action] = []
         notes: list[str] = []
@@ -199,7 +199,7 @@ class RulesPlanner:
         cards: PlanCards,
         notes: list[str],
     ) -> list[Action]:
-        """A profiled workload sized by the capacity model (agent.loop.slo_signals): grown to
+        """A profiled workload sized by the capacity model (agent.signals.slo): grown to
         what the forecast and the reactive layer ask (replicas loading count, so nothing is
         asked twice, and nothing waits for them), given back one replica or more once the rest
         have covered the forecast for the keep time, to zero after a long enough quiet."""

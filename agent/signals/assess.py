@@ -14,15 +14,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agent.loop.assess_settings import AssessSettings
-from agent.loop.notices import degraded_links, sharing_suspects
-from agent.loop.state import (
-    Memory,
-    Signals,
-    WorkloadMemory,
-    WorkloadSignals,
-)
-from agent.loop.workload_signals import signals_of
+from agent.signals.faults import degraded_links, sharing_suspects
+from agent.signals.memory import Memory, WorkloadMemory
+from agent.signals.model import Signals, WorkloadSignals
+from agent.signals.settings import AssessSettings
+from agent.signals.workloads import signals_of
 from policies.activity import unread
 from policies.history import History
 from policies.model import Policy

@@ -17,7 +17,7 @@ class AssessSettings(BaseModel):
     default_slo_wait_s: float = 30.0
     slo_ttft_s: dict[str, float] = {}
     """Per pool: the time-to-first-token target; a profiled workload of such a pool is sized by
-    the capacity model (agent.loop.slo_signals)."""
+    the capacity model (agent.signals.slo)."""
     slo_itl_s: dict[str, float] = {}
     """Per pool: the inter-token latency target."""
     default_itl_s: float = Field(default=0.1, gt=0)

@@ -22,8 +22,9 @@ from datetime import datetime
 from agent.capacity import forecast, release, windows
 from agent.capacity.replica import MIN_BATCH_FOR_CORRECTION, capacity, corrected, drifted
 from agent.capacity.sizing import FORECAST_Z, Demand, size
-from agent.loop.assess_settings import AssessSettings
-from agent.loop.state import SloMemory, SloView
+from agent.signals.memory import SloMemory
+from agent.signals.model import SloView
+from agent.signals.settings import AssessSettings
 from tools.model import Metric, ServingProfile, Workload
 
 SHORT_HIGH = 0.9

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agent.loop.assess_settings import AssessSettings
-from agent.loop.slo_signals import slo_view
-from agent.loop.state import MEMORY_SAMPLES, WorkloadMemory, WorkloadSignals
+from agent.signals.memory import MEMORY_SAMPLES, WorkloadMemory
+from agent.signals.model import WorkloadSignals
+from agent.signals.settings import AssessSettings
+from agent.signals.slo import slo_view
 from policies.activity import QUEUELESS_KINDS
 from tools.model import Metric, Workload
 from tools.trusted import trusted

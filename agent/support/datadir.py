@@ -1,22 +1,16 @@
-"""The data directory's own files: the lock one daemon holds, and the loop's memory.
+"""The data directory's own files: their names, the checks on them, and the daemon's lock.
 
 One steward runs per data directory: `take_lock` holds `steward.lock` (or names the process
-that does), and read-only commands that must not overlap with a daemon use `locked`. The
-loop's memory between ticks (holds, dwell, what was favoured) is `loop.json`, replaced whole at
-each save so that a crash leaves the old one or the new one.
+that does), and read-only commands that must not overlap with a daemon use `locked`. What each
+file holds is its owner's business (the loop's memory: agent/signals/memory.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from agent.loop.state import Memory
 from agent.support import lockfile
 from agent.support.dbfile import DamagedFile
 from tools.errors import InvalidInput
@@ -92,43 +86,3 @@ def locked(data_dir: Path) -> Iterator[None]:
         yield
     finally:
         lockfile.release(fd)
-
-
-def read_tick_and_memory(data_dir: Path) -> tuple[int, Memory]:
-    """The last tick's number and the loop's memory as it left them (0 and empty at first)."""
-    path = data_dir / MEMORY_NAME
-    if not path.is_file():
-        return 0, Memory()
-    try:
-        data = json.loads(path.read_text())
-        return int(data["tick"]), Memory.model_validate(data["memory"])
-    except (ValueError, TypeError, KeyError) as exc:  # JSON, a missing key, a wrong shape
-        why = _why(exc)
-        raise DamagedFile(
-            f"{path}: the loop's memory is damaged ({why}). It holds soft state only (holds, "
-            "dwell, when each pool was last busy): move it away to start with an empty memory, "
-            "and the agent waits out every idle time again before scaling anything to zero"
-        ) from exc
-
-
-def _why(exc: Exception) -> str:
-    if isinstance(exc, KeyError):
-        return f"no {exc} key"
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in ("memory", *first["loc"]))
-        return f"{where}: {first['msg']}"
-    return str(exc).splitlines()[0]
-
-
-def read_memory(data_dir: Path) -> Memory:
-    """The loop's memory as the last tick left it (for `steward plan`)."""
-    return read_tick_and_memory(data_dir)[1]
-
-
-def write_memory(data_dir: Path, tick: int, memory: Memory) -> None:
-    """Replace the memory file at once (written aside, then renamed over the old one)."""
-    path = data_dir / MEMORY_NAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tick": tick, "memory": memory.model_dump(mode="json")}))
-    os.replace(tmp, path)

@@ -24,9 +24,10 @@ from pydantic import BaseModel
 
 from agent.cli import bench
 from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
-from agent.loop.assess import assess
-from agent.loop.state import Memory, Signals
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.assess import assess
+from agent.signals.memory import Memory
+from agent.signals.model import Signals
 from policies.loader import load_policy
 from policies.model import Policy
 from tools.backends.sim import SimCluster

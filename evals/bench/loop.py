@@ -39,7 +39,7 @@ import structlog
 
 from agent.cli.bench import Figures, figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
-from agent.loop.assess_settings import AssessSettings
+from agent.signals.settings import AssessSettings
 from evals.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy

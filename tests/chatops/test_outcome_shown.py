@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.audit import Outcome
-from agent.loop.state import Signals
+from agent.signals.model import Signals
 from policies.loader import DEFAULT_POLICY
 from tests.chatops.conftest import OWNER, open_rig
 from tests.chatops.slack_stub import SlackStub

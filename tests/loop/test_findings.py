@@ -11,7 +11,7 @@ from pathlib import Path
 from agent.audit import AuditLog, FindingChange
 from agent.daemon.runtime import Runtime
 from agent.loop.findings import findings_of, open_findings
-from agent.loop.state import Signals
+from agent.signals.model import Signals
 from tests.approvals.conftest import Recorder
 from tests.loop.conftest import open_runtime
 from tools.backends.sim import SimCluster

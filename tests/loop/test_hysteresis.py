@@ -6,9 +6,9 @@ import itertools
 from datetime import timedelta
 from pathlib import Path
 
-from agent.loop.assess import assess
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.assess import assess
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
 from tools.model import ClusterState
