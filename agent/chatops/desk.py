@@ -2,7 +2,7 @@
 
 Every command goes through the functions the CLI uses — the cluster's observation, the dry run
 of `steward plan` (agent.daemon.compose.dry_run), the decision log's story (`steward audit
-explain`), the approval inbox and its one answering path (agent.approvals.answers), the pause
+explain`), the approval inbox and its one answering path (agent.daemon.answers), the pause
 switch, and the rotation request of `steward mode rotate` — so Slack can neither do more nor
 say other than the terminal. The desk knows nothing of Slack's API: it turns a command line and
 a Slack user id into a `Reply`; agent/chatops/app.py sends it.
@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from agent.approvals.answers import history_for, submit
 from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
@@ -25,6 +24,7 @@ from agent.audit.story import render
 from agent.chatops.access import may_steer
 from agent.chatops.status import node_lines, workload_lines
 from agent.chatops.store import ChatopsStore
+from agent.daemon.answers import history_for, submit
 from agent.rotation.request import RequestResult
 from agent.support import pause as switch
 from policies.errors import PolicyError

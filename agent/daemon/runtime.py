@@ -31,11 +31,11 @@ import structlog
 from langgraph.types import Command
 
 from agent import __version__
-from agent.approvals.answers import expire_due, resume_answer
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
 from agent.daemon.announce import Announcer
+from agent.daemon.answers import expire_due, resume_answer
 from agent.daemon.catchup import catch_up
 from agent.daemon.head_witness import HeadPublisher, HeadStamped
 from agent.daemon.heap import settle_heap, tidy_heap

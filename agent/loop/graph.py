@@ -27,9 +27,8 @@ from agent.loop.checkpoints import ChannelSaver
 from agent.loop.context import LoopContext
 from agent.loop.state import SERIALIZED_TYPES, Decision
 from agent.support import dbfile
+from agent.support.datadir import CHECKPOINT_DB
 from tools.actions import ACTION_TYPES
-
-CHECKPOINT_DB = "checkpoints.db"
 
 Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 

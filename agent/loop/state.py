@@ -8,6 +8,7 @@ plan, the guard's verdicts and what came of them. `Deliberated` is a model's ans
 question (agent/planners/question.py) asked beside the loop, carried into the decision that
 judges it.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

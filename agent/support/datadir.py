@@ -16,6 +16,8 @@ from agent.support.dbfile import DamagedFile
 from tools.errors import InvalidInput
 
 LOCK_NAME = "steward.lock"
+CHECKPOINT_DB = "checkpoints.db"
+"""The loop's graph threads (LangGraph's checkpoints)."""
 MEMORY_NAME = "loop.json"
 
 
@@ -23,7 +25,7 @@ STATE_FILES = (
     "audit.db",
     "audit.head",
     "audit.signing",
-    "checkpoints.db",
+    CHECKPOINT_DB,
     "inbox.db",
     "sim.json",
     "pause.json",

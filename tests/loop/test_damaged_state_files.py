@@ -17,8 +17,8 @@ import pytest
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
 from agent.daemon.runtime import Runtime
-from agent.loop.graph import CHECKPOINT_DB
 from agent.support import dbfile
+from agent.support.datadir import CHECKPOINT_DB
 from agent.support.dbfile import DamagedFile
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
