@@ -34,8 +34,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from agent.chatops import blocks
 from agent.chatops.desk import Desk, Reply
-from agent.chatops.settings import SlackSecrets, SlackSettings
 from agent.chatops.store import ChatopsStore
+from agent.daemon.slack_settings import SlackSecrets, SlackSettings
 
 COMMAND = "/steward"
 EVENTS_PATH = "/slack/events"

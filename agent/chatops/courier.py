@@ -29,8 +29,8 @@ from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
 from agent.audit.story import explain as explain_decision
 from agent.chatops import blocks
-from agent.chatops.settings import SlackSettings
 from agent.chatops.store import ChatopsStore, Queued
+from agent.daemon.slack_settings import SlackSettings
 from agent.support.notices import Notice
 
 WINDOW_S = 60.0

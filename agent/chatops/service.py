@@ -27,8 +27,8 @@ from agent.chatops.app import EVENTS_PATH, build_app, events_handler
 from agent.chatops.courier import Courier
 from agent.chatops.desk import Desk, Reply
 from agent.chatops.notifier import SlackNotifier
-from agent.chatops.settings import SlackSettings, load_secrets
 from agent.chatops.store import ChatopsStore
+from agent.daemon.slack_settings import SlackSettings, load_secrets
 from agent.rotation.request import RequestResult, RotationRequests
 from agent.support.notices import Notifier
 from agent.support.telemetry import Telemetry

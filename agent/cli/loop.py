@@ -452,7 +452,7 @@ def _notifier(settings: StewardConfig) -> Notifier:
 
 def _slack_problems(settings: StewardConfig, port: int | None) -> list[str]:
     """Everything that keeps chat-ops from starting as configured, all at once."""
-    from agent.chatops.settings import load_secrets
+    from agent.daemon.slack_settings import load_secrets
 
     slack = settings.slack
     problems: list[str] = []

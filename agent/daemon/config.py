@@ -22,8 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
-from agent.chatops.settings import SlackSettings
 from agent.daemon import envvars
+from agent.daemon.slack_settings import SlackSettings
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings

@@ -26,9 +26,9 @@ import structlog
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import SlackService, start_for_daemon
-from agent.chatops.settings import SlackSettings
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
+from agent.daemon.slack_settings import SlackSettings
 from agent.planners.base import Planner
 from agent.support.telemetry import Telemetry
 from policies.loader import load_policy

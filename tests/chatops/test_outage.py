@@ -14,8 +14,8 @@ from slack_sdk import WebClient
 
 from agent.chatops.courier import Courier
 from agent.chatops.notifier import SlackNotifier
-from agent.chatops.settings import SlackSettings
 from agent.chatops.store import DB_NAME, ChatopsStore
+from agent.daemon.slack_settings import SlackSettings
 from agent.support import pause
 from agent.support.notices import Notice
 from tests.chatops.conftest import OWNER, Rig, open_rig, settings_for
