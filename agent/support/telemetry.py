@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
@@ -23,8 +24,6 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
-from agent.audit.witness import Witness
-from agent.planners.base import PlannerReport
 from agent.support.leadership import Leadership
 
 PostHandler = Callable[[bytes, Mapping[str, str], str], tuple[int, str, bytes]]
@@ -45,6 +44,31 @@ deadline fits in it); longer intervals give it three intervals."""
 
 Head = Callable[[], tuple[int, str] | None]
 """The decision log's head: (last seq, its hash), None while it is empty."""
+
+
+class SignedHead(Protocol):
+    """The log's whole head as a witness outside the data dir holds it
+    (agent.audit.witness.Witness)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def hash(self) -> str: ...
+    @property
+    def mac(self) -> str | None: ...
+
+
+class ModelCost(Protocol):
+    """What one model-backed decision cost (agent.planners.base.PlannerReport)."""
+
+    @property
+    def planner(self) -> str: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
 
 
 class _AuditHead(Collector):
@@ -171,7 +195,7 @@ class Telemetry:
         self.tick_started_monotonic: float | None = None
         """When the tick now running began; None between ticks."""
         self.audit_head: Head | None = None
-        self.audit_outside_head: Callable[[], Witness | None] | None = None
+        self.audit_outside_head: Callable[[], SignedHead | None] | None = None
         self.registry.register(_AuditHead(self))
 
     def follow(self, leadership: Leadership) -> None:
@@ -189,7 +213,7 @@ class Telemetry:
     def tick_started(self) -> None:
         self.tick_started_monotonic = time.monotonic()
 
-    def planner_report(self, report: PlannerReport) -> None:
+    def planner_report(self, report: ModelCost) -> None:
         """Count what one model-backed decision cost."""
         self.planner_tokens.labels(planner=report.planner, kind="prompt").inc(report.prompt_tokens)
         self.planner_tokens.labels(planner=report.planner, kind="completion").inc(
