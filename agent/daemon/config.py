@@ -27,8 +27,8 @@ from agent.daemon.slack_settings import SlackSettings
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings
-from tools.yamlbounds import read_text
-from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
+from tools.yamlbounds import parse_mapping, read_text
+from tools.yamldoc import Problem, YamlProblem, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
 SECRET_WORDS = ("token", "secret", "api_key", "password", "key_file")
