@@ -235,11 +235,3 @@ def gpus_from_snapshot(
             )
         )
     return tuple(gpus)
-
-
-def source_from_config(metrics: object) -> Any:
-    """The composition root's entry (`metrics.sources: [nvml]`): this host's cards
-    (tools.metrics.nvml_source.NvmlSource), matched to the node of the same name."""
-    from tools.metrics.nvml_source import NvmlSource
-
-    return NvmlSource()

@@ -1,12 +1,12 @@
 """`NvmlSource`: the cards of the node Steward runs on, read through NVML, as a metric source.
 
-Each `read` takes one NVML reading (tools.metrics.nvml) and merges it into that node's cards,
-matched by UUID: utilization, memory (the host's on unified-memory superchips, marked so in the
-reading's source) and power. The reading's age is carried over to the observation's clock. When
-NVML cannot be read the node's cards keep their last NVML values marked stale — or missing when
-there never was one — with the reason; a host that is not a node of the observed cluster leaves
-the observation as it is. The node is the one named by `NODE_NAME` (a pod's downward API),
-else this host's name.
+Each `read` takes one NVML reading (tools.metrics.nvml.readings) and merges it into that node's
+cards, matched by UUID: utilization, memory (the host's on unified-memory superchips, marked so
+in the reading's source) and power. The reading's age is carried over to the observation's
+clock. When NVML cannot be read the node's cards keep their last NVML values marked stale — or
+missing when there never was one — with the reason; a host that is not a node of the observed
+cluster leaves the observation as it is. The node is the one named by `NODE_NAME` (a pod's
+downward API), else this host's name.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tools.bases import new_version
-from tools.metrics.nvml import (
+from tools.metrics.nvml.readings import (
     HostMemory,
     NvmlUnavailable,
     Snapshot,
