@@ -237,12 +237,12 @@ def planner_for(
         return RulesPlanner(RulesSettings.from_policy(policy, thresholds))
     if name == "llm":
         try:
-            module = importlib.import_module("agent.planners.llm")
+            module = importlib.import_module("agent.planners.llm.planner")
         except ModuleNotFoundError as exc:
-            if exc.name != "agent.planners.llm":
+            if exc.name not in ("agent.planners.llm", "agent.planners.llm.planner"):
                 raise
             raise InvalidInput(
-                "--planner llm: the LLM planner (agent/planners/llm.py) is not in this build; "
+                "--planner llm: the LLM planner (agent/planners/llm/) is not in this build; "
                 "use --planner rules"
             ) from None
         planner: Planner = module.make_planner(policy, configured=llm)

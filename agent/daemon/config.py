@@ -55,7 +55,7 @@ class Listen(Section):
 
 
 class LLMSection(Section):
-    """The LLM planner's endpoint (agent/planners/llm_settings.py); the key only from the
+    """The LLM planner's endpoint (agent/planners/llm/settings.py); the key only from the
     environment (STEWARD_LLM_API_KEY / OPENAI_API_KEY)."""
 
     base_url: str | None = None

@@ -118,7 +118,9 @@ def fleet_signals(state: ClusterState, policy: Policy) -> Signals:
 
 
 def measure_prompt(state: ClusterState, signals: Signals, policy: Policy, runs: int) -> PromptSize:
-    from agent.planners.llm import first_request  # the openai client loads only for this bench
+    from agent.planners.llm.planner import (
+        first_request,  # the openai client loads only for this bench
+    )
 
     tokenizer, count = token_counter()
     request = first_request(state, signals, policy)

@@ -16,9 +16,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.audit import AuditLog, Intent, Outcome
-from agent.planners.asker import Asker
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.asker import Asker
+from agent.planners.llm.settings import LLMSettings
 from agent.planners.rule_settings import RulesSettings
 from agent.signals.settings import AssessSettings
 from evals.scorecard.cases import CASES_DIR, Case, load_case

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from agent.audit import AuditLog, Intent, Outcome
 from agent.cli.app import app
-from agent.planners.llm_tools import LOOKUPS
+from agent.planners.llm.tool_calls import LOOKUPS
 from tests.llm.scripted_server import Reply, ScriptedServer, call
 from tools.actions import action_schemas
 

@@ -15,8 +15,8 @@ import structlog
 
 from agent.audit import AuditLog, DeliberationRecord
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from policies.loader import load_default_policy
 from tests.llm.scripted_server import ScriptedServer
 from tools.sim.scenario import Scenario

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.audit import DeliberationRecord, Execution, Intent, Outcome, transcripts
 from agent.daemon.runtime import Runtime
-from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN
 from policies.loader import load_default_policy
 from tests.deliberation.conftest import planner, tick_until
 from tests.llm.scripted_server import Reply, ScriptedServer, call, submit

@@ -18,8 +18,8 @@ import pytest
 from agent.audit import AuditLog, FindingChange, Intent, Outcome
 from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from evals.twin.readings import TwinReadings
 from evals.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy

@@ -11,8 +11,8 @@ import pytest
 
 from agent.daemon.report import TickReport
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings, OutputMode
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings, OutputMode
 from agent.planners.rule_settings import RulesSettings
 from agent.signals.assess import assess
 from agent.signals.memory import Memory

@@ -19,8 +19,8 @@ import structlog
 from agent.audit import Fallback
 from agent.daemon.runtime import Runtime
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from agent.signals.model import Signals
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, PlannerFactory, answered

@@ -9,8 +9,8 @@ from pathlib import Path
 import structlog
 
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from policies.model import Policy
 from tests.llm.scripted_server import ScriptedServer, submit
 from tools.backends.sim import SimCluster

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agent.planners.prompts import FENCE_OPEN
+from agent.planners.llm.prompts import FENCE_OPEN
 from agent.signals.model import Signals
 from tests.llm.conftest import PlannerFactory
 from tests.llm.scripted_server import ScriptedServer, envelope, error

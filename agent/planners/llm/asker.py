@@ -1,7 +1,7 @@
 """Questions from people (`steward ask`, `@steward …` in Slack), answered from the record.
 
 The model gets the question, the cluster's summary and the policy (fenced as data, like a
-deliberation's), and only the read-only tools (llm_tools.ASK_TOOL_NAMES: status, forecasts,
+deliberation's), and only the read-only tools (tool_calls.ASK_TOOL_NAMES: status, forecasts,
 fit, placement, modes and preflight, a dry-run plan, the decision log's search and explain) and
 `answer`. No action tool is offered, and a call to one is refused. An answer cites the decision
 ids it relies on; one that would change something carries a `proposal`, which the caller sends
@@ -20,10 +20,11 @@ from pydantic import BaseModel, ConfigDict
 from agent.audit import AuditLog
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
-from agent.planners.llm_lookups import Lookups
-from agent.planners.llm_settings import LLMSettings
-from agent.planners.llm_tools import (
+from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm.lookups import Lookups
+from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN, fenced, untrusted, user_prompt
+from agent.planners.llm.settings import LLMSettings
+from agent.planners.llm.tool_calls import (
     ANSWER,
     ASK_TOOL_NAMES,
     Answer,
@@ -31,7 +32,6 @@ from agent.planners.llm_tools import (
     parse_call,
     parse_envelope,
 )
-from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN, fenced, untrusted, user_prompt
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Action

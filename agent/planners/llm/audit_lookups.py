@@ -1,6 +1,6 @@
 """The model's read-only view of the decision log: search and explain, fenced like any data.
 
-Answers to `search_audit` and `explain_decision` (agent/planners/llm_tools.py). They read the
+Answers to `search_audit` and `explain_decision` (agent/planners/llm/tool_calls.py). They read the
 log the daemon writes (or a reader opened on it) and change nothing; every text in them came
 from the cluster or from a planner, so each is cut and later fenced as untrusted data.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.audit import AuditLog, DeliberationRecord, Intent, explain
 from agent.audit.story import deliberation_line
-from agent.planners.prompts import untrusted
+from agent.planners.llm.prompts import untrusted
 
 SEARCHED = 2000
 """Most recent intents and deliberations a search reads."""

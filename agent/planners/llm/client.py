@@ -10,8 +10,8 @@ the decision's deadline — except a 500 that is the server's validation error o
 (llama-cpp-python's way of saying 422), which no retry can fix; after that, or on any other
 error, `PlannerFailed` says why. The openai client's own retries are off: the
 deadline is ours to keep. Each exchange is bounded in wall-clock time, body included
-(llm_transfer.py), and every body is validated against the protocol before it is read
-(llm_wire.py): an answer of the wrong shape is a `PlannerFailed`, never an exception that
+(transfer.py), and every body is validated against the protocol before it is read
+(wire.py): an answer of the wrong shape is a `PlannerFailed`, never an exception that
 escapes the planner.
 """
 
@@ -28,11 +28,11 @@ from openai import OpenAI
 from pydantic import BaseModel, ConfigDict
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
-from agent.planners import llm_tools
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_settings import LLMSettings, OutputMode
-from agent.planners.llm_transfer import TooSlow, fetch
-from agent.planners.llm_wire import WireCompletion, WireModels, parse
+from agent.planners.llm import tool_calls
+from agent.planners.llm.settings import LLMSettings, OutputMode
+from agent.planners.llm.transfer import TooSlow, fetch
+from agent.planners.llm.wire import WireCompletion, WireModels, parse
 
 _TRANSIENT = (
     TooSlow,
@@ -211,14 +211,14 @@ class Endpoint:
             "temperature": self.settings.temperature,
         }
         if mode == "tools":
-            request["tools"] = llm_tools.tool_specs(names)
+            request["tools"] = tool_calls.tool_specs(names)
             if force is not None:
                 request["tool_choice"] = {"type": "function", "function": {"name": force}}
             else:
                 request["tool_choice"] = "required"
             return request
         offered = (force,) if force is not None else names
-        schema = llm_tools.envelope_schema(offered)
+        schema = tool_calls.envelope_schema(offered)
         if mode == "json_schema":
             request["response_format"] = {
                 "type": "json_schema",

@@ -12,8 +12,9 @@ from typing import Any
 
 from agent.audit import AuditLog
 from agent.planners import sizing
-from agent.planners.audit_lookups import audit_explain, audit_search
-from agent.planners.llm_tools import (
+from agent.planners.llm.audit_lookups import audit_explain, audit_search
+from agent.planners.llm.prompts import MAX_LISTED, fenced, policy_brief, untrusted
+from agent.planners.llm.tool_calls import (
     Args,
     ExplainDecision,
     GetDryRunPlan,
@@ -28,7 +29,6 @@ from agent.planners.llm_tools import (
     GetWorkload,
     SearchAudit,
 )
-from agent.planners.prompts import MAX_LISTED, fenced, policy_brief, untrusted
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import rotation_settings

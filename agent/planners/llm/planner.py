@@ -3,7 +3,7 @@
 Any OpenAI-compatible endpoint will do (`LLMSettings`: STEWARD_LLM_BASE_URL, _MODEL, _API_KEY,
 _OUTPUT). One decision is a short conversation bounded in turns and in time: the system prompt
 and a bounded summary (prompts.py), then up to `max_steps` turns in which the model may call
-read-only look-ups and must end with `submit_plan` (llm_tools.py). The last turn forces
+read-only look-ups and must end with `submit_plan` (tool_calls.py). The last turn forces
 submit_plan. Every call is validated by the pydantic models; an invalid one is sent back once
 with its validation error (the repair round); a second invalid answer, an exhausted deadline, or
 an endpoint that stays down raises `PlannerFailed`, and the loop lets the rules planner decide.
@@ -25,10 +25,11 @@ from pydantic import ValidationError
 from agent.audit import AuditLog
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
-from agent.planners.llm_lookups import Lookups
-from agent.planners.llm_settings import LLMSettings
-from agent.planners.llm_tools import (
+from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm.lookups import Lookups
+from agent.planners.llm.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
+from agent.planners.llm.settings import LLMSettings
+from agent.planners.llm.tool_calls import (
     SUBMIT,
     TOOL_NAMES,
     CallRejected,
@@ -38,7 +39,6 @@ from agent.planners.llm_tools import (
     parse_envelope,
     tool_specs,
 )
-from agent.planners.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
 from agent.planners.question import Question
 from agent.signals.model import Signals
 from policies.history import History

@@ -1,7 +1,7 @@
 """The LLM planner's tools: their schemas, and the strict parsing of what a model calls.
 
 Two kinds of tool are offered. Read-only look-ups (`get_node`, `get_workload`, `get_history`,
-`get_policy`, `get_placement`, `get_memory_fit`, answered by llm_lookups.py) let the model look
+`get_policy`, `get_placement`, `get_memory_fit`, answered by lookups.py) let the model look
 closer; they read the one observation the decision started from and change nothing.
 `submit_plan` ends the decision: its `actions` items are the Action models' own schemas
 (`tools.actions.action_schemas()`, the type tag added back), and its arguments are validated by
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from agent.planners.prompts import untrusted
+from agent.planners.llm.prompts import untrusted
 from tools.actions import (
     NAME_PATTERN,
     Action,
