@@ -1,11 +1,11 @@
-"""The chat-ops desk: what `/steward …` and a mention answer, with the facts the CLI gives.
+"""The chat-ops commands: what `/steward …` and a mention answer, with the facts the CLI gives.
 
 Every command goes through the functions the CLI uses — the cluster's observation, the dry run
 of `steward plan` (agent.daemon.compose.dry_run), the decision log's story (`steward audit
 explain`), the approval inbox and its one answering path (agent.daemon.answers), the pause
 switch, and the rotation request of `steward mode rotate` — so Slack can neither do more nor
-say other than the terminal. The desk knows nothing of Slack's API: it turns a command line and
-a Slack user id into a `Reply`; agent/chatops/app.py sends it.
+say other than the terminal. `Commands` knows nothing of Slack's API: it turns a command line
+and a Slack user id into a `Reply`; agent/chatops/app.py sends it.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Rotations(Protocol):
     def answered(self, decision_id: str, target: str) -> RequestResult: ...
 
 
-class Desk:
+class Commands:
     """Answers commands over one data dir."""
 
     def __init__(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agent.chatops.desk import Reply
+from agent.chatops.commands import Reply
 from agent.planners.errors import PlannerFailed
 
 if TYPE_CHECKING:

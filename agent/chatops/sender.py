@@ -1,4 +1,4 @@
-"""The courier: what Steward writes to Slack on its own, sent from a thread of its own.
+"""The sender: what Steward writes to Slack on its own, sent from a thread of its own.
 
 Two duties, each picked up from durable state every `poll_s`, so that a restart or a kill -9
 loses nothing and a Slack that does not answer never holds up a tick:
@@ -44,7 +44,7 @@ class SlackDown(Exception):
     """Slack did not take a call: unreachable, rate-limited or failing (retry later)."""
 
 
-class Courier:
+class Sender:
     """Posts approvals and notifications to the channel; `run_once` is one pass."""
 
     def __init__(
@@ -87,8 +87,8 @@ class Courier:
         while not self._stop.is_set():
             try:
                 self.run_once()
-            except Exception:  # the courier must outlive any one bad pass; the log has it
-                log.exception("slack courier pass failed")
+            except Exception:  # the sender must outlive any one bad pass; the log has it
+                log.exception("slack sender pass failed")
             self.wake.wait(self.settings.poll_s)
             self.wake.clear()
 

@@ -186,8 +186,8 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
         return
     audit = _audit(where, parts)
     try:
-        desk = RotationRequests(parts, where, the_policy, audit)
-        result = desk.answered(decision, target) if decision else desk.request(target)
+        requests = RotationRequests(parts, where, the_policy, audit)
+        result = requests.answered(decision, target) if decision else requests.request(target)
     except InvalidInput as exc:
         fail(str(exc))
     except (AuditError, TemporaryError) as exc:

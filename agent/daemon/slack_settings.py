@@ -40,7 +40,7 @@ class SlackSettings(BaseModel):
     max_messages_per_minute: int = Field(default=6, ge=1)
     """Notifications beyond this in a minute are folded into one digest message."""
     poll_s: float = Field(default=2.0, gt=0)
-    """How often the courier looks at the inbox and the outbox."""
+    """How often the sender looks at the inbox and the outbox."""
     retry_max_s: float = Field(default=300.0, gt=0)
     """The longest wait between two attempts to reach Slack (the backoff doubles up to it)."""
     bot_token_file: Path | None = None

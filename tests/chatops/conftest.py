@@ -110,7 +110,7 @@ class Rig:
         return found
 
     def approval_message(self, decision_id: str) -> str:
-        """The ts of the message the decision was posted as (waits for the courier)."""
+        """The ts of the message the decision was posted as (waits for the sender)."""
         call = self.stub.wait_for(
             lambda: next(
                 (
