@@ -1,8 +1,8 @@
-"""Reading the log back for people and tools: one-line summaries, "why?" stories, JSONL export.
+"""Reading the log back for people and tools: one-line summaries, "why?" explanations, JSONL export.
 
 A decision is spread over several records (intent, fallback, approvals, outcome or interrupted);
-`explain` gathers them into one `Story` — what was seen, what was proposed, which rules allowed
-or denied each action, who approved, what happened — and `render` tells it in plain text.
+`explain` gathers them into one `Explanation` — what was seen, what was proposed, which rules
+allowed or denied each action, who approved, what happened — and `render` tells it in plain text.
 `export_row` flattens every record into one JSON object with the decision's actions joined to
 their verdicts and results, for tools that read JSON Lines.
 """
@@ -39,7 +39,7 @@ Status = Literal[
 ]
 
 
-class ActionStory(BaseModel):
+class ActionExplanation(BaseModel):
     """One proposed action, its verdict, its approval and what became of it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -64,7 +64,7 @@ class ActionStory(BaseModel):
     outcome: str | None = None
 
 
-class Story(BaseModel):
+class Explanation(BaseModel):
     """One decision told whole."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,7 +81,7 @@ class Story(BaseModel):
     fallbacks: tuple[str, ...]
     rationale: str
     findings: tuple[str, ...]
-    actions: tuple[ActionStory, ...]
+    actions: tuple[ActionExplanation, ...]
     verification: tuple[Check, ...] = ()
     mode_steps: tuple[str, ...] = ()
     """The mode rotation's journal steps, when the decision rotated a mode."""
@@ -149,7 +149,7 @@ class _Trail:
         return None
 
 
-def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
+def _action_explanation(i: int, proposal: Proposal, trail: _Trail) -> ActionExplanation:
     dumped = dump_action(proposal.action)
     results = trail.outcome.results if trail.outcome else ()
     res = next((r for r in results if r.index == i), None)
@@ -161,7 +161,7 @@ def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
         rules = ", ".join(judged.rule_ids) or "no rule"
         word = "allowed" if judged.verdict == "allow" else "refused"
         at_execution = f"{word} at execution by {rules} {seen}: {judged.message}".rstrip(": ")
-    return ActionStory(
+    return ActionExplanation(
         index=i,
         type=str(dumped["type"]),
         target=proposal.action.target,
@@ -181,15 +181,16 @@ def _action_story(i: int, proposal: Proposal, trail: _Trail) -> ActionStory:
     )
 
 
-def explain(records: Sequence[Record]) -> Story:
-    """The story of the decision these records belong to (they must include its intent/plan)."""
+def explain(records: Sequence[Record]) -> Explanation:
+    """What the decision these records belong to saw, planned, judged and did (the records must
+    include its intent or plan)."""
     opening = next((r for r in records if isinstance(r.payload, Intent | DryRunPlan)), None)
     if opening is None:
         raise ValueError("no intent or plan among these records: nothing to explain")
     decision = opening.payload
     assert isinstance(decision, Intent | DryRunPlan)
     trail = _Trail(records)
-    return Story(
+    return Explanation(
         decision_id=decision.decision_id,
         seq=opening.seq,
         time=opening.time,
@@ -202,7 +203,7 @@ def explain(records: Sequence[Record]) -> Story:
         fallbacks=tuple(trail.fallbacks),
         rationale=decision.rationale,
         findings=decision.findings,
-        actions=tuple(_action_story(i, p, trail) for i, p in enumerate(decision.proposals)),
+        actions=tuple(_action_explanation(i, p, trail) for i, p in enumerate(decision.proposals)),
         verification=trail.outcome.verification if trail.outcome else (),
         mode_steps=tuple(trail.steps),
         deliberations=tuple(trail.deliberations),
@@ -211,24 +212,24 @@ def explain(records: Sequence[Record]) -> Story:
     )
 
 
-def render(story: Story) -> str:
-    """The story as text a person reads top to bottom."""
-    by = story.planner + (f" (model {story.model})" if story.model else "")
+def render(explanation: Explanation) -> str:
+    """The explanation as text a person reads top to bottom."""
+    by = explanation.planner + (f" (model {explanation.model})" if explanation.model else "")
     lines = [
-        f"Decision {story.decision_id} — {story.status} "
-        f"(seq {story.seq}, {story.time:%Y-%m-%d %H:%M:%S} UTC)",
+        f"Decision {explanation.decision_id} — {explanation.status} "
+        f"(seq {explanation.seq}, {explanation.time:%Y-%m-%d %H:%M:%S} UTC)",
         "",
-        f"Seen: the cluster as observed at {story.observed_at:%Y-%m-%d %H:%M:%S} "
-        f"(digest {story.observation_digest[:12]}).",
-        *_signal_lines(story.signals),
+        f"Seen: the cluster as observed at {explanation.observed_at:%Y-%m-%d %H:%M:%S} "
+        f"(digest {explanation.observation_digest[:12]}).",
+        *_signal_lines(explanation.signals),
         f"Planned by: {by}.",
-        *(f"Fallback: {f}." for f in story.fallbacks),
-        *(f"Deliberated: {d}" for d in story.deliberations),
+        *(f"Fallback: {f}." for f in explanation.fallbacks),
+        *(f"Deliberated: {d}" for d in explanation.deliberations),
     ]
-    if story.rationale:
-        lines.append(f"Why: {story.rationale}")
-    lines += ["", "Proposed:" if story.actions else "Proposed: nothing."]
-    for a in story.actions:
+    if explanation.rationale:
+        lines.append(f"Why: {explanation.rationale}")
+    lines += ["", "Proposed:" if explanation.actions else "Proposed: nothing."]
+    for a in explanation.actions:
         rules = ", ".join(a.rule_ids) or "no rule"
         verdict = {"allow": "allowed", "deny": "denied", "needs_approval": "needs approval"}
         lines.append(f"  {a.index + 1}. {a.description} — {verdict[a.verdict]} by {rules}")
@@ -246,11 +247,11 @@ def render(story: Story) -> str:
             lines.append(f"     ran: {'ok' if a.ok else 'FAILED'} — {a.outcome or 'no message'}")
         elif a.outcome is not None:
             lines.append(f"     not run: {a.outcome}")
-    lines += [f"Policy finding: {f}" for f in story.findings]
+    lines += [f"Policy finding: {f}" for f in explanation.findings]
     lines.append("")
-    lines.append(_ending(story))
-    lines += [f"  {step}" for step in story.mode_steps]
-    for c in story.verification:
+    lines.append(_ending(explanation))
+    lines += [f"  {step}" for step in explanation.mode_steps]
+    for c in explanation.verification:
         lines.append(f"  check {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}".rstrip())
     return "\n".join(lines)
 
@@ -272,18 +273,18 @@ def _signal_lines(signals: dict[str, JsonValue]) -> list[str]:
     return head + lines if head or lines else ["  signals: none recorded"]
 
 
-def _ending(story: Story) -> str:
-    if story.status == "dry run":
+def _ending(explanation: Explanation) -> str:
+    if explanation.status == "dry run":
         return "What happened: nothing — a dry-run plan."
-    if story.status == "waiting for approval":
+    if explanation.status == "waiting for approval":
         return "What happened: nothing yet — it waits for approval (`steward pending`)."
-    if story.status == "in progress":
+    if explanation.status == "in progress":
         return "What happened: not yet recorded (in progress)."
-    if story.status == "interrupted":
-        return f"What happened: interrupted — {story.error}."
-    ran = sum(a.executed for a in story.actions)
-    text = f"What happened: {ran} of {len(story.actions)} action(s) ran; {story.status}"
-    return text + (f" — {story.error}." if story.error else ".")
+    if explanation.status == "interrupted":
+        return f"What happened: interrupted — {explanation.error}."
+    ran = sum(a.executed for a in explanation.actions)
+    text = f"What happened: {ran} of {len(explanation.actions)} action(s) ran; {explanation.status}"
+    return text + (f" — {explanation.error}." if explanation.error else ".")
 
 
 def deliberation_line(p: DeliberationRecord) -> str:

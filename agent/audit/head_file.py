@@ -40,7 +40,7 @@ class LogLost(LogRefused):
     """The decision log is missing, empty or cut in a data dir whose history says it was not."""
 
 
-class Witness(BaseModel):
+class HeadRecord(BaseModel):
     """What audit.head holds."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -55,7 +55,7 @@ class Witness(BaseModel):
         return f"seq {self.seq} (hash {self.hash[:12]}…, {time_text(self.time)})"
 
 
-def witness_mac(key: bytes, seq: int, digest: str, at: datetime) -> str:
+def head_mac(key: bytes, seq: int, digest: str, at: datetime) -> str:
     return mac_of(key, f"witness:{seq}:{digest}:{time_text(at)}")
 
 
@@ -63,7 +63,7 @@ def path_of(data_dir: Path) -> Path:
     return data_dir / HEAD_FILE
 
 
-def read(data_dir: Path) -> Witness | None:
+def read(data_dir: Path) -> HeadRecord | None:
     """The witnessed head, None when there is none; AuditError when the file is unreadable."""
     path = path_of(data_dir)
     try:
@@ -77,7 +77,7 @@ def read(data_dir: Path) -> Witness | None:
             "evidence and move it away"
         ) from exc
     try:
-        return Witness.model_validate_json(text)
+        return HeadRecord.model_validate_json(text)
     except ValidationError as exc:
         raise LogRefused(
             f"{path}: the log's head held outside it is unreadable ({exc.error_count()} "
@@ -86,9 +86,9 @@ def read(data_dir: Path) -> Witness | None:
 
 
 def write(data_dir: Path, seq: int, digest: str, at: datetime, key: bytes | None) -> None:
-    """Witness the head: durable (fsynced) before this returns, replaced atomically."""
-    mac = witness_mac(key, seq, digest, at) if key else None
-    data = Witness(seq=seq, hash=digest, time=at, mac=mac).model_dump_json().encode()
+    """HeadRecord the head: durable (fsynced) before this returns, replaced atomically."""
+    mac = head_mac(key, seq, digest, at) if key else None
+    data = HeadRecord(seq=seq, hash=digest, time=at, mac=mac).model_dump_json().encode()
     path = path_of(data_dir)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -100,19 +100,19 @@ def write(data_dir: Path, seq: int, digest: str, at: datetime, key: bytes | None
     os.replace(tmp, path)
 
 
-def mac_problem(witness: Witness, key: bytes | None) -> str | None:
+def mac_problem(witness: HeadRecord, key: bytes | None) -> str | None:
     """Why the witness's MAC does not hold under `key` (None: it holds, or there is no key)."""
     if key is None:
         return None
     if witness.mac is None:
         return f"{HEAD_FILE} carries no HMAC although a key is set (written without the key?)"
-    expected = witness_mac(key, witness.seq, witness.hash, witness.time)
+    expected = head_mac(key, witness.seq, witness.hash, witness.time)
     if not hmac.compare_digest(witness.mac, expected):
         return f"the HMAC of {HEAD_FILE} does not match this key (forged or rewritten?)"
     return None
 
 
-def against(witness: Witness, last_seq: int | None, hash_at: str | None) -> str | None:
+def against(witness: HeadRecord, last_seq: int | None, hash_at: str | None) -> str | None:
     """What is wrong with a log ending at `last_seq` whose record at the witnessed seq hashes
     to `hash_at` (None: no such record), given the witness; None when it is consistent."""
     if witness.seq == 0:

@@ -1,7 +1,7 @@
 """The chat-ops commands: what `/steward …` and a mention answer, with the facts the CLI gives.
 
 Every command goes through the functions the CLI uses — the cluster's observation, the dry run
-of `steward plan` (agent.daemon.compose.dry_run), the decision log's story (`steward audit
+of `steward plan` (agent.daemon.compose.dry_run), the decision log.s explanation (`steward audit
 explain`), the approval inbox and its one answering path (agent.daemon.answers), the pause
 switch, and the rotation request of `steward mode rotate` — so Slack can neither do more nor
 say other than the terminal. `Commands` knows nothing of Slack's API: it turns a command line
@@ -19,8 +19,8 @@ from typing import Protocol
 from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
-from agent.audit.story import explain as explain_decision
-from agent.audit.story import render
+from agent.audit.explanations import explain as explain_decision
+from agent.audit.explanations import render
 from agent.chatops.access import may_steer
 from agent.chatops.status import node_lines, workload_lines
 from agent.chatops.store import ChatopsStore
@@ -169,15 +169,17 @@ class Commands:
         with AuditLog.open(self.data_dir, readonly=True) as log:
             records = log.decision(decision_id)
         try:
-            story = explain_decision(records)
+            explanation = explain_decision(records)
         except ValueError:
             return Reply(
                 f"no decision {decision_id!r} with an intent or plan in the decision log; "
                 "`steward audit show --kind intent` lists them",
                 ephemeral=True,
             )
-        lines = render(story).splitlines()
-        return Reply(f"decision {decision_id}: {story.status}", [line for line in lines if line])
+        lines = render(explanation).splitlines()
+        return Reply(
+            f"decision {decision_id}: {explanation.status}", [line for line in lines if line]
+        )
 
     def pending(self) -> Reply:
         waiting = self._waiting()

@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
-from agent.audit.story import explain as explain_decision
+from agent.audit.explanations import explain as explain_decision
 from agent.chatops import blocks
 from agent.chatops.store import ChatopsStore, Queued
 from agent.daemon.slack_settings import SlackSettings
@@ -156,12 +156,12 @@ class Sender:
             return text, True
         try:
             with AuditLog.open(self.data_dir, readonly=True) as audit:
-                story = explain_decision(audit.decision(p.decision_id))
+                explanation = explain_decision(audit.decision(p.decision_id))
         except (AuditError, ValueError):
             return f"answered by {p.answered_by} via {p.channel}", False
-        running = story.status == "in progress"
+        running = explanation.status == "in progress"
         parts: list[str] = []
-        for a in story.actions:
+        for a in explanation.actions:
             if a.verdict != "needs_approval":
                 continue
             said = "; ".join(a.approvals) or "no answer recorded"
@@ -174,7 +174,7 @@ class Sender:
             else:
                 done = f"not run: {a.outcome or 'dropped'}"
             parts.append(f"{a.description}: {said}; {done}")
-        return blocks.escape(" · ".join(parts) or f"decision {story.status}"), not running
+        return blocks.escape(" · ".join(parts) or f"decision {explanation.status}"), not running
 
     def flush(self) -> None:
         """Send what is due from the outbox within the rate; fold the rest into a digest."""

@@ -160,7 +160,7 @@ def explain(
     data: DataDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Tell one decision's story: seen, proposed, which rules allowed or denied, approved, done."""
+    """Explain one decision: seen, proposed, which rules allowed or denied, approved, done."""
     with _open(data) as log:
         decision = id_
         if id_.isdigit():
@@ -176,16 +176,16 @@ def explain(
             decision = record.decision_id
         records = log.decision(decision)
     try:
-        story = explain_decision(records)
+        explanation = explain_decision(records)
     except ValueError:
         fail(
             f"no decision {decision!r} with an intent or plan in {log.path}; "
             "`steward audit show --kind intent` lists them"
         )
     if json_out:
-        emit_json(story)
+        emit_json(explanation)
     else:
-        typer.echo(render(story))
+        typer.echo(render(explanation))
 
 
 @app.command()

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import structlog
 
-from agent.audit.witness import Witness
+from agent.audit.head_file import HeadRecord
 from agent.support.notices import Notice, Notifier
 
 log = structlog.get_logger("steward.witness")
 POST_TIMEOUT_S = 5.0
 
-Head = Callable[[], Witness | None]
+Head = Callable[[], HeadRecord | None]
 
 
-def head_details(head: Witness | None) -> dict[str, str | int | None]:
+def head_details(head: HeadRecord | None) -> dict[str, str | int | None]:
     if head is None:
         return {}
     return {"seq": head.seq, "hash": head.hash, "time": head.time.isoformat(), "mac": head.mac}

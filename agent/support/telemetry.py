@@ -48,7 +48,7 @@ Head = Callable[[], tuple[int, str] | None]
 
 class SignedHead(Protocol):
     """The log's whole head as a witness outside the data dir holds it
-    (agent.audit.witness.Witness)."""
+    (agent.audit.head_file.HeadRecord)."""
 
     @property
     def seq(self) -> int: ...

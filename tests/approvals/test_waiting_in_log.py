@@ -36,9 +36,9 @@ def test_audit_explain_answers_for_a_pending_decision(data_dir: Path) -> None:
     assert notice.decision_id == decision and "owners (homelab-owner)" in notice.text
     code, out = cli("audit", "explain", decision, "--data-dir", str(data_dir), "--json")
     assert code == 0, out
-    story = json.loads(out)
-    assert story["status"] == "waiting for approval"
-    (action,) = story["actions"]
+    explanation = json.loads(out)
+    assert explanation["status"] == "waiting for approval"
+    (action,) = explanation["actions"]
     assert action["verdict"] == "needs_approval" and action["approvers"] == ["owners"]
     assert action["rule_ids"] == ["approval.burst_needs_a_human"]
     code, out = cli("audit", "explain", decision, "--data-dir", str(data_dir))

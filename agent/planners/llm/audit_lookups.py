@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.audit import AuditLog, DeliberationRecord, Intent, explain
-from agent.audit.story import deliberation_line
+from agent.audit.explanations import deliberation_line
 from agent.planners.llm.prompts import untrusted
 
 SEARCHED = 2000
@@ -64,7 +64,7 @@ def audit_search(audit: Callable[[], AuditLog] | None, text: str, limit: int) ->
 
 
 def audit_explain(audit: Callable[[], AuditLog] | None, decision_id: str) -> dict[str, Any]:
-    """One decision's story: seen, planned, judged, run."""
+    """One decision explained: seen, planned, judged, run."""
     if audit is None:
         return {"error": "no decision log is open to this model"}
     records = audit().decision(decision_id)
@@ -74,15 +74,15 @@ def audit_explain(audit: Callable[[], AuditLog] | None, decision_id: str) -> dic
         deliberation_line(r.payload) for r in records if isinstance(r.payload, DeliberationRecord)
     ]
     try:
-        story = explain(records)
+        explanation = explain(records)
     except ValueError:
         return {"decision_id": decision_id, "deliberations": deliberations}
     return {
-        "decision_id": story.decision_id,
-        "status": story.status,
-        "observed_at": story.observed_at.isoformat(),
-        "planner": story.planner,
-        "rationale": untrusted(story.rationale, 400),
+        "decision_id": explanation.decision_id,
+        "status": explanation.status,
+        "observed_at": explanation.observed_at.isoformat(),
+        "planner": explanation.planner,
+        "rationale": untrusted(explanation.rationale, 400),
         "actions": [
             {
                 "action": untrusted(a.description, 200),
@@ -92,7 +92,7 @@ def audit_explain(audit: Callable[[], AuditLog] | None, decision_id: str) -> dic
                 "ran": a.executed,
                 "outcome": untrusted(a.outcome or "", 200),
             }
-            for a in story.actions[:8]
+            for a in explanation.actions[:8]
         ],
         "deliberations": [untrusted(d, 400) for d in deliberations],
     }
