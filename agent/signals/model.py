@@ -1,8 +1,9 @@
-"""What assess makes of one observation: per-workload demand and supply, the capacity model's
-view of each profiled workload, degraded links, and the findings that call for a decision.
+"""What assess makes of one observation: `Signals`, read by the loop and by every planner.
 
-The planners read `Signals`; the loop carries them in its decision state and the decision log
-keeps their compact form (`Signals.for_log`).
+It sits below both (the loop runs assess and hands its signals to a planner; a planner reads
+them), so `Planner.plan` takes it typed without importing the loop. Per workload, demand and
+supply as assess reads them (`WorkloadSignals`) with the capacity model's view of it
+(`SloView`); per link, what is wrong with it (`LinkSignal`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class _Model(BaseModel):
 class SloView(_Model):
     """What the capacity model makes of one profiled workload against its pool's SLO: the
     replicas it needs and why, what the reactive layer saw, and whether one fewer (or zero)
-    pays. Built by assess (agent.loop.slo_signals), read by the rules planner."""
+    pays. Built by assess (agent.signals.slo), read by the rules planner."""
 
     need: int
     """Replicas the sizing asks for (agent.capacity.sizing), the reactive layer's deficit

@@ -8,7 +8,7 @@ from datetime import timedelta
 from agent.signals.memory import SloMemory
 from agent.signals.settings import AssessSettings
 from agent.signals.slo import slo_view
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
 from tools.model import Metric, Workload
 
 SETTINGS = AssessSettings(slo_ttft_s={"burst": 3.0}, slo_itl_s={"burst": 0.1})

@@ -20,11 +20,11 @@ from agent.daemon.runtime import Runtime
 from agent.support import dbfile
 from agent.support.datadir import CHECKPOINT_DB
 from agent.support.dbfile import DamagedFile
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
-from tools.backends.sim import SimCluster
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

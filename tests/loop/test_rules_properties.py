@@ -16,9 +16,9 @@ from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.signals.assess import assess
 from agent.signals.memory import Memory, WorkloadMemory
+from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
 from tools.actions import PlaceReplica, RotateMode, ScaleWorkload
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState, Metric
 
 POLICY = load_default_policy()

@@ -60,13 +60,13 @@ class Lookups:
         policy: Policy | None,
         history: Callable[[], History] | None,
         *,
-        signals: object = None,
+        signals: Signals | None = None,
         audit: Callable[[], AuditLog] | None = None,
     ) -> None:
         self.state = state
         self.policy = policy
         self.history = history
-        self.signals = signals if isinstance(signals, Signals) else None
+        self.signals = signals
         self.audit = audit
         self.rules = RulesPlanner(RulesSettings.from_policy(policy)) if policy else RulesPlanner()
 
