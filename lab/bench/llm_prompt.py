@@ -22,11 +22,11 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from agent.cli import bench
 from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
 from agent.loop.assess import assess
 from agent.loop.state import Memory, Signals
 from agent.planners.rule_settings import RulesSettings
+from lab.cli import bench
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import NodeLoss

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.sim.scenario import Scenario
 from lab.twin.server import Twin
 from tools.backends.kubernetes.backend import KubernetesCluster

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from agent.audit import AuditLog, FindingChange, Intent, Outcome
-from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.readings import TwinReadings
 from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy

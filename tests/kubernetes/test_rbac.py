@@ -19,8 +19,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.auth import Attributes
 from lab.twin.rbac import CLUSTER, Grant, Rbac
 from lab.twin.server import Twin
