@@ -21,7 +21,7 @@ from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, OUTSIDER, SPIKE, Rig, settings_for
 from tests.chatops.slack_stub import CHANNEL, SlackStub
 from tests.chatops.test_commands import _envelope, answer, command
-from tests.llm.scripted_server import Reply, ScriptedServer, call
+from lab.scripted_server import Reply, ScriptedServer, call
 
 
 def newest_decision(body: dict[str, Any]) -> Reply:

@@ -14,7 +14,7 @@ from agent.daemon.runtime import Runtime
 from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
 from tests.deliberation.conftest import planner, scenario, tick_until
-from tests.llm.scripted_server import Reply, ScriptedServer, submit
+from lab.scripted_server import Reply, ScriptedServer, submit
 
 ROTATE = [{"type": "rotate_mode", "target_mode": "split", "reason": "split serves 170 tok/s"}]
 

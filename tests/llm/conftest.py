@@ -22,7 +22,7 @@ from lab.sim.faults import MpsDoubleCount
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from policies.model import Policy
-from tests.llm.scripted_server import Reply, ScriptedServer
+from lab.scripted_server import Reply, ScriptedServer
 from tools.model import ClusterState
 
 

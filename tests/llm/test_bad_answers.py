@@ -25,7 +25,7 @@ from agent.planners.llm_settings import LLMSettings
 from lab.sim.backend import SimCluster
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, PlannerFactory, answered
-from tests.llm.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
+from lab.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

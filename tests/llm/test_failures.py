@@ -16,7 +16,7 @@ from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import MAX_ATTEMPTS
 from agent.planners.llm_tools import MAX_ACTIONS
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import Reply, ScriptedServer, call, error, submit
+from lab.scripted_server import Reply, ScriptedServer, call, error, submit
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

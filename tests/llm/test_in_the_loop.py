@@ -24,7 +24,7 @@ from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, answered
-from tests.llm.scripted_server import ScriptedServer, call, submit
+from lab.scripted_server import ScriptedServer, call, submit
 
 BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

@@ -15,7 +15,7 @@ from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.model import Policy
-from tests.llm.scripted_server import ScriptedServer, submit
+from lab.scripted_server import ScriptedServer, submit
 
 BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

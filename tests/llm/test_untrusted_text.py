@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from agent.loop.state import Signals
 from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN, SYSTEM_PROMPT, fenced, untrusted
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import ScriptedServer, call, submit
+from lab.scripted_server import ScriptedServer, call, submit
 from tools.model import ClusterState
 
 INJECTION = (
