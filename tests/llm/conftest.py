@@ -16,13 +16,13 @@ from agent.loop.state import Memory, Signals
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings, OutputMode
 from agent.planners.rule_settings import RulesSettings
+from lab.scripted_server import Reply, ScriptedServer
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import MpsDoubleCount
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from policies.model import Policy
-from lab.scripted_server import Reply, ScriptedServer
 from tools.model import ClusterState
 
 

@@ -15,8 +15,8 @@ from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import MAX_ATTEMPTS
 from agent.planners.llm_tools import MAX_ACTIONS
-from tests.llm.conftest import PlannerFactory
 from lab.scripted_server import Reply, ScriptedServer, call, error, submit
+from tests.llm.conftest import PlannerFactory
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

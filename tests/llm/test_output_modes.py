@@ -7,8 +7,8 @@ import json
 
 from agent.loop.state import Signals
 from agent.planners.prompts import FENCE_OPEN
-from tests.llm.conftest import PlannerFactory
 from lab.scripted_server import ScriptedServer, envelope, error
+from tests.llm.conftest import PlannerFactory
 from tools.actions import ScaleWorkload
 from tools.model import ClusterState
 
