@@ -24,8 +24,9 @@ from pydantic import BaseModel
 
 from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
 from agent.loop.assess import assess
-from agent.loop.state import Memory, Signals
+from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.model import Signals
 from lab.cli import bench
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand

@@ -218,6 +218,9 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="The first test seed.")] = 0,
     seeds: Annotated[int, typer.Option("--seeds", help="Test seeds (mean and 95 % CI).")] = 5,
+    jobs: Annotated[
+        int, typer.Option("--jobs", help="Replays run at once, one process each (same figures).")
+    ] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write a Markdown report with PNG plots.")
@@ -246,9 +249,17 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
             seed=seed,
             seeds=seeds,
             progress=None if json_out else progress,
+            jobs=jobs,
         )
     except InvalidInput as exc:
         fail(str(exc))
+    for beaten in result.beaten():
+        err_console.print(
+            f"bound beaten: {beaten.controller} met the target on {beaten.gpu_hours:g} GPU-h, "
+            f"below the bound's {beaten.bound_gpu_hours:g} (seed {beaten.seed}): the bound's "
+            "search missed a cheaper schedule",
+            highlight=False,
+        )
     if report is not None:
         written = write_report(result, report)
         err_console.print(f"report: {written}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from lab.scorecard.cases import Case
 from lab.scorecard.run import CaseRun, Done
 from lab.sim.expect import ActionMatch, Expect, Forbidden
-from tools.actions import Action, PlaceReplica, RotateMode, ScaleWorkload
+from tools.actions import PlaceReplica, ScaleWorkload
 from tools.model import ClusterState
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL
 from tools.results import Check
@@ -119,7 +119,7 @@ def _checks(expect: Expect, run: CaseRun) -> Iterator[Check]:
         )
     for a in expect.approvals:
         waiting = any(
-            p.type == a.type and (a.target is None or _target(p) == a.target) for p in run.pending
+            p.type == a.type and (a.target is None or p.target == a.target) for p in run.pending
         )
         yield _check(f"approval pending for {a.type} {a.target or ''}".strip(), waiting)
     yield from _end(expect, run.end)
@@ -209,13 +209,9 @@ def _check(name: str, ok: bool, detail: str = "") -> Check:
     return Check(name=name, ok=ok, detail=detail)
 
 
-def _target(action: Action) -> str:
-    return action.target_mode if isinstance(action, RotateMode) else action.target
-
-
 def _matches(m: ActionMatch, d: Done) -> bool:
     a = d.action
-    if a.type != m.type or (m.target is not None and _target(a) != m.target):
+    if a.type != m.type or (m.target is not None and a.target != m.target):
         return False
     if d.at_s < m.after_s or (m.within_s is not None and d.at_s > m.within_s):
         return False
@@ -231,7 +227,7 @@ def _matches(m: ActionMatch, d: Done) -> bool:
 
 def _forbidden(f: Forbidden, d: Done) -> bool:
     a = d.action
-    if a.type != f.type or (f.target is not None and _target(a) != f.target):
+    if a.type != f.type or (f.target is not None and a.target != f.target):
         return False
     if d.at_s < f.after_s or (f.before_s is not None and d.at_s > f.before_s):
         return False

@@ -18,6 +18,7 @@ import math
 from lab.sim.faults import FaultBook
 from lab.sim.profiles import GIB, CardSpec, NodeSpec, Profile, WorkloadSpec
 from lab.sim.state import Replica, SimState, card_uuid
+from tools.labels import matches
 from tools.placement.demand import ZONE_LABEL
 
 MAX_REASONS = 4
@@ -136,9 +137,7 @@ class Placer:
         key = tuple(sorted(selector.items()))
         if key not in self._selected:
             self._selected[key] = [
-                n.name
-                for n in self.profile.nodes
-                if all(n.labels.get(k) == v for k, v in selector.items())
+                n.name for n in self.profile.nodes if matches(n.labels, selector)
             ]
         return self._selected[key]
 

@@ -21,6 +21,7 @@ from lab.twin.partitions import Dropped
 from lab.twin.resources import PDB, POD, Resource, find
 from lab.twin.selectors import SelectorError, field_matcher, label_matcher
 from lab.twin.store import ApiError, Obj, Watcher, deep, not_found
+from tools.labels import matches
 
 if TYPE_CHECKING:
     from lab.twin.server import Twin
@@ -252,7 +253,7 @@ def evict(twin: Twin, ns: str, name: str, dry: bool) -> Obj:
         for pdb in store.select(PDB, ns, lambda _o: True, lambda _o: True):
             sel = pdb.get("spec", {}).get("selector", {}).get("matchLabels", {})
             labels = pod["metadata"].get("labels", {})
-            if not sel or any(labels.get(k) != v for k, v in sel.items()):
+            if not sel or not matches(labels, sel):
                 continue
             if pdb.get("status", {}).get("disruptionsAllowed", 0) <= 0:
                 raise ApiError(

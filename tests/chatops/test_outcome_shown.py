@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.audit import Outcome
-from agent.loop.state import Signals
+from agent.signals.model import Signals
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.loader import DEFAULT_POLICY

@@ -12,10 +12,11 @@ import pytest
 from agent.daemon.report import TickReport
 from agent.daemon.runtime import Runtime
 from agent.loop.assess import assess
-from agent.loop.state import Memory, Signals
+from agent.loop.state import Memory
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings, OutputMode
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.model import Signals
 from lab.scripted_server import Reply, ScriptedServer
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand

@@ -18,10 +18,10 @@ import structlog
 
 from agent.audit import Fallback
 from agent.daemon.runtime import Runtime
-from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
+from agent.signals.model import Signals
 from lab.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
 from lab.sim.backend import SimCluster
 from policies.model import Policy

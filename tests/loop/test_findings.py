@@ -11,7 +11,7 @@ from pathlib import Path
 from agent.audit import AuditLog, FindingChange
 from agent.daemon.runtime import Runtime
 from agent.loop.findings import findings_of, open_findings
-from agent.loop.state import Signals
+from agent.signals.model import Signals
 from lab.sim.backend import SimCluster
 from lab.sim.faults import GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss
 from lab.sim.scenario import Scenario
