@@ -3,22 +3,27 @@
 A fresh venv gets the wheel and the product's own dependencies (resolved by pip, none borrowed),
 and none of the lab's. Its `steward`, run from a directory that is not the checkout, runs the
 README's command on the embedded simulated cluster, reads and plans against a Kubernetes API
-(the twin, served by this test process through the real protocol), and answers the lab's commands
-with how to install the lab: one line, exit 2, no traceback.
+(the twin, served by this test process through the real protocol) with its readings from a real
+Prometheus, and answers the lab's commands with how to install the lab: one line, exit 2, no
+traceback.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from lab.bench.prometheus_server import RealPrometheus
 from lab.sim.backend import SimCluster
 from lab.sim.day import default_day
 from lab.twin.server import Twin
+from tests.kubernetes.test_default_day_prometheus import twin_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_LAB = "pip install 'gpu-steward[lab]'"
@@ -72,16 +77,40 @@ def test_the_readme_command_runs_on_the_embedded_cluster(plain: Path, tmp_path: 
     assert "3 tick(s)" in run.stdout
 
 
-def test_status_and_plan_against_a_kubernetes_api(plain: Path, tmp_path: Path) -> None:
-    env = {"STEWARD_KUBERNETES_SERVER": "", "KUBECONFIG": str(tmp_path / "absent")}
-    with Twin(SimCluster(default_day())) as twin:
-        env["STEWARD_KUBERNETES_SERVER"] = twin.url
-        for command in ("status", "plan"):
-            out = _sh(plain / "steward", command, "--backend", "kubernetes", "--data-dir",
-                      tmp_path / "k", cwd=tmp_path, env=env)  # fmt: skip
-            assert out.returncode == 0, f"steward {command}: {out.stderr}"
-            assert "Traceback" not in out.stderr
-        assert twin.requests, "steward never reached the API server"
+def test_status_and_plan_against_kubernetes_and_prometheus(plain: Path, tmp_path: Path) -> None:
+    """The product alone against a Kubernetes API (the twin, in real time) and a real Prometheus
+    scraping the twin's DCGM, engine and Kueue exporters: its readings come from Prometheus."""
+    (tmp_path / "prometheus").mkdir()
+    with Twin(SimCluster(default_day()), speed=1.0) as twin:
+        target = twin.url.removeprefix("http://")
+        jobs = twin_jobs(target, "1s")
+        with RealPrometheus(tmp_path / "prometheus", [], interval="1s", jobs=jobs) as prometheus:
+            prometheus.wait_until_up(len(jobs))
+            config = tmp_path / "steward.yaml"
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "backend": "kubernetes",
+                        "kubernetes": {"server": twin.url, "in_cluster": False},
+                        "metrics": {
+                            "sources": ["prometheus"],
+                            "prometheus": {"url": prometheus.url},
+                        },
+                    }
+                )
+            )
+            env = {"KUBECONFIG": str(tmp_path / "absent")}
+            argv = ("--config", config, "--data-dir", tmp_path / "k")
+            planned = _sh(plain / "steward", "plan", *argv, cwd=tmp_path, env=env)
+            assert planned.returncode == 0, planned.stderr
+            shown = _sh(plain / "steward", "status", "--json", *argv, cwd=tmp_path, env=env)
+            assert shown.returncode == 0, shown.stderr
+    state = json.loads(shown.stdout)
+    assert state["source"] == "kubernetes"
+    cards = [g for n in state["nodes"] for g in n["gpus"]]
+    assert cards
+    for card in cards:
+        assert card["utilization"]["source"] == "prometheus:gpu_util", card
 
 
 @pytest.mark.parametrize(
