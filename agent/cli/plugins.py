@@ -9,8 +9,8 @@ lab, and exits 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib.metadata import entry_points
+from collections.abc import Callable, Iterable
+from importlib.metadata import EntryPoint, entry_points
 from typing import Annotated
 
 import typer
@@ -21,9 +21,11 @@ COMMANDS = "steward.commands"
 LAB_INSTALL = "pip install 'gpu-steward[lab]'"
 
 
-def add_plugged_commands(app: typer.Typer) -> None:
-    """Register every command of the `steward.commands` entry points on `app`."""
-    for point in sorted(entry_points(group=COMMANDS), key=lambda p: p.name):
+def add_plugged_commands(app: typer.Typer, points: Iterable[EntryPoint] | None = None) -> None:
+    """Register on `app` every command of `points` (default: the `steward.commands` entry
+    points installed)."""
+    found = entry_points(group=COMMANDS) if points is None else points
+    for point in sorted(found, key=lambda p: p.name):
         try:
             register = point.load()
         except ImportError as exc:

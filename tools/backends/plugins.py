@@ -86,4 +86,7 @@ def _plugged(group: str, name: str, what: str) -> object:
         except ImportError as exc:
             raise InvalidInput(f"{what} cannot load ({exc}): {LAB_INSTALL}") from None
         return loaded
-    raise InvalidInput(f"{what} is not installed (it is part of the lab): {LAB_INSTALL}")
+    raise InvalidInput(
+        f"{what} is not installed: no entry point {group}:{name} (from a checkout, run "
+        f"`pip install -e .` again to register it; else {LAB_INSTALL})"
+    )
