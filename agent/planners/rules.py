@@ -36,7 +36,7 @@ from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
 from agent.signals.assess import is_hot, zero_due
-from agent.signals.model import Signals, WorkloadSignals
+from agent.signals.model import Signals, SloView, WorkloadSignals
 from tools.actions import (
     Action,
     PlaceReplica,
@@ -238,8 +238,8 @@ class RulesPlanner:
             ScaleWorkload(
                 workload=workload.name,
                 replicas=keep,
-                reason=f"{keep} replica(s) have covered the forecast for the keep time "
-                f"({view.keep_s:.0f} s, the cost of a reload): {view.words}",
+                reason=f"{keep} replica(s) have covered the forecast for "
+                f"{view.release_after_s:.0f} s ({_waited(view)}): {view.words}",
             )
         ]
 
@@ -418,6 +418,12 @@ class RulesPlanner:
                 if freed >= need:
                     return actions, node.name
         return None
+
+
+def _waited(view: SloView) -> str:
+    if view.release_after_s > view.keep_s + 1e-9:
+        return f"longer than its usual dip; the keep time is {view.keep_s:.0f} s"
+    return "the keep time, the cost of a reload"
 
 
 def _leaving(state: ClusterState, node: str) -> int:

@@ -40,6 +40,9 @@ class SloView(_Model):
     release_to: int | None = None
     """Replicas to keep when one fewer (or more) has been unneeded for the keep time."""
     keep_s: float = 0.0
+    release_after_s: float = 0.0
+    """How long the asks must stay below the replicas running before one fewer: the keep time,
+    or longer than the workload's usual dip (agent.capacity.release.release_after)."""
     quiet_for_s: float | None = None
     """Seconds since work was last seen."""
     zero_after_s: float = 0.0

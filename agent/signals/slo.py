@@ -155,7 +155,7 @@ def slo_view(
     else:
         floor = 1 if workload.desired_replicas > 0 or depth > 0 else 0
         need = max(sizing.need, reactive_need, floor)
-    needs = tuple((at, n) for at, n in (*mem.needs, (t, need)) if t - at <= keep + 60.0)
+    needs = tuple((at, n) for at, n in (*mem.needs, (t, need)) if t - at <= release.HISTORY_S)
     if mem.needs and mem.needs[-1][0] >= t:
         needs = mem.needs  # the same tick again
     if holt.readings < WARM_READINGS:
@@ -164,6 +164,7 @@ def slo_view(
         mem, served=served, running=running, workload=workload, profile=profile, slots=cap.slots
     )
     mem = mem.model_copy(update={"needs": needs, "drift_told": told})
+    wait = release.release_after(needs, workload.desired_replicas, keep)
     view = SloView(
         need=need,
         sized=sizing.need,
@@ -172,8 +173,9 @@ def slo_view(
         words=sizing.words,
         forecast=demand.forecast,
         reactive=reactive,
-        release_to=release.release_to(needs, workload.desired_replicas, t, keep),
+        release_to=release.release_to(needs, workload.desired_replicas, t, wait),
         keep_s=keep,
+        release_after_s=wait,
         quiet_for_s=quiet_for,
         zero_after_s=zero_after,
         drift=drift,

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.capacity.forecast import Forecast
-from agent.capacity.release import quiet_enough, release_to
+from agent.capacity.release import dips, quiet_enough, release_after, release_to
 from agent.capacity.replica import capacity, corrected, drifted, largest_batch
 from agent.capacity.sizing import Demand, size
 from tools.model import ServingProfile
@@ -83,6 +83,22 @@ def test_one_fewer_only_after_the_keep_time_and_never_on_one_reading() -> None:
     assert release_to(needs, 3, now=195, keep=300) is None  # not unneeded for long enough
     assert release_to([*needs, (210, 3)], 3, now=210, keep=180) is None  # asked again
     assert release_to(needs, 2, now=195, keep=180) is None  # 2 -> 1 only when 1 covers it
+
+
+def test_one_fewer_waits_out_the_workloads_usual_dip() -> None:
+    """A dip below N as short as the workload's usual ones ends before a reload pays: one
+    fewer waits a quarter longer than its 95th percentile (or the keep time, if longer)."""
+    # Asks of 2 with dips to 1 of 60 s and 120 s, then a dip going on since t=600.
+    needs = [
+        (t, 1 if 100 <= t < 160 or 300 <= t < 420 or t >= 600 else 2) for t in range(0, 900, 15)
+    ]
+    assert dips(needs, 2) == [60, 120]
+    wait = release_after(needs, 2, keep=90.0)
+    assert 1.25 * 60 < wait <= 1.25 * 120
+    assert release_to(needs, 2, now=600 + 90, keep=wait) is None  # the keep time alone: too soon
+    assert release_to(needs, 2, now=600 + 150, keep=wait) == 1
+    assert release_after(needs, 3, keep=90.0) == 90.0  # never asked for 3: no dip below it
+    assert release_after([(t, 2) for t in range(0, 300, 15)], 2, keep=90.0) == 90.0
 
 
 def test_zero_waits_for_the_workloads_own_idle_gaps() -> None:
