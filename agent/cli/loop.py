@@ -2,8 +2,7 @@
 
 `run` is the unattended agent (agent/daemon/runtime.py). `plan` is the same decision made dry:
 observe, assess, plan, judge, print — nothing executed, nothing saved, one dry-run record in the
-log when the log is free to write. Answers to waiting decisions are agent/cli/answers.py's;
-`steward bench loop` is agent/cli/bench_loop.py's.
+log when the log is free to write. Answers to waiting decisions are agent/cli/answers.py's.
 """
 
 from __future__ import annotations

@@ -22,12 +22,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from agent.cli import bench
 from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
 from agent.planners.rule_settings import RulesSettings
 from agent.signals.assess import assess
 from agent.signals.memory import Memory
 from agent.signals.model import Signals
+from lab.cli import bench
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import NodeLoss

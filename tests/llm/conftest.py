@@ -17,13 +17,13 @@ from agent.planners.rule_settings import RulesSettings
 from agent.signals.assess import assess
 from agent.signals.memory import Memory
 from agent.signals.model import Signals
+from lab.scripted_server import Reply, ScriptedServer
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import MpsDoubleCount
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from policies.model import Policy
-from tests.llm.scripted_server import Reply, ScriptedServer
 from tools.model import ClusterState
 
 

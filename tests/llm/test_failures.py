@@ -15,8 +15,8 @@ from agent.planners.errors import PlannerFailed
 from agent.planners.llm.client import MAX_ATTEMPTS
 from agent.planners.llm.tool_calls import MAX_ACTIONS
 from agent.signals.model import Signals
+from lab.scripted_server import Reply, ScriptedServer, call, error, submit
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import Reply, ScriptedServer, call, error, submit
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

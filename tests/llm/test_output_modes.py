@@ -7,8 +7,8 @@ import json
 
 from agent.planners.llm.prompts import FENCE_OPEN
 from agent.signals.model import Signals
+from lab.scripted_server import ScriptedServer, envelope, error
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import ScriptedServer, envelope, error
 from tools.actions import ScaleWorkload
 from tools.model import ClusterState
 

@@ -7,8 +7,8 @@ import json
 from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN
 from agent.planners.llm.tool_calls import TOOL_NAMES
 from agent.signals.model import Signals
+from lab.scripted_server import MODEL, ScriptedServer, call, content, submit
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import MODEL, ScriptedServer, call, content, submit
 from tools.actions import ScaleWorkload, action_schemas
 from tools.model import ClusterState
 

@@ -26,9 +26,10 @@ from typing import Any
 import httpx
 
 from agent.audit import AuditLog
+from lab.twin.kubeconfig import kubeconfig_for
 from lab.twin.server import Twin
+from lab.twin.shipped_rbac import SA, enforcing
 from policies.loader import DEFAULT_POLICY
-from tests.kubernetes.conftest import kubeconfig_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S, RENEW_S, RETRY_S = 3, 2.0, 1.0
@@ -196,8 +197,6 @@ def wait_for(what: str, check: Any, timeout: float, every: float = 0.1) -> float
 def two_replicas(root: Path) -> Iterator[tuple[Twin, Replica, Replica, Path]]:
     """The twin under the manifests' RBAC, and two replicas of one service account (each with
     its own token, as each pod has), not yet started; both stopped at the end."""
-    from tests.kubernetes.test_rbac import SA, enforcing
-
     with enforcing({"token-steward-0": SA, "token-steward-1": SA}, speed=SPEED) as twin:
         a, b = Replica("steward-0", twin, root), Replica("steward-1", twin, root)
         try:

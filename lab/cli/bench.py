@@ -1,8 +1,9 @@
 """`steward bench …`: timed figures for the speed and memory targets.
 
-Each area registers its own benchmark on `app` (`steward bench sim`, `policy`, `audit`, …). All
-print `median_ms` and `p99_ms` (and more) with --json; `loop`, `policy` and `place` time fresh
-observations (parsed from JSON, `--churn` of the nodes changed each time) and say their `churn`.
+Each benchmark of the lab registers itself on `app` (`steward bench sim`, `policy`, `audit`,
+…). All print `median_ms` and `p99_ms` (and more) with --json; `loop`, `policy` and `place` time
+fresh observations (parsed from JSON, `--churn` of the nodes changed each time) and say their
+`churn`.
 Targets are checked here, by benchmarks, never by timed unit tests.
 """
 
@@ -20,7 +21,31 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
+from lab.extra import require_lab
+
 app = typer.Typer(help="Benchmarks: print timing figures (median_ms, p99_ms) for a target.")
+
+
+@app.callback()
+def _needs_the_lab() -> None:
+    require_lab("bench")
+
+
+def register(root: typer.Typer) -> None:
+    """Add `steward bench` and every benchmark to the root app: the entry point
+    `steward.commands: bench`, which the product loads (agent/cli/plugins.py)."""
+    # Each module registers its own benchmark on `app`.
+    import lab.bench.audit
+    import lab.bench.llm_prompt
+    import lab.bench.metrics
+    import lab.bench.place
+    import lab.bench.policy
+    import lab.bench.rotate
+    import lab.bench.sim
+    import lab.cli.bench_loop  # noqa: F401
+
+    root.add_typer(app, name="bench")
+
 
 ChurnOpt = Annotated[
     float,

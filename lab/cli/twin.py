@@ -3,7 +3,8 @@
 Point kubectl (or `steward run --backend kubernetes`) at it to try Steward, a policy and the
 models on a simulated GPU cluster before a real one. The cluster is the data dir's (the built-in
 day on first use, or `--scenario`); it is saved there when the twin stops. A kubeconfig for it
-is written to DATA_DIR/twin.kubeconfig. lab.twin loads only for this command.
+is written to DATA_DIR/twin.kubeconfig. lab.twin loads only for this command, which the
+product finds through the entry point `steward.commands: twin` (agent/cli/plugins.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import typer
 
 from agent.cli.common import DataDirOpt, data_dir, err_console, fail
 from agent.cli.status import ScenarioOpt
-from agent.daemon.compose import open_sim
+from lab.extra import require_lab
+from lab.sim.opening import open_sim
 from tools.errors import StewardError
 
 KUBECONFIG = """apiVersion: v1
@@ -58,6 +60,7 @@ def twin(  # noqa: PLR0917 - typer maps each option to a parameter
     data_dir_opt: DataDirOpt = None,
 ) -> None:
     """Serve the simulated cluster as a Kubernetes API (kubectl and the official client)."""
+    require_lab("twin")
     from lab.twin.faults import FaultSettings
     from lab.twin.server import Twin
 

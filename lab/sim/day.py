@@ -20,7 +20,7 @@ from lab.sim.scenario import Scenario
 
 DAY = Scenario(
     name="homelab-day",
-    description="A homelab day compressed into two hours (agent/daemon/day.py)",
+    description="A homelab day compressed into two hours (lab/sim/day.py)",
     seed=7,
     start=datetime(2026, 3, 2, 7, 0, tzinfo=UTC),
     duration_s=7200.0,

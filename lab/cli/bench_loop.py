@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import bench
-from agent.cli.bench import ChurnOpt
 from agent.cli.common import BackendOpt, JsonOpt, emit_json, fail
+from lab.cli import bench
+from lab.cli.bench import ChurnOpt
 
 
 @bench.app.command("loop")
