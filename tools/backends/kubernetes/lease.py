@@ -8,10 +8,10 @@ server answers the loser 409.
 
 Renewal under a flaky API: a leader renews by writing the Lease it last wrote (one request; a
 409 sends it back to read first, as Kubernetes' own elector does), each request bounded by a
-quarter of the renew deadline, and a failed renewal is tried again after a short jittered pause
-for as long as the Lease is still its own — until a whole lease duration since its last
-renewal. Past the renew deadline it no longer acts (the fence below), but a renewal that comes
-through then ends the lapse without the lead moving to the other replica.
+quarter of the renew deadline, and a failed renewal is tried again after short jittered pauses
+for as long as the Lease may still be its own (a lease duration and a retry period since its
+last renewal). Past the renew deadline it no longer acts (the fence below), but a renewal that
+comes through then ends the lapse without the lead moving to the other replica.
 
 Fencing: `leading()` is true only while the last successful renewal is younger than the
 renew deadline, which is shorter than the lease duration. A leader cut off from the API server
@@ -136,27 +136,30 @@ class LeaseHolder:
         holds the Lease afterwards. API errors are not raised: they leave leadership to lapse.
 
         A leader whose renewal fails (a 5xx, a 429, a timeout, a 409 from a write that raced
-        its own) tries again after a short jittered pause (a tenth of the retry period, give or
-        take half), while the Lease is still its own: until a whole lease duration since its
-        last renewal, when a standby may take it. One failed request in a flaky API must not
-        hand the lead over (the other replica would take it, and both would call the model in
-        turn). Past the renew deadline it does not act meanwhile (`leading()`, the fence)."""
+        its own) tries again after a short jittered pause (from a tenth of the retry period,
+        growing to half of it), while the Lease may still be its own: until a lease duration
+        and a retry period since its last renewal, the earliest a standby that saw that renewal
+        can take the Lease over (a write after a takeover is refused, 409: the Lease is never
+        held twice). One failed request in a flaky API must not hand the lead over (the other
+        replica would take it, and both would call the model in turn). Past the renew deadline
+        it does not act meanwhile (`leading()`, the fence)."""
         s = self.settings
         before = self._renewed_at
         held = self._attempt_once()
+        pause = s.retry_s / 10
         while before is not None and self._renewed_at == before and self.holder == s.identity:
-            pause = s.retry_s / 10 * self._rng.uniform(0.5, 1.5)
-            if self._monotonic() - before + pause + s.timeout_s >= s.duration_s:
-                break  # the Lease may be another's by the time the answer comes
-            self._sleep(pause)
+            if self._monotonic() - before + pause >= s.duration_s + s.retry_s:
+                break  # a standby may hold it by now: the next round reads who does
+            self._sleep(pause * self._rng.uniform(0.5, 1.5))
             self.renewal_retries += 1
             held = self._attempt_once()
+            pause = min(pause * 1.5, s.retry_s / 2)
         return held
 
     def _attempt_once(self) -> bool:
         s = self.settings
         started = self._monotonic()
-        if self.leading() and self._written is not None:
+        if self._written is not None:  # ours when last written: one write renews it
             renewed = self._renew_written(started)
             if renewed is not None:
                 return renewed
@@ -176,6 +179,7 @@ class LeaseHolder:
         ours = spec.holder_identity == s.identity
         if not ours and not self._expired(spec):
             self._renewed_at = None
+            self._written = None
             return False
         now = self._now()
         spec.holder_identity = s.identity
@@ -209,8 +213,7 @@ class LeaseHolder:
             )
         except ApiException as exc:
             if exc.status == 409:
-                self._written = None
-                return None
+                return None  # read who holds it now (a takeover clears `_written` there)
             return self._failed(exc)
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
