@@ -21,6 +21,7 @@ from operator import attrgetter, ne
 from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 from tools.bases import TOKENS, versions_of
+from tools.labels import matches
 
 if TYPE_CHECKING:
     from tools.model import Node, Workload
@@ -202,16 +203,7 @@ class NodeIndex:
         key = ("labels", wanted)
         found = self._groups.get(key)
         if found is None:
-            items = self.facts.items()
-            if not wanted:
-                found = frozenset(self.facts)
-            elif len(wanted) == 1:  # the usual selector: one label, compared without a loop
-                ((k, v),) = wanted
-                found = frozenset(n for n, f in items if f.labels.get(k) == v)
-            else:
-                found = frozenset(
-                    n for n, f in items if all(f.labels.get(k) == v for k, v in wanted)
-                )
+            found = frozenset(n for n, f in self.facts.items() if matches(f.labels, selector))
             self._groups[key] = found
         return found
 

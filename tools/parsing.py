@@ -13,7 +13,7 @@ validated, without validating them twice.
 The state parsed equals `ClusterState.model_validate_json` of the same text. Its unchanged
 nodes are the very objects of the previous parse — what a real backend's informer cache hands
 out too; the benchmarks, which must show what a cold object costs, parse every observation in
-full instead (evals/bench/fresh.py) and time this apart.
+full instead (lab/bench/fresh.py) and time this apart.
 """
 
 from __future__ import annotations

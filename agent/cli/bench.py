@@ -156,7 +156,7 @@ def chaos(
     losses; then the invariants. Exit 1 when any is violated."""
     if not math.isfinite(minutes):
         raise typer.BadParameter(f"--minutes {minutes} is not a finite number")
-    from evals.bench.chaos import report_text, run_chaos  # the subprocesses and the server
+    from lab.bench.chaos import report_text, run_chaos  # the subprocesses and the server
 
     report = run_chaos(minutes, seed, api_faults=api_faults)
     if json_out:
@@ -193,6 +193,9 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="The first test seed.")] = 0,
     seeds: Annotated[int, typer.Option("--seeds", help="Test seeds (mean and 95 % CI).")] = 5,
+    jobs: Annotated[
+        int, typer.Option("--jobs", help="Replays run at once, one process each (same figures).")
+    ] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write a Markdown report with PNG plots.")
@@ -202,8 +205,8 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     over test seeds against a certified bound; GPU-hours at equal SLO (TTFT and ITL)."""
     from agent.cli.common import console, emit_json, err_console, fail
 
-    # evals is imported here only: the other commands never load the benchmark's modules.
-    from evals.bench.trace.run import bench, table, write_report
+    # lab is imported here only: the other commands never load the benchmark's modules.
+    from lab.bench.trace.run import bench, table, write_report
     from tools.errors import InvalidInput
 
     def progress(what: str) -> None:
@@ -221,9 +224,17 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
             seed=seed,
             seeds=seeds,
             progress=None if json_out else progress,
+            jobs=jobs,
         )
     except InvalidInput as exc:
         fail(str(exc))
+    for beaten in result.beaten():
+        err_console.print(
+            f"bound beaten: {beaten.controller} met the target on {beaten.gpu_hours:g} GPU-h, "
+            f"below the bound's {beaten.bound_gpu_hours:g} (seed {beaten.seed}): the bound's "
+            "search missed a cheaper schedule",
+            highlight=False,
+        )
     if report is not None:
         written = write_report(result, report)
         err_console.print(f"report: {written}")

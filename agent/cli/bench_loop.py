@@ -27,16 +27,16 @@ def bench_loop(
     CHURN of the kubelets posting their status between ticks)."""
     if backend not in (None, "sim", "kubernetes"):
         fail(f"--backend {backend!r}: choose sim or kubernetes")
-    from evals.bench.fresh import scrape_interval_s
+    from lab.bench.fresh import scrape_interval_s
 
     try:
         scrape_interval_s(churn)  # a fleet scraped less often than Prometheus' lookback reads
     except ValueError as exc:  # as missing: refused before anything starts
         fail(f"--churn: {exc}")
     if backend == "kubernetes":
-        from evals.bench.kube_loop import bench_figures
+        from lab.bench.kube_loop import bench_figures
     else:
-        from evals.bench.loop import bench_figures
+        from lab.bench.loop import bench_figures
     figures = bench_figures(nodes, runs, churn)
     if json_out:
         emit_json(figures)

@@ -4,8 +4,8 @@ new `readings_version`; one whose replicas changed gets a new `version`."""
 
 from __future__ import annotations
 
+from lab.sim.backend import SimCluster
 from tests.sim.conftest import steady
-from tools.backends.sim import SimCluster
 from tools.model import Workload
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from tools.bases import Frozen
+from tools.labels import matches
 from tools.model import ClusterState, Link, Workload
 from tools.placement.anomalies import Anomaly, sharing_anomalies
 from tools.placement.capacity import NodeCapacity, node_capacity
@@ -109,9 +110,7 @@ def _selected(state: ClusterState, catalog: Catalog, selector: dict[str, str]) -
     names = index.get(key)
     if names is None:
         caps = node_capacity(state, catalog)
-        names = tuple(
-            sorted(n for n, cap in caps.items() if all(cap.labels.get(k) == v for k, v in key))
-        )
+        names = tuple(sorted(n for n, cap in caps.items() if matches(cap.labels, selector)))
         index[key] = names
     return names
 
