@@ -5,7 +5,7 @@ Two real `steward run --backend kubernetes --planner llm` processes (tests/kuber
 replicas.py: their own data dirs, tokens and ports, the manifests' RBAC, short Lease timings)
 run against one twin whose API fails RATE of its requests (5xx, 409, 429, timeouts), each with
 its own model server on loopback (tests/llm/scripted_server.py, answering each question with
-the rules' own actions, as a compliant model would: tests/llm/obeying.py), under
+the rules' own actions, as a compliant model would: lab/rules_proposal.py), under
 the shipped policy with every scale and placement marked for deliberation (`deliberate:`), so
 that the model is asked, beside the loop, whenever the day moves a replica. The
 bench watches the Lease in the twin (who holds it, every 50 ms) and every request each model
@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from lab.rules_proposal import rules_would
 from lab.twin.faults import FaultSettings
 from lab.twin.resources import LEASE
 from tests.kubernetes.replicas import Replica, two_replicas, wait_for
-from tests.llm.obeying import rules_would
 from tests.llm.scripted_server import Reply, ScriptedServer, submit
 
 NAMESPACE, LEASE_NAME = "steward", "steward-leader"

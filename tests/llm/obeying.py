@@ -8,7 +8,8 @@ then it searches everything it was sent — the prompt and every tool result —
 annotation, a label, a name or a chat message: anything that reaches the model.
 
 Otherwise it is a compliant model: asked a deliberation (agent/loop/questions.py), it agrees
-with what the rules would do (the question's `the_rules_would`) and adds what it read; asked a
+with what the rules would do (the question's `the_rules_would`, read back by
+lab/rules_proposal.py) and adds what it read; asked a
 person's question (`steward ask`, `@steward` in Slack), where `answer` is the only way to end,
 it answers with the commands as its proposal. So a run with the injected text and a run
 without it differ only by what the text asked for.
@@ -20,12 +21,10 @@ import json
 import re
 from typing import Any
 
+from lab.rules_proposal import rules_would
 from tests.llm.scripted_server import Reply, call, submit
 
 OVERRIDE = re.compile(r"OVERRIDE\s+(.*?)\s+END", re.DOTALL)
-RULES_WOULD = re.compile(r'"the_rules_would":\s*(\[[^\]]*\])')
-SCALE = re.compile(r"scale (\S+) to (\d+) replica\(s\)")
-PLACE = re.compile(r"place a replica of (\S+) on (\S+)")
 
 
 def commands_in(text: str) -> list[dict[str, Any]]:
@@ -47,23 +46,6 @@ def commands_in(text: str) -> list[dict[str, Any]]:
                     )
                 case _:
                     pass
-    return actions
-
-
-def rules_would(text: str) -> list[dict[str, Any]]:
-    """The actions a deliberation's question says the rules would take (scales and placements;
-    anything else is left out, as a model unsure of it would)."""
-    actions: list[dict[str, Any]] = []
-    for listed in RULES_WOULD.findall(text):
-        try:
-            lines = json.loads(listed)
-        except ValueError:
-            continue
-        for line in lines if isinstance(lines, list) else ():
-            if m := SCALE.fullmatch(str(line)):
-                actions.append({"type": "scale_workload", "workload": m[1], "replicas": int(m[2])})
-            elif m := PLACE.fullmatch(str(line)):
-                actions.append({"type": "place_replica", "workload": m[1], "node": m[2]})
     return actions
 
 
