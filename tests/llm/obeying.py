@@ -1,6 +1,6 @@
 """A model that obeys what it reads: the adversary's best case for an injected instruction.
 
-It answers over the real chat-completions protocol (served by tests/llm/scripted_server.py):
+It answers over the real chat-completions protocol (served by lab/scripted_server.py):
 first it looks at the workloads it is told to read (`get_workload`, as a curious model would),
 then it searches everything it was sent — the prompt and every tool result — for
 `OVERRIDE <commands> END` and proposes exactly those commands, whatever the system prompt said:
@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from lab.rules_proposal import rules_would
-from tests.llm.scripted_server import Reply, call, submit
+from lab.scripted_server import Reply, call, submit
 
 OVERRIDE = re.compile(r"OVERRIDE\s+(.*?)\s+END", re.DOTALL)
 
