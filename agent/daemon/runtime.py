@@ -40,7 +40,6 @@ from agent.daemon.announce import Announcer
 from agent.daemon.catchup import catch_up
 from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
 from agent.daemon.head_witness import HeadPublisher, HeadStamped
-from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.leader import Leadership, Sole
 from agent.daemon.notifier import LogNotifier, Notifier
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
@@ -206,7 +205,6 @@ class Runtime:
                 clock=self.clock.kind,
             )
         )
-        settle_heap()
         return finished + closed
 
     @property
@@ -221,8 +219,7 @@ class Runtime:
         recent denials and calm spells: ~6 ms at 1,000 nodes that the decision no longer waits
         for). It runs after the decision, not inside it: `steward status` reading the cluster
         lags by up to SAVE_EVERY_S, the decision itself does not wait for the write. The
-        garbage collector runs here too, when due (agent.daemon.heap.tidy_heap), after the last
-        decision's observation is let go (LoopContext.let_go); and so do the WAL checkpoints of
+        last decision's observation is let go here (LoopContext.let_go), and the WAL checkpoints of
         the decision log and of the graph's checkpoints, which SQLite would otherwise run (and
         sync) inside whichever append or step crossed its threshold.
 
@@ -239,7 +236,6 @@ class Runtime:
             census(latest.workloads)
         self.ctx.let_go()
         self.head_witness.publish()
-        tidy_heap()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S
         if saving or self._memory_due:
             write_memory(self.data_dir, self.tick_no, self.ctx.memory)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from tools.derived import Derived
 from tools.metric import made
 from tools.model import Gpu, Metric, Node, Sharing
-from tools.trusted import trusted
 
 AT = datetime(2026, 3, 4, 17, 0, tzinfo=UTC)
 
@@ -32,7 +31,7 @@ def _gpu_fields(util: Metric) -> dict[str, object]:
 
 
 def test_a_trusted_model_equals_and_serializes_as_the_validated_one() -> None:
-    gpu = trusted(Gpu, _gpu_fields(_reading(42.0)))
+    gpu = Gpu.model_construct(**_gpu_fields(_reading(42.0)))
     validated = Gpu(
         **_gpu_fields(Metric(value=42.0, status="fresh", observed_at=AT, source="dcgm"))
     )
@@ -43,8 +42,8 @@ def test_a_trusted_model_equals_and_serializes_as_the_validated_one() -> None:
 
 def test_copying_a_trusted_model_leaves_the_others_alone() -> None:
     first, second = (
-        trusted(Gpu, _gpu_fields(_reading(1.0))),
-        trusted(Gpu, _gpu_fields(_reading(2.0))),
+        Gpu.model_construct(**_gpu_fields(_reading(1.0))),
+        Gpu.model_construct(**_gpu_fields(_reading(2.0))),
     )
     copied = first.model_copy(update={"utilization": _reading(3.0)})
     assert copied.utilization.value == 3.0 and first.utilization.value == 1.0

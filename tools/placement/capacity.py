@@ -32,7 +32,6 @@ from tools.model import ClusterState, Gpu, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
 from tools.placement.statecache import StateCache
-from tools.trusted import trusted
 
 _MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 
@@ -240,24 +239,21 @@ def _card(
                 used += size or 0
             source += ", used estimated from clients"
     # Built from values already checked here (and of their declared types): made without
-    # validating again, as the changed nodes of every observation are (tools.model.trusted).
-    card = trusted(
-        CardCapacity,
-        {
-            "uuid": gpu.uuid,
-            "index": gpu.index,
-            "model": gpu.model,
-            "sharing": sharing.mode,
-            "slots": max(1, slots),
-            "clients": clients,
-            "unified_memory": node.unified_memory,
-            "memory_total_bytes": total,
-            "memory_used_bytes": used,
-            "memory_source": source,
-            "client_memory_limit_bytes": limit,
-            "client_compute_percent": sharing.mps_active_thread_percentage,
-            "mig_profile": sharing.mig_profile if sharing.mode == "mig" else None,
-        },
+    # validating again, as the changed nodes of every observation are (model_construct).
+    card = CardCapacity.model_construct(
+        uuid=gpu.uuid,
+        index=gpu.index,
+        model=gpu.model,
+        sharing=sharing.mode,
+        slots=max(1, slots),
+        clients=clients,
+        unified_memory=node.unified_memory,
+        memory_total_bytes=total,
+        memory_used_bytes=used,
+        memory_source=source,
+        client_memory_limit_bytes=limit,
+        client_compute_percent=sharing.mps_active_thread_percentage,
+        mig_profile=sharing.mig_profile if sharing.mode == "mig" else None,
     )
     return card, notes
 
@@ -301,23 +297,20 @@ def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) ->
         notes.extend(card_notes)
     used, source, host_notes = _host_memory(node, tuple(cards), estimates, catalog)
     notes.extend(host_notes)
-    return trusted(
-        NodeCapacity,
-        {
-            "name": node.name,
-            "schedulable": not blocked and not hard,
-            "unschedulable": tuple(blocked),
-            "hard_taints": hard,
-            "soft_taints": soft,
-            "labels": node.labels,
-            "unified_memory": node.unified_memory,
-            "cards": tuple(cards),
-            "memory_total_bytes": node.memory_total_bytes,
-            "memory_used_bytes": min(used, node.memory_total_bytes),
-            "memory_source": source,
-            "replicas": _replicas(tuple(cards), placed),
-            "notes": tuple(notes),
-        },
+    return NodeCapacity.model_construct(
+        name=node.name,
+        schedulable=not blocked and not hard,
+        unschedulable=tuple(blocked),
+        hard_taints=hard,
+        soft_taints=soft,
+        labels=node.labels,
+        unified_memory=node.unified_memory,
+        cards=tuple(cards),
+        memory_total_bytes=node.memory_total_bytes,
+        memory_used_bytes=min(used, node.memory_total_bytes),
+        memory_source=source,
+        replicas=_replicas(tuple(cards), placed),
+        notes=tuple(notes),
     )
 
 

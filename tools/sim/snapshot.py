@@ -36,7 +36,6 @@ from tools.model import (
     Taint,
     Workload,
 )
-from tools.trusted import trusted
 
 if TYPE_CHECKING:
     from tools.sim.engine import Engine
@@ -207,20 +206,17 @@ class SnapshotBuilder:
                 power = metrics.get((s.power_w, t, status, "dcgm")) or interned(
                     s.power_w, t, status, "dcgm"
                 )
-            gpu = trusted(
-                Gpu,
-                {
-                    "uuid": uuid,
-                    "index": placer.card_index[uuid],
-                    "model": card.model,
-                    "node": name,
-                    "memory_total_bytes": total_m,
-                    "memory_used_bytes": used,
-                    "utilization": util,
-                    "power_w": power,
-                    "sharing": card.sharing,
-                    "clients": clients,
-                },
+            gpu = Gpu.model_construct(
+                uuid=uuid,
+                index=placer.card_index[uuid],
+                model=card.model,
+                node=name,
+                memory_total_bytes=total_m,
+                memory_used_bytes=used,
+                utilization=util,
+                power_w=power,
+                sharing=card.sharing,
+                clients=clients,
             )
             gpu_cache[uuid] = (s, clients, status, gpu)
             gpus.append(gpu)
@@ -234,28 +230,25 @@ class SnapshotBuilder:
         if run.cordoned:
             taints += (UNSCHEDULABLE,)
         mem = run.memory_sample
-        return trusted(
-            Node,
-            {
-                "name": name,
-                "labels": dict(spec.labels),
-                "taints": taints,
-                "cordoned": run.cordoned,
-                "cordoned_by_steward": run.cordoned_by_steward,
-                "ready": not run.lost,
-                "memory_total_bytes": spec.memory_bytes,
-                "memory_used_bytes": self.metric(
-                    float(mem[1]) if mem else None,
-                    mem[0] if mem else None,
-                    "node-exporter",
-                    self.node_stale_after_s,
-                ),
-                "unified_memory": spec.unified_memory,
-                "gpus": tuple(gpus),
-                "scheduler": scheduler,
-                "version": new_version(),  # rebuilt: something in it may have changed
-                "readings_version": "",  # its readings are the simulator's own
-            },
+        return Node.model_construct(
+            name=name,
+            labels=dict(spec.labels),
+            taints=taints,
+            cordoned=run.cordoned,
+            cordoned_by_steward=run.cordoned_by_steward,
+            ready=not run.lost,
+            memory_total_bytes=spec.memory_bytes,
+            memory_used_bytes=self.metric(
+                float(mem[1]) if mem else None,
+                mem[0] if mem else None,
+                "node-exporter",
+                self.node_stale_after_s,
+            ),
+            unified_memory=spec.unified_memory,
+            gpus=tuple(gpus),
+            scheduler=scheduler,
+            version=new_version(),  # rebuilt: something in it may have changed
+            readings_version="",  # its readings are the simulator's own,
         )
 
     def _status(self, t: float | None) -> MetricStatus:
@@ -285,39 +278,36 @@ class SnapshotBuilder:
         else:
             version, readings_version = new_version(), ""
             self._shapes[name] = (shape, version)
-        return trusted(
-            Workload,
-            {
-                "name": name,
-                "kind": spec.kind,
-                "pool": spec.pool,
-                "desired_replicas": run.desired,
-                "ready_replicas": ready,
-                "cards_per_replica": spec.cards_per_replica,
-                "nodes_per_replica": spec.nodes_per_replica,
-                "model": spec.model,
-                "context_length": spec.context_length,
-                "queue_depth": m(1),
-                "queue_wait_s": m(2),
-                "tokens_per_s": m(3),
-                "ttft_s": m(4),
-                "itl_s": m(9),
-                "prompt_tokens_per_s": m(10),
-                "requests_per_s": m(11),
-                "kv_cache_usage": m(8),
-                "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
-                "serving_profile": self._profile(spec),
-                "requests_running": m(5),
-                "context_refused_tokens": m(6),
-                "longest_request_tokens": m(7),
-                "placement": placement,
-                "labels": dict(spec.labels),
-                "annotations": dict(spec.annotations)
-                if run.accepting
-                else {**spec.annotations, CLOSED: "false"},
-                "version": version,
-                "readings_version": readings_version,
-            },
+        return Workload.model_construct(
+            name=name,
+            kind=spec.kind,
+            pool=spec.pool,
+            desired_replicas=run.desired,
+            ready_replicas=ready,
+            cards_per_replica=spec.cards_per_replica,
+            nodes_per_replica=spec.nodes_per_replica,
+            model=spec.model,
+            context_length=spec.context_length,
+            queue_depth=m(1),
+            queue_wait_s=m(2),
+            tokens_per_s=m(3),
+            ttft_s=m(4),
+            itl_s=m(9),
+            prompt_tokens_per_s=m(10),
+            requests_per_s=m(11),
+            kv_cache_usage=m(8),
+            rated_tok_s=spec.serving.aggregate_peak_tok_s if spec.serving else None,
+            serving_profile=self._profile(spec),
+            requests_running=m(5),
+            context_refused_tokens=m(6),
+            longest_request_tokens=m(7),
+            placement=placement,
+            labels=dict(spec.labels),
+            annotations=dict(spec.annotations)
+            if run.accepting
+            else {**spec.annotations, CLOSED: "false"},
+            version=version,
+            readings_version=readings_version,
         )
 
     def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:

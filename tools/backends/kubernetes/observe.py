@@ -38,7 +38,6 @@ from tools.model import (
     Taint,
     Workload,
 )
-from tools.trusted import trusted
 
 Obj = o.Obj
 
@@ -69,7 +68,6 @@ class Builder:
         self._built_workloads: dict[str, Workload] = {}
         self._node_order: list[str] | None = None
         self._state: ClusterState | None = None
-        self._fields: dict[str, object] = {}
         self._node_memo: dict[str, tuple[object, Node]] = {}
         self._cards = Cards()
 
@@ -195,7 +193,7 @@ class Builder:
     def build(self, now: datetime) -> ClusterState:
         """The state now: the previous one, observed now, when nothing changed since."""
         if self._state is not None and not self._dirty_nodes and not self._dirty_workloads:
-            return trusted(ClusterState, {**self._fields, "observed_at": now})
+            return self._state.model_copy(update={"observed_at": now})
         pools, modes, links = self.topology()
         if not links:  # the ConfigMap names none: the node labels' pairs
             links = links_from_labels(self.nodes.values())
@@ -227,17 +225,16 @@ class Builder:
         pools = pools + tuple(
             Pool(name=p, workloads=tuple(w.name for w in wl if w.pool == p)) for p in extra
         )
-        self._fields = {
-            "observed_at": now,
-            "source": SOURCE,
-            "nodes": tuple(self._built_nodes[n] for n in self._node_order),
-            "workloads": tuple(wl),
-            "pools": pools,
-            "modes": modes,
-            "active_mode": self._active_mode(modes, wl),
-            "links": tuple(self._link(lk) for lk in links),
-        }
-        self._state = trusted(ClusterState, dict(self._fields))
+        self._state = ClusterState(
+            observed_at=now,
+            source=SOURCE,
+            nodes=tuple(self._built_nodes[n] for n in self._node_order),
+            workloads=tuple(wl),
+            pools=pools,
+            modes=modes,
+            active_mode=self._active_mode(modes, wl),
+            links=tuple(self._link(lk) for lk in links),
+        )
         return self._state
 
     # -- nodes ------------------------------------------------------------------------------

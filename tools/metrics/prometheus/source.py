@@ -14,8 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from itertools import repeat
-from operator import setitem
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -32,7 +30,6 @@ from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
 from tools.model import ClusterState, Gpu, Metric, Node, Workload
-from tools.trusted import exhaust, trusted, trusted_all
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
@@ -245,8 +242,9 @@ class PrometheusSource:
         cards_of = [node.gpus for node in state.nodes]
         merged = [gpu.__dict__.copy() for gpus in cards_of for gpu in gpus]
         for name, column in columns.items():
-            exhaust(map(setitem, merged, repeat(name), column))
-        made = trusted_all(Gpu, merged)
+            for values, reading in zip(merged, column, strict=True):
+                values[name] = reading
+        made = [Gpu.model_construct(**values) for values in merged]
         nodes: list[Node] = []
         start = 0
         for node, gpus in zip(state.nodes, cards_of, strict=True):
@@ -256,7 +254,7 @@ class PrometheusSource:
             values = node.__dict__.copy()
             values["gpus"] = tuple(made[start:end])
             values["readings_version"] = new_version()
-            nodes.append(trusted(Node, values))
+            nodes.append(Node.model_construct(**values))
             start = end
         return tuple(nodes)
 
@@ -292,7 +290,7 @@ class PrometheusSource:
                 if waiting.value is not None:
                     values["queue_depth"] = waiting  # a job queue's, not an engine's
             values["readings_version"] = new_version()
-            out.append(trusted(Workload, values))
+            out.append(Workload.model_construct(**values))
         return tuple(out)
 
 
