@@ -47,6 +47,9 @@ class TickReport(BaseModel):
     series: int
     unmatched: int
     failed: dict[str, str] = {}
+    from_rules: list[str] = []
+    """The families answered from the series Steward's recording rules record; the others were
+    read from the raw series (their rules absent, not evaluated yet, or `rules: raw`)."""
 
 
 class Tick(NamedTuple):
@@ -78,6 +81,7 @@ class PrometheusSource:
         `Metric`s made of them go with the observation they were made for)."""
         self.last_tick: TickReport | None = None
         self._unmatched = 0
+        self._from_rules: list[str] = []
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -90,10 +94,17 @@ class PrometheusSource:
         return check_queries(self.settings, self.client)
 
     def ask(self, at: float | None = None) -> dict[str, Answer]:
-        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now)."""
+        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now): from
+        the recorded series where the family has them, else from the raw series."""
+        recorded: set[str] = set()
 
         def one(family: Resolved) -> Answer:
             try:
+                if family.recorded:
+                    answer = self.client.query(family.recorded, at)
+                    if len(answer):
+                        recorded.add(family.name)
+                        return answer
                 return self.client.query(family.combined, at, family.reads)
             except PrometheusUnavailable as exc:
                 return f"unreachable: {exc}"
@@ -102,13 +113,15 @@ class PrometheusSource:
             except (ValueError, KeyError, TypeError) as exc:  # not what the API documents
                 return f"unreadable answer: {type(exc).__name__}: {exc}"
 
-        return dict(
+        answers = dict(
             zip(
                 (f.name for f in self.families),
                 self._pool.map(one, self.families),
                 strict=True,
             )
         )
+        self._from_rules = sorted(recorded)
+        return answers
 
     def read(self, state: ClusterState) -> ClusterState:
         """The observation with this source's readings merged in."""
@@ -131,6 +144,7 @@ class PrometheusSource:
             series=series,
             unmatched=self._unmatched,
             failed={k: v for k, v in answers.items() if isinstance(v, str)},
+            from_rules=self._from_rules,
         )
 
     def merge(self, state: ClusterState, answers: Mapping[str, Answer]) -> ClusterState:
