@@ -26,7 +26,6 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.bases import Versioned
 from tools.model import ActiveMode, ClusterState, Node, Workload
 
 M = TypeVar("M", bound=BaseModel)
@@ -118,11 +117,8 @@ def _nodes(state: ClusterState, node: Node) -> ClusterState:
 
 
 def _new(model: M, **update: Any) -> M:
-    """A validated copy with fields replaced (not model_copy, which keeps cached indexes); a
-    changed node or workload is of unknown version: its producer's no longer names it."""
+    """A validated copy with fields replaced (not model_copy, which keeps cached indexes)."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
-    if isinstance(model, Versioned) and "version" not in update:
-        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 

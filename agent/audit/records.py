@@ -408,7 +408,7 @@ class Record(BaseModel):
 def decision_of(payload: Payload) -> str | None:
     # Not getattr(..., None): on a payload without the field pydantic raises inside, and a
     # tick that records a hundred findings asked twice per record.
-    if "decision_id" not in type(payload).__pydantic_fields__:
+    if "decision_id" not in type(payload).model_fields:
         return None
     found: str | None = getattr(payload, "decision_id")  # noqa: B009 - typed per payload class
     return found

@@ -56,7 +56,6 @@ from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
 from policies.model import Policy
-from policies.rules.census import census
 from tools.actions import RotateMode
 from tools.backends.base import Cluster
 from tools.backends.parts import Parts
@@ -216,24 +215,11 @@ class Runtime:
         """Between two decisions: save the simulated cluster and the loop's memory, at most
         every SAVE_EVERY_S (both are soft state a restart can afford to find a second old; act
         saves the cluster after its actions), and the memory at once after a decision (its
-        recent denials and calm spells: ~6 ms at 1,000 nodes that the decision no longer waits
-        for). It runs after the decision, not inside it: `steward status` reading the cluster
-        lags by up to SAVE_EVERY_S, the decision itself does not wait for the write. The
-        last decision's observation is let go here (LoopContext.let_go), and the WAL checkpoints of
-        the decision log and of the graph's checkpoints, which SQLite would otherwise run (and
-        sync) inside whichever append or step crossed its threshold.
-
-        Before the observation is let go, its digest is taken (`ClusterState.digest`): what it
-        hashes is each node and workload once per version, so a later tick that acts — whose
-        intent and execution records carry its observation's digest — hashes only what
-        changed since, not the whole cluster (~100 ms at 1,000 nodes) while its decision
-        waits. So is its workloads' census (policies.rules.census): a later tick that acts
-        counts again only if a workload's shape changed since, not every replica of the fleet
-        while its guard judges."""
-        latest = self.ctx.latest()
-        if latest is not None:
-            latest.digest()
-            census(latest.workloads)
+        recent denials and calm spells), so that the decision does not wait for the write:
+        `steward status` reading the cluster lags by up to SAVE_EVERY_S. The last decision's
+        observation is let go here (LoopContext.let_go), and the WAL checkpoints of the
+        decision log and of the graph's checkpoints run here, which SQLite would otherwise run
+        (and sync) inside whichever append or step crossed its threshold."""
         self.ctx.let_go()
         self.head_witness.publish()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S

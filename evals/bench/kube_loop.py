@@ -48,8 +48,9 @@ from tools.metrics.prometheus.queries import RULES_FILE
 
 WATCH_WAIT_S = 10.0
 """How long the watches may take to see what one step of the world published."""
-SCRAPE_EVERY = "5s"
-"""Prometheus's scrape and rule evaluation interval: a reading is at most ~10 s old."""
+SCRAPE_EVERY = "15s"
+"""Prometheus's scrape and rule evaluation interval, a common one: a reading is at most ~30 s
+old (the loop's default `metrics.max_age_s` is 90 s)."""
 EXPORTERS = ("dcgm", "engines", "kueue")
 """The twin's exporters (evals/twin/exporters.py), each a scrape job."""
 
@@ -162,7 +163,7 @@ def _prometheus(
         {
             "job_name": name,
             "metrics_path": f"/twin/exporters/{name}/metrics",
-            "scrape_timeout": SCRAPE_EVERY,
+            "scrape_timeout": "10s",
             "static_configs": [{"targets": [address]}],
         }
         for name in EXPORTERS

@@ -28,8 +28,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.derived import NodeFacts
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, NodeFacts, Workload
 
 
 class Denial(NamedTuple):

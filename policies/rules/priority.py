@@ -29,8 +29,7 @@ from typing import NamedTuple
 from policies.model import Policy
 from policies.rules import pools, slo
 from tools.actions import PlaceReplica, Plan, ScaleWorkload
-from tools.derived import placed_on
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, Workload, placed_on
 
 PRIORITY_PREEMPTION = "pool.priority_preemption"
 WAIVABLE = frozenset({pools.IDLE_BEFORE_ZERO, slo.QUEUE_WAIT})

@@ -1,15 +1,9 @@
-"""Snapshots: the frozen `ClusterState` built from the simulator's plain state, cheaply.
+"""Snapshots: the frozen `ClusterState` built from the simulator's plain state.
 
-Building 8,000 `Gpu` and 24,000 `Metric` objects per observation would cost ~40 ms; a tick
-changes a few of them (the nodes scraped in it, the workloads whose replicas moved). So the
-builder keeps the previous snapshot's frozen objects and rebuilds only what the engine marked
-dirty, interning identical `Metric` objects on the way; everything else is shared between
-successive snapshots (they are immutable, so sharing is safe). A rebuilt node or workload gets
-a new `version` (tools.model.new_version: unique in the process, so two simulated clusters never
-hand out one version for different content); one that is shared keeps its own. A workload whose
-serving readings alone changed (its queue moves every tick) keeps its `version` and gets a new
-`readings_version`, as under a metric source, so that what is derived from its shape — its
-pool's sums, the nodes it runs on — is not worked out again.
+A tick changes a few nodes (those scraped in it) and workloads (those whose replicas moved), so
+the builder keeps the previous snapshot's frozen objects and rebuilds only what the engine
+marked dirty, interning identical `Metric` objects on the way; everything else is shared
+between successive snapshots (they are immutable, so sharing is safe).
 
 Freshness: a reading is fresh until 2.5 scrape intervals old, then stale (its last value kept),
 and missing after five minutes (Prometheus' lookback): a lost node's readings are never invented.
@@ -20,7 +14,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tools.bases import new_version
 from tools.metric import MetricStatus, made
 from tools.model import (
     ActiveMode,
@@ -81,9 +74,7 @@ class SnapshotBuilder:
         ] = {}
         self._state: ClusterState | None = None
         self._version = -1
-        self._shapes: dict[str, tuple[tuple[object, ...], str]] = {}
         self._profiles: dict[str, ServingProfile] = {}
-        """Per workload: what its `version` covers (all but its readings), and that version."""
 
     def at(self, t: float) -> datetime:
         dt = self._times.get(t)
@@ -247,8 +238,6 @@ class SnapshotBuilder:
             unified_memory=spec.unified_memory,
             gpus=tuple(gpus),
             scheduler=scheduler,
-            version=new_version(),  # rebuilt: something in it may have changed
-            readings_version="",  # its readings are the simulator's own,
         )
 
     def _status(self, t: float | None) -> MetricStatus:
@@ -271,13 +260,6 @@ class SnapshotBuilder:
 
         placement = tuple(self._placement(r) for r in run.replicas)
         ready = sum(1 for r in run.replicas if r.phase == "ready")
-        shape = (spec, run.desired, ready, placement, run.accepting)
-        known = self._shapes.get(name)
-        if known is not None and known[0][0] is spec and known[0][1:] == shape[1:]:
-            version, readings_version = known[1], new_version()  # only its readings changed
-        else:
-            version, readings_version = new_version(), ""
-            self._shapes[name] = (shape, version)
         return Workload.model_construct(
             name=name,
             kind=spec.kind,
@@ -306,8 +288,6 @@ class SnapshotBuilder:
             annotations=dict(spec.annotations)
             if run.accepting
             else {**spec.annotations, CLOSED: "false"},
-            version=version,
-            readings_version=readings_version,
         )
 
     def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:

@@ -9,10 +9,7 @@ utilisation, queue depth, ...) are not the API's to give: they are left missing,
 "kubernetes", for the metric sources to fill.
 
 Cheap per tick: a node is rebuilt only when its object, its ResourceSlice or a pod on it
-changed, a workload only when its object or one of its pods did. A rebuilt one gets a new
-`version` (tools.model.new_version), an unchanged one keeps its own, so what the loop derives
-per version of a node (policies.activity's card readings) is worked out only for what changed:
-without a version, every tick derived it again for all 8,000 cards of a 1,000-node fleet.
+changed, a workload only when its object or one of its pods did.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes import objects as o
 from tools.backends.kubernetes.cards import MISSING, SOURCE, Cards
 from tools.backends.kubernetes.topology import links_from_labels, modes_from_labels
-from tools.bases import new_version
 from tools.errors import InvalidInput
 from tools.model import (
     ActiveMode,
@@ -311,7 +307,6 @@ class Builder:
             unified_memory=unified,
             gpus=gpus,
             scheduler=scheduler,
-            version=new_version(),
         )
         self._node_memo[name] = (key, node)
         return node
@@ -359,7 +354,6 @@ class Builder:
                 for k, v in notes.items()
                 if k not in c.OWN_ANNOTATIONS and k.startswith("steward.dev/")
             },
-            version=new_version(),
         )
         return w
 

@@ -18,7 +18,6 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.bases import new_version
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
@@ -29,7 +28,7 @@ from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
-from tools.model import ClusterState, Gpu, Metric, Node, Workload
+from tools.model import ClusterState, Metric, Node, Workload
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
@@ -253,22 +252,16 @@ class PrometheusSource:
             if column is None:
                 column = total.every(columns["memory_used_bytes"], uuids)
             columns["memory_total_bytes"] = column
-        cards_of = [node.gpus for node in state.nodes]
-        merged = [gpu.__dict__.copy() for gpus in cards_of for gpu in gpus]
-        for name, column in columns.items():
-            for values, reading in zip(merged, column, strict=True):
-                values[name] = reading
-        made = [Gpu.model_construct(**values) for values in merged]
+        every = [gpu for node in state.nodes for gpu in node.gpus]
+        made = [
+            gpu.model_copy(update={name: column[at] for name, column in columns.items()})
+            for at, gpu in enumerate(every)
+        ]
         nodes: list[Node] = []
         start = 0
-        for node, gpus in zip(state.nodes, cards_of, strict=True):
-            end = start + len(gpus)
-            # New readings under the producer's version: what is derived from the readings is
-            # worked out again, what is derived from the node's shape is not.
-            values = node.__dict__.copy()
-            values["gpus"] = tuple(made[start:end])
-            values["readings_version"] = new_version()
-            nodes.append(Node.model_construct(**values))
+        for node in state.nodes:
+            end = start + len(node.gpus)
+            nodes.append(node.model_copy(update={"gpus": tuple(made[start:end])}))
             start = end
         return tuple(nodes)
 
@@ -292,7 +285,7 @@ class PrometheusSource:
             return state.workloads
         out: list[Workload] = []
         for workload in state.workloads:
-            values = dict(workload.__dict__)
+            values: dict[str, Metric] = {"queue_depth": workload.queue_depth}
             for name, found in present:
                 values[name] = found.get(workload.name)
             if epp is not None and not values["queue_depth"].usable:
@@ -303,8 +296,7 @@ class PrometheusSource:
                 waiting = jobs.get(workload.name)
                 if waiting.value is not None:
                     values["queue_depth"] = waiting  # a job queue's, not an engine's
-            values["readings_version"] = new_version()
-            out.append(Workload.model_construct(**values))
+            out.append(workload.model_copy(update=values))
         return tuple(out)
 
 
