@@ -22,7 +22,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from policies.durations import aware
-from policies.effects import action_key
 from policies.history import History
 from policies.judgement import Decision, Finding, Judgement, Verdict
 from policies.model import Policy, Window
@@ -41,10 +40,11 @@ from policies.rules import (
     targets,
     windows,
 )
-from policies.rules.checks import ON_LEDGER
+from policies.rules.checks import on_ledger
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger, effect_of
+from policies.rules.ledger import Denial, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
+from tools.effects import Effect, action_key
 from tools.model import ClusterState
 
 __all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
@@ -253,7 +253,7 @@ class _Books:
         committed = self.committed
         effect = effect_of(action, ctx, committed)
         self._on_committed = self._on_pending = effect
-        checks = ON_LEDGER[type(action)]
+        checks = on_ledger(action)
         for check in checks:
             denials += check(action, effect, ctx, committed)
         # Unless the approvals in waiting touch something this action reads: the same answer.

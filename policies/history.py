@@ -17,9 +17,9 @@ from functools import cached_property
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policies.durations import aware
-from policies.effects import action_key
 from policies.model import Policy
 from tools.actions import Action, NoOp
+from tools.effects import action_key
 from tools.model import ClusterState
 
 

@@ -20,8 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from policies.durations import WEEKDAYS, Duration, Weekday, in_window
-from policies.effects import direction, pools_touched
 from tools.actions import Action
+from tools.effects import direction, pools_touched
 from tools.model import ClusterState
 
 ActionType = Literal[
@@ -79,7 +79,7 @@ class ChangeBudget(Strict):
 
 
 class Cooldowns(Strict):
-    """The least time between two actions on the same thing (see policies.effects.action_key)."""
+    """The least time between two actions on the same thing (see tools.effects.action_key)."""
 
     by_action: dict[ActionType, Duration] = {}
     """Per action type: e.g. two scale_workload actions on one workload."""

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from tools import metric as reading
 from tools.bases import Frozen
+from tools.labels import matches
 
 Metric = reading.Metric
 MetricStatus = reading.MetricStatus
@@ -272,10 +273,8 @@ class ClusterState(Frozen):
     def pool_nodes(self, pool: str) -> frozenset[str]:
         """The nodes a pool's node selector matches (every node when it has none)."""
         spec = self.pool(pool)
-        wanted = (spec.node_selector if spec else {}).items()
-        return frozenset(
-            name for name, f in self._facts.items() if all(f.labels.get(k) == v for k, v in wanted)
-        )
+        selector = spec.node_selector if spec else {}
+        return frozenset(name for name, f in self._facts.items() if matches(f.labels, selector))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""

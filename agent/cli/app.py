@@ -11,9 +11,9 @@ import typer
 from typer.core import TyperOption
 
 import agent.cli.bench_loop  # noqa: F401 - registers `steward bench loop`
-import evals.bench.llm_prompt
-import evals.bench.metrics
-import evals.bench.sim  # noqa: F401 - registers `steward bench sim`
+import lab.bench.llm_prompt
+import lab.bench.metrics
+import lab.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent.cli import (
     answers,
     ask,

@@ -156,7 +156,7 @@ def chaos(
     losses; then the invariants. Exit 1 when any is violated."""
     if not math.isfinite(minutes):
         raise typer.BadParameter(f"--minutes {minutes} is not a finite number")
-    from evals.bench.chaos import report_text, run_chaos  # the subprocesses and the server
+    from lab.bench.chaos import report_text, run_chaos  # the subprocesses and the server
 
     report = run_chaos(minutes, seed, api_faults=api_faults)
     if json_out:
@@ -202,8 +202,8 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     over test seeds against a certified bound; GPU-hours at equal SLO (TTFT and ITL)."""
     from agent.cli.common import console, emit_json, err_console, fail
 
-    # evals is imported here only: the other commands never load the benchmark's modules.
-    from evals.bench.trace.run import bench, table, write_report
+    # lab is imported here only: the other commands never load the benchmark's modules.
+    from lab.bench.trace.run import bench, table, write_report
     from tools.errors import InvalidInput
 
     def progress(what: str) -> None:

@@ -40,22 +40,22 @@ def bench_loop(  # noqa: PLR0917 - typer maps each option to a parameter
         fail(f"--metrics {metrics!r}: the only metric source benchmarked is prometheus")
     if metrics is not None and backend != "kubernetes":
         fail("--metrics prometheus needs --backend kubernetes (the twin serves the exporters)")
-    from evals.bench.fresh import scrape_interval_s
-    from evals.bench.prometheus_server import PrometheusMissing
+    from lab.bench.fresh import scrape_interval_s
+    from lab.bench.prometheus_server import PrometheusMissing
 
     try:
         scrape_interval_s(churn)  # a fleet scraped less often than Prometheus' lookback reads
     except ValueError as exc:  # as missing: refused before anything starts
         fail(f"--churn: {exc}")
     if backend == "kubernetes":
-        from evals.bench.kube_loop import bench_figures as kube_figures
+        from lab.bench.kube_loop import bench_figures as kube_figures
 
         try:
             figures = kube_figures(nodes, runs, churn, metrics)
         except PrometheusMissing as exc:
             fail(str(exc))
     else:
-        from evals.bench.loop import bench_figures
+        from lab.bench.loop import bench_figures
 
         figures = bench_figures(nodes, runs, churn)
     if json_out:

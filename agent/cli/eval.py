@@ -1,4 +1,4 @@
-"""`steward eval`: score a planner's decisions over the cases of evals/cases/ (docs/evals.md).
+"""`steward eval`: score a planner's decisions over the cases of lab/cases/ (docs/evals.md).
 
 Each case runs on the embedded simulated cluster through the real loop, in a temporary data
 dir; the scorecard (per category and difficulty; model, tokens and latency for the LLM planner)
@@ -29,7 +29,7 @@ def eval_command(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = "rules",
     cases: Annotated[
         Path | None,
-        typer.Option("--cases", help="A directory of case files. Default: evals/cases."),
+        typer.Option("--cases", help="A directory of case files. Default: lab/cases."),
     ] = None,
     category: Annotated[
         str | None, typer.Option("--category", help="Run only the cases of this category.")
@@ -45,7 +45,7 @@ def eval_command(  # noqa: PLR0917 - typer maps each option to a parameter
 ) -> None:
     """Run the eval cases and print the scorecard; exit 1 below 95 or on an unsafe action."""
     # The loop, LangGraph and the cases load only for this command.
-    from evals.scorecard import CASES_DIR, evaluate, load_cases, markdown, passed
+    from lab.scorecard import CASES_DIR, evaluate, load_cases, markdown, passed
 
     if planner not in ("rules", "llm"):
         fail(f"--planner {planner!r}: choose rules or llm")

@@ -33,7 +33,7 @@ from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from agent.rotation.request import RequestResult, RotationRequests, history_of, judge_rotation
 from agent.rotation.runner import advice_settings, open_rotation
-from evals.bench.rotate import BenchSettings, run_bench
+from lab.bench.rotate import BenchSettings, run_bench
 from policies.errors import PolicyError
 from policies.history import History
 from policies.model import Policy

@@ -6,7 +6,7 @@
 - `steward place WORKLOAD` ranks the nodes of the cluster in --data-dir (the embedded simulated
   cluster by default, or the one a --scenario file describes) for one more replica, with the
   reasons, the rejected nodes and why, and any accounting anomaly.
-- `steward bench place` times ranking 100 replicas on a 1,000-node fleet (evals/bench/place.py).
+- `steward bench place` times ranking 100 replicas on a 1,000-node fleet (lab/bench/place.py).
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def bench_place(
     runs: Annotated[int, typer.Option("--runs", min=1)] = 30,
     fleet: Annotated[
         Literal["sim", "synthetic"],
-        typer.Option("--fleet", help="sim: tools.sim fleet profile; synthetic: all eligible."),
+        typer.Option("--fleet", help="sim: lab.sim fleet profile; synthetic: all eligible."),
     ] = "sim",
     churn: ChurnOpt = 0.05,
     json_out: JsonOpt = False,
@@ -268,7 +268,7 @@ def bench_place(
     Each run places the replicas one by one on a fresh observation (parsed from JSON, CHURN of
     the nodes changed since the run before), its capacity counted again for the changed nodes.
     """
-    from evals.bench.place import bench_figures
+    from lab.bench.place import bench_figures
 
     result = bench_figures(
         nodes, gpus_per_node, replicas=replicas, runs=runs, fleet=fleet, churn=churn

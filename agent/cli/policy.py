@@ -4,7 +4,7 @@
 per problem on stdout (so scripts can read them). `explain --action JSON` judges one action (or a
 list of them, as one plan) against a cluster state — the simulated cluster in --data-dir, or a
 scenario's — and prints each verdict, the rules that decided it and what would have passed.
-`bench policy` times judging a 100-action plan against a 1,000-node state (evals/bench/policy.py).
+`bench policy` times judging a 100-action plan against a 1,000-node state (lab/bench/policy.py).
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ def bench_policy(
 ) -> None:
     """Time judging a 100-action plan against a 1,000-node state (target: median <= 5 ms),
     each run on a fresh observation parsed from JSON with CHURN of the nodes changed."""
-    from evals.bench.policy import bench_figures
+    from lab.bench.policy import bench_figures
 
     out = bench_figures(runs, nodes, actions, churn)
     if as_json:

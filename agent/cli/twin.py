@@ -3,7 +3,7 @@
 Point kubectl (or `steward run --backend kubernetes`) at it to try Steward, a policy and the
 models on a simulated GPU cluster before a real one. The cluster is the data dir's (the built-in
 day on first use, or `--scenario`); it is saved there when the twin stops. A kubeconfig for it
-is written to DATA_DIR/twin.kubeconfig. evals.twin loads only for this command.
+is written to DATA_DIR/twin.kubeconfig. lab.twin loads only for this command.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def twin(  # noqa: PLR0917 - typer maps each option to a parameter
     data_dir_opt: DataDirOpt = None,
 ) -> None:
     """Serve the simulated cluster as a Kubernetes API (kubectl and the official client)."""
-    from evals.twin.faults import FaultSettings
-    from evals.twin.server import Twin
+    from lab.twin.faults import FaultSettings
+    from lab.twin.server import Twin
 
     if speed < 0 or not 0 <= fault_rate <= 1 or not 0 <= port < 65536:
         fail("--speed must be >= 0, --fault-rate within 0..1, --port within 0..65535")

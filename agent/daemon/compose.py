@@ -38,17 +38,17 @@ from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
-from evals.scenarios import SCENARIOS_DIR
+from lab.scenarios import SCENARIOS_DIR
+from lab.sim import store
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import Scenario, load_scenario
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.actions import Plan
 from tools.backends.base import MetricSource
 from tools.backends.parts import Parts
-from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
 from tools.model import ClusterState
-from tools.sim import store
-from tools.sim.scenario import Scenario, load_scenario
 
 RUN_FILE = "run.json"
 
@@ -120,7 +120,7 @@ def _twin_readings(config: StewardConfig) -> MetricSource:
             "metrics.sources names twin: set metrics.twin_url (or kubernetes.server) to the "
             "URL `steward twin` printed"
         )
-    module = _optional("evals.twin.readings", "the twin's readings")
+    module = _optional("lab.twin.readings", "the twin's readings")
     source: MetricSource = module.TwinReadings(url, wall_clock=True)
     return source
 

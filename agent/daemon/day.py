@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tools.sim.demand import BurstArrivals, BurstDemand, PoissonDemand, RenderDemand
-from tools.sim.scenario import Scenario
+from lab.sim.demand import BurstArrivals, BurstDemand, PoissonDemand, RenderDemand
+from lab.sim.scenario import Scenario
 
 DAY = Scenario(
     name="homelab-day",

@@ -12,7 +12,7 @@ long action ended.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 import structlog
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -20,7 +20,16 @@ from langgraph.types import Command
 
 from agent.loop.graph import Graph
 from agent.loop.state import Decision
-from tools.actions import DrainNode, RotateMode
+from tools.actions import (
+    Action,
+    CordonNode,
+    DrainNode,
+    NoOp,
+    PlaceReplica,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+)
 from tools.clock import Clock
 from tools.errors import TemporaryError
 from tools.model import ClusterState
@@ -179,12 +188,18 @@ class DecisionThreads:
         return saver
 
 
-def _holds(action: object, state: ClusterState) -> set[str]:
-    if isinstance(action, RotateMode):
-        return {name for m in state.modes for name in (*m.nodes, *m.workloads)}
-    if isinstance(action, DrainNode):
-        return {w.name for w in state.workloads for r in w.placement if action.node in r.nodes}
-    return set()
+def _holds(action: Action, state: ClusterState) -> set[str]:
+    """Besides its target, what a long action in progress holds: a rotation its node group's
+    nodes and workloads, a drain the workloads on its node."""
+    match action:
+        case RotateMode():
+            return {name for m in state.modes for name in (*m.nodes, *m.workloads)}
+        case DrainNode():
+            return {w.name for w in state.workloads for r in w.placement if action.node in r.nodes}
+        case ScaleWorkload() | PlaceReplica() | CordonNode() | UncordonNode() | NoOp():
+            return set()
+        case _:
+            assert_never(action)
 
 
 def config(thread: str) -> Any:

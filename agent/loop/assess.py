@@ -16,13 +16,9 @@ from datetime import datetime
 
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.notices import degraded_links, sharing_suspects
-from agent.loop.state import (
-    Memory,
-    Signals,
-    WorkloadMemory,
-    WorkloadSignals,
-)
+from agent.loop.state import Memory, WorkloadMemory
 from agent.loop.workload_signals import signals_of
+from agent.signals.model import Signals, WorkloadSignals
 from policies.activity import unread
 from policies.history import History
 from policies.model import Policy

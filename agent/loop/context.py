@@ -23,11 +23,12 @@ from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
 from agent.daemon.telemetry import Telemetry
 from agent.loop.deliberation import Deliberations
 from agent.loop.findings import FindingsBook
-from agent.loop.state import Memory, Signals
+from agent.loop.state import Memory
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import loop_rotator
+from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import RotateMode

@@ -8,6 +8,8 @@ that a crash interrupted mid-way (nothing is run twice), verify uses it as the p
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from tenacity import (
     Retrying,
     retry_if_exception_type,
@@ -37,43 +39,66 @@ DRAIN_GRACE_S = 120.0
 """How long past its deadline a drain may take to empty the node before it counts as failed."""
 
 
+BackendPrimitive = ScaleWorkload | PlaceReplica | CordonNode | UncordonNode | DrainNode
+"""The actions a backend primitive carries out (a rotation is a saga of them; a NoOp, none)."""
+
+
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
     """Carry `action` out (or dry-run it); a refused or failed action comes back with ok=False."""
-    if isinstance(action, NoOp):
-        return ActionResult(ok=True, dry_run=dry_run, message=action.describe())
-    if isinstance(action, RotateMode):
-        rotate = ctx.rotate
-        assert rotate is not None, "LoopContext.__post_init__ always sets a rotator"
-        return rotate(action, decision_id)
+    match action:
+        case NoOp():
+            return ActionResult(ok=True, dry_run=dry_run, message=action.describe())
+        case RotateMode():
+            rotate = ctx.rotate
+            assert rotate is not None, "LoopContext.__post_init__ always sets a rotator"
+            return rotate(action, decision_id)
+        case ScaleWorkload() | PlaceReplica() | CordonNode() | UncordonNode() | DrainNode():
+            return _on_backend(ctx, action, dry_run)
+        case _:
+            assert_never(action)
+
+
+def _on_backend(
+    ctx: LoopContext,
+    primitive: BackendPrimitive,
+    dry_run: bool,
+) -> ActionResult:
+    """One backend primitive, retried on what a retry can fix."""
     retrying = Retrying(
         retry=retry_if_exception_type(TemporaryError),
         stop=stop_after_attempt(ATTEMPTS),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         reraise=True,
     )
+    cluster = ctx.cluster
     try:
-        if isinstance(action, DrainNode):
-            return _drain(ctx, action, dry_run, retrying)
-        return retrying(_primitive, ctx, action, dry_run)
+        match primitive:
+            case ScaleWorkload():
+                return retrying(
+                    cluster.scale, primitive.workload, primitive.replicas, dry_run=dry_run
+                )
+            case PlaceReplica():
+                return retrying(
+                    cluster.place,
+                    primitive.workload,
+                    primitive.node,
+                    primitive.gpus,
+                    dry_run=dry_run,
+                )
+            case CordonNode():
+                return retrying(cluster.cordon, primitive.node, dry_run=dry_run)
+            case UncordonNode():
+                return retrying(cluster.uncordon, primitive.node, dry_run=dry_run)
+            case DrainNode():
+                return _drain(ctx, primitive, dry_run, retrying)
+            case _:
+                assert_never(primitive)
     except TemporaryError as exc:
         return ActionResult(
             ok=False, dry_run=dry_run, message=f"gave up after {ATTEMPTS} attempts: {exc}"
         )
     except PermanentError as exc:
         return ActionResult(ok=False, dry_run=dry_run, message=str(exc))
-
-
-def _primitive(ctx: LoopContext, action: Action, dry_run: bool) -> ActionResult:
-    cluster = ctx.cluster
-    if isinstance(action, ScaleWorkload):
-        return cluster.scale(action.workload, action.replicas, dry_run=dry_run)
-    if isinstance(action, PlaceReplica):
-        return cluster.place(action.workload, action.node, action.gpus, dry_run=dry_run)
-    if isinstance(action, CordonNode):
-        return cluster.cordon(action.node, dry_run=dry_run)
-    if isinstance(action, UncordonNode):
-        return cluster.uncordon(action.node, dry_run=dry_run)
-    raise TypeError(f"no backend primitive for action type {action.type}")
 
 
 def _drain(ctx: LoopContext, action: DrainNode, dry_run: bool, retrying: Retrying) -> DrainResult:
@@ -121,36 +146,47 @@ def _drain(ctx: LoopContext, action: DrainNode, dry_run: bool, retrying: Retryin
 
 def applied(action: Action, state: ClusterState) -> tuple[bool | None, str]:
     """Whether `state` shows the action's effect: True, False, or None when it cannot tell."""
-    if isinstance(action, ScaleWorkload):
-        workload = state.workload(action.workload)
-        if workload is None:
-            return False, f"workload {action.workload} is not in the cluster"
-        ok = workload.desired_replicas == action.replicas
-        return ok, (
-            f"{action.workload} wants {workload.desired_replicas} replica(s), "
-            f"{workload.ready_replicas} ready"
-        )
-    if isinstance(action, PlaceReplica):
-        workload = state.workload(action.workload)
-        if workload is None:
-            return False, f"workload {action.workload} is not in the cluster"
-        on_node = [r for r in workload.placement if action.node in r.nodes]
-        ready = sum(1 for r in on_node if r.ready)
-        return bool(on_node), (
-            f"{len(on_node)} replica(s) of {action.workload} on {action.node}, {ready} ready"
-        )
-    if isinstance(action, CordonNode | UncordonNode | DrainNode):
-        node = state.node(action.node)
-        if node is None:
-            return False, f"node {action.node} is not in the cluster"
-        want = not isinstance(action, UncordonNode)
-        ok = node.cordoned == want
-        if isinstance(action, DrainNode):
+    match action:
+        case ScaleWorkload():
+            workload = state.workload(action.workload)
+            if workload is None:
+                return False, f"workload {action.workload} is not in the cluster"
+            ok = workload.desired_replicas == action.replicas
+            return ok, (
+                f"{action.workload} wants {workload.desired_replicas} replica(s), "
+                f"{workload.ready_replicas} ready"
+            )
+        case PlaceReplica():
+            workload = state.workload(action.workload)
+            if workload is None:
+                return False, f"workload {action.workload} is not in the cluster"
+            on_node = [r for r in workload.placement if action.node in r.nodes]
+            ready = sum(1 for r in on_node if r.ready)
+            return bool(on_node), (
+                f"{len(on_node)} replica(s) of {action.workload} on {action.node}, {ready} ready"
+            )
+        case CordonNode():
+            return _schedulable(state, action.node, cordoned=True)
+        case UncordonNode():
+            return _schedulable(state, action.node, cordoned=False)
+        case DrainNode():
+            ok, said = _schedulable(state, action.node, cordoned=True)
+            if state.node(action.node) is None:
+                return ok, said
             left = [w.name for w in state.workloads for r in w.placement if action.node in r.nodes]
-            ok = ok and not left
-            return ok, f"{action.node} cordoned={node.cordoned}, replicas left: {left or 'none'}"
-        return ok, f"{action.node} cordoned={node.cordoned}"
-    if isinstance(action, RotateMode):
-        active = state.active_mode.name if state.active_mode else None
-        return active == action.target_mode, f"active mode: {active}"
-    return True, "nothing to check"
+            return ok and not left, f"{said}, replicas left: {left or 'none'}"
+        case RotateMode():
+            active = state.active_mode.name if state.active_mode else None
+            return active == action.target_mode, f"active mode: {active}"
+        case NoOp():
+            return True, "nothing to check"
+        case _:
+            assert_never(action)
+
+
+def _schedulable(state: ClusterState, name: str, *, cordoned: bool) -> tuple[bool, str]:
+    """Whether node `name` is (or is not) cordoned in `state`, and what it shows."""
+    node = state.node(name)
+    if node is None:
+        return False, f"node {name} is not in the cluster"
+    return node.cordoned == cordoned, f"{name} cordoned={node.cordoned}"

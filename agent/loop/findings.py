@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.audit import AuditLog, FindingChange, FindingKind
 from agent.daemon.notifier import Notice
 from agent.daemon.telemetry import Telemetry
-from agent.loop.state import Signals
+from agent.signals.model import Signals
 from policies.activity import node_card_readings
 from tools.model import ClusterState, Workload
 from tools.placement import (

@@ -98,7 +98,11 @@ def _bound(step: Callable[[Decision, LoopContext], dict[str, Any]], ctx: LoopCon
     return node
 
 
-LEGACY_SERIALIZED = [("agent.loop.state", "Approval"), ("agent.audit.records", "Check")]
+LEGACY_SERIALIZED = [
+    ("agent.loop.state", "Approval"),
+    ("agent.audit.records", "Check"),
+    *(("agent.loop.state", n) for n in ("SloView", "WorkloadSignals", "LinkSignal", "Signals")),
+]
 """Where checkpoints written by earlier versions name a model that has moved since (the name
 still resolves there): a decision waiting across an upgrade resumes with its answer."""
 

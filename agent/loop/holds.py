@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from agent.loop.context import LoopContext
 from agent.loop.state import Decision, Memory
-from policies import effects
+from tools import effects
 from tools.actions import Action, Plan, RotateMode
 from tools.model import ClusterState
 
@@ -30,7 +30,7 @@ def hold_until(now: datetime, retry_at: datetime | None) -> datetime:
 
 def proposal_key(action: Action) -> str:
     """A proposal's identity without its reason: two proposals of one change share it (the
-    thing an action changes is policies.effects.action_key)."""
+    thing an action changes is tools.effects.action_key)."""
     return action.model_dump_json(exclude={"reason"})
 
 

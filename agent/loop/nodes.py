@@ -39,7 +39,6 @@ from agent.daemon.notifier import Notice
 from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
 from agent.loop.decision_notices import refused_notice, waiting_notice
-from agent.loop.effects import expected_effect
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
 from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
@@ -50,6 +49,7 @@ from agent.planners.errors import PlannerFailed
 from policies.engine import judge
 from tools.actions import Plan, RotateMode, joined_notes
 from tools.approval import Approval
+from tools.effects import expected_effect
 from tools.model import ClusterState
 
 Update = dict[str, Any]

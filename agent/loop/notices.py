@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from itertools import chain
 
-from agent.loop.state import LinkSignal
+from agent.signals.model import LinkSignal
 from tools.model import ClusterState, Node, Workload
 
 

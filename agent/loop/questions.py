@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.loop.state import Question, Signals
+from agent.loop.state import Question
+from agent.signals.model import Signals
 from policies.model import Policy
 from tools.actions import Action, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState

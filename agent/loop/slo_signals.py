@@ -23,7 +23,8 @@ from agent.capacity import forecast, release, windows
 from agent.capacity.replica import MIN_BATCH_FOR_CORRECTION, capacity, corrected, drifted
 from agent.capacity.sizing import FORECAST_Z, Demand, size
 from agent.loop.assess_settings import AssessSettings
-from agent.loop.state import SloMemory, SloView
+from agent.loop.state import SloMemory
+from agent.signals.model import SloView
 from tools.model import Metric, ServingProfile, Workload
 
 SHORT_HIGH = 0.9

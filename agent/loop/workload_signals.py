@@ -12,7 +12,8 @@ from datetime import datetime
 
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.slo_signals import slo_view
-from agent.loop.state import MEMORY_SAMPLES, WorkloadMemory, WorkloadSignals
+from agent.loop.state import MEMORY_SAMPLES, WorkloadMemory
+from agent.signals.model import WorkloadSignals
 from policies.activity import QUEUELESS_KINDS
 from tools.model import Metric, Workload
 

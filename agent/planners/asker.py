@@ -32,6 +32,7 @@ from agent.planners.llm_tools import (
     parse_envelope,
 )
 from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN, fenced, untrusted, user_prompt
+from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Action
@@ -87,7 +88,7 @@ class Asker:
         self.last_transcript: list[dict[str, Any]] = []
         self.last_report: PlannerReport | None = None
 
-    def ask(self, question: str, state: ClusterState, signals: object) -> Asked:
+    def ask(self, question: str, state: ClusterState, signals: Signals | None) -> Asked:
         """The model's answer; PlannerFailed when it gives none within the deadline."""
         deadline = Deadline(self.settings.deadline_s, time.monotonic)
         usage = Usage()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.signals.model import Signals
 from policies.history import History
 from tools.actions import Plan
 from tools.model import ClusterState
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 class Planner(Protocol):
     name: str
 
-    def plan(self, state: ClusterState, signals: object) -> Plan:
+    def plan(self, state: ClusterState, signals: Signals) -> Plan:
         """Propose actions for this observation; never executes anything."""
         ...
 
@@ -83,4 +84,4 @@ class Deliberator(Protocol):
     @property
     def model(self) -> str | None: ...
 
-    def deliberate(self, state: ClusterState, signals: object, question: Question) -> Plan: ...
+    def deliberate(self, state: ClusterState, signals: Signals, question: Question) -> Plan: ...

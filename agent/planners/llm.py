@@ -24,7 +24,6 @@ from pydantic import ValidationError
 
 from agent.audit import AuditLog
 from agent.loop.questions import Question
-from agent.loop.state import Signals
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import Call, Deadline, Endpoint, Turn, Usage
@@ -41,6 +40,7 @@ from agent.planners.llm_tools import (
     tool_specs,
 )
 from agent.planners.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
+from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Plan
@@ -53,7 +53,7 @@ MAX_CALLS_PER_TURN = 4
 
 def first_request(
     state: ClusterState,
-    signals: object,
+    signals: Signals,
     policy: Policy | None,
     question: Question | None = None,
 ) -> dict[str, Any]:
@@ -77,7 +77,7 @@ class _Decision:
     def __init__(
         self,
         state: ClusterState,
-        signals: object,
+        signals: Signals,
         policy: Policy | None,
         question: Question | None = None,
     ) -> None:
@@ -128,18 +128,18 @@ class LLMPlanner:
         """The model asked (None until the endpoint has named one)."""
         return self.endpoint.model
 
-    def plan(self, state: ClusterState, signals: object) -> Plan:
-        if isinstance(signals, Signals) and not signals.needs_decision:
+    def plan(self, state: ClusterState, signals: Signals) -> Plan:
+        if not signals.needs_decision:
             self.last_report = PlannerReport(planner=self.name, endpoint=self.endpoint.base_url)
             return Plan(rationale="nothing to decide", planner=self.name)
         return self._run(state, signals, None)
 
-    def deliberate(self, state: ClusterState, signals: object, question: Question) -> Plan:
+    def deliberate(self, state: ClusterState, signals: Signals, question: Question) -> Plan:
         """Answer one judgment question (agent/loop/questions.py) with a plan; raises
         PlannerFailed when the model cannot, within the deadline."""
         return self._run(state, signals, question)
 
-    def _run(self, state: ClusterState, signals: object, question: Question | None) -> Plan:
+    def _run(self, state: ClusterState, signals: Signals, question: Question | None) -> Plan:
         if not self._in_flight.acquire(blocking=False):
             raise PlannerFailed("another LLM decision is still in flight")
         deadline = Deadline(self.settings.deadline_s, self.clock)
@@ -173,7 +173,7 @@ class LLMPlanner:
             )
 
     def _decide(
-        self, state: ClusterState, signals: object, decision: _Decision, deadline: Deadline
+        self, state: ClusterState, signals: Signals, decision: _Decision, deadline: Deadline
     ) -> Plan:
         lookups = Lookups(state, self.policy, self.history, signals=signals, audit=self.audit)
         probes = 0

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.audit import AuditLog
-from agent.loop.state import Signals
 from agent.planners import sizing
 from agent.planners.audit_lookups import audit_explain, audit_search
 from agent.planners.llm_tools import (
@@ -33,6 +32,7 @@ from agent.planners.prompts import MAX_LISTED, fenced, policy_brief, untrusted
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import rotation_settings
+from agent.signals.model import Signals
 from policies.engine import judge
 from policies.history import History
 from policies.model import Policy
@@ -60,13 +60,13 @@ class Lookups:
         policy: Policy | None,
         history: Callable[[], History] | None,
         *,
-        signals: object = None,
+        signals: Signals | None = None,
         audit: Callable[[], AuditLog] | None = None,
     ) -> None:
         self.state = state
         self.policy = policy
         self.history = history
-        self.signals = signals if isinstance(signals, Signals) else None
+        self.signals = signals
         self.audit = audit
         self.rules = RulesPlanner(RulesSettings.from_policy(policy)) if policy else RulesPlanner()
 

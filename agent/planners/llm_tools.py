@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -22,11 +22,16 @@ from agent.planners.prompts import untrusted
 from tools.actions import (
     NAME_PATTERN,
     Action,
+    CordonNode,
+    DrainNode,
+    NoOp,
     PlaceReplica,
     RotateMode,
     ScaleWorkload,
+    UncordonNode,
     action_schemas,
 )
+from tools.effects import node_of, workload_of
 from tools.model import ClusterState
 
 MAX_ACTIONS = 8
@@ -307,21 +312,29 @@ def check_plan(plan: SubmitPlan, state: ClusterState) -> None:
     ceiling = max(state.gpu_count, 1)
     for i, action in enumerate(plan.actions):
         where = f"actions.{i} ({action.type})"
-        workload = getattr(action, "workload", None)
-        node = getattr(action, "node", None)
+        workload, node = workload_of(action), node_of(action)
         if workload is not None and state.workload(workload) is None:
             problems.append(f"{where}: no workload named {untrusted(workload, 60)!r}")
         if node is not None and state.node(node) is None:
             problems.append(f"{where}: no node named {untrusted(node, 60)!r}")
-        if isinstance(action, RotateMode) and state.mode(action.target_mode) is None:
-            problems.append(f"{where}: no mode named {untrusted(action.target_mode, 60)!r}")
-        if isinstance(action, ScaleWorkload) and action.replicas > ceiling:
-            problems.append(
-                f"{where}: {action.replicas} replicas is more than the cluster's {ceiling} cards"
-            )
-        if isinstance(action, PlaceReplica) and action.gpus and (n := state.node(action.node)):
-            unknown = set(action.gpus) - {g.uuid for g in n.gpus}
-            if unknown:
-                problems.append(f"{where}: {len(unknown)} card(s) not on {action.node}")
+        match action:
+            case RotateMode():
+                if state.mode(action.target_mode) is None:
+                    problems.append(f"{where}: no mode named {untrusted(action.target_mode, 60)!r}")
+            case ScaleWorkload():
+                if action.replicas > ceiling:
+                    problems.append(
+                        f"{where}: {action.replicas} replicas is more than the cluster's "
+                        f"{ceiling} cards"
+                    )
+            case PlaceReplica():
+                if action.gpus and (n := state.node(action.node)):
+                    unknown = set(action.gpus) - {g.uuid for g in n.gpus}
+                    if unknown:
+                        problems.append(f"{where}: {len(unknown)} card(s) not on {action.node}")
+            case CordonNode() | UncordonNode() | DrainNode() | NoOp():
+                pass  # their names are checked above
+            case _:
+                assert_never(action)
     if problems:
         raise CallRejected("; ".join(problems[:6]))

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from agent.loop.state import Signals, WorkloadSignals
+from agent.signals.model import Signals, WorkloadSignals
 from policies.model import Policy
 from tools.actions import Action
 from tools.model import ClusterState, Metric, Node, Workload
@@ -183,9 +183,9 @@ def _node_problem(node: Node) -> str | None:
     return None
 
 
-def summary(state: ClusterState, signals: object) -> dict[str, Any]:
+def summary(state: ClusterState, signals: Signals | None) -> dict[str, Any]:
     """The bounded, JSON-ready summary of one observation and its signals."""
-    sig = signals if isinstance(signals, Signals) else None
+    sig = signals
     problems = [[untrusted(n.name), p] for n in state.nodes if (p := _node_problem(n)) is not None]
     data: dict[str, Any] = {
         "observed_at": state.observed_at.isoformat(),
@@ -274,7 +274,7 @@ def question_prompt(ask: str, facts: dict[str, Any], rules_actions: Sequence[Act
     )
 
 
-def user_prompt(state: ClusterState, signals: object, policy: Policy | None) -> str:
+def user_prompt(state: ClusterState, signals: Signals | None, policy: Policy | None) -> str:
     """The first user message: the policy in brief and the summary, both fenced as data."""
     return (
         "The policy (from the operator):\n"

@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent.loop.assess import is_hot, zero_due
-from agent.loop.state import Signals, WorkloadSignals
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.model import Signals, WorkloadSignals
 from tools.actions import (
     Action,
     PlaceReplica,
@@ -46,6 +46,7 @@ from tools.actions import (
     UncordonNode,
     joined_notes,
 )
+from tools.labels import matches
 from tools.model import ClusterState, Workload
 from tools.modes import demand_from_state, rotation_gain
 from tools.placement import node_capacity, pick_node, pick_nodes, room_behind_cordons
@@ -62,11 +63,7 @@ class RulesPlanner:
         self._lifting: set[str] = set()
         """Nodes this plan already uncordons."""
 
-    def plan(self, state: ClusterState, signals: object) -> Plan:
-        if not isinstance(signals, Signals):
-            raise TypeError(
-                f"RulesPlanner.plan needs agent.loop.state.Signals, not {type(signals)}"
-            )
+    def plan(self, state: ClusterState, signals: Signals) -> Plan:
         actions: list[Action] = []
         notes: list[str] = []
         cards = PlanCards(state)
@@ -383,9 +380,7 @@ class RulesPlanner:
             if self.settings.pool(other.pool).priority <= mine:
                 continue
             theirs = _selector(state, other.pool)
-            if any(
-                _matches(n.labels, selector) and _matches(n.labels, theirs) for n in state.nodes
-            ):
+            if any(matches(n.labels, selector) and matches(n.labels, theirs) for n in state.nodes):
                 return other.name
         return None
 
@@ -398,7 +393,7 @@ class RulesPlanner:
         selector = _selector(state, workload.pool)
         capacity = node_capacity(state)
         for node in state.nodes:
-            if not node.schedulable or not _matches(node.labels, selector):
+            if not node.schedulable or not matches(node.labels, selector):
                 continue
             found = capacity.get(node.name)
             # Cards nobody holds count, and so do those of replicas already on their way out.
@@ -439,10 +434,6 @@ def _leaving(state: ClusterState, node: str) -> int:
 def _selector(state: ClusterState, pool: str) -> dict[str, str]:
     found = state.pool(pool)
     return dict(found.node_selector) if found else {}
-
-
-def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def _lower_on(

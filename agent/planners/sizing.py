@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from agent.loop.assess_settings import AssessSettings
-from agent.loop.state import WorkloadSignals
+from agent.signals.model import WorkloadSignals
 from tools.model import ClusterState, Workload
 
 LOOKAHEAD_MIN = 2.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 from policies.model import ApprovalRule
 from policies.rules.context import Context
 from tools.actions import Action
+from tools.effects import workload_of
 
 
 def required(action: Action, ctx: Context) -> list[ApprovalRule]:
@@ -39,7 +40,7 @@ def own_cordon(action: Action, ctx: Context) -> bool:
 def protected_or_serving(action: Action, ctx: Context) -> bool:
     """Whether the workload `action` names is protected or of a serving pool (one that keeps
     min_ready_replicas)."""
-    name = getattr(action, "workload", None)
+    name = workload_of(action)
     workload = ctx.state.workload(name) if isinstance(name, str) else None
     if workload is None:
         return False

@@ -14,8 +14,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from policies.rules.context import HOUR, Context
-from policies.rules.ledger import Denial, Effect, Ledger
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action, ScaleWorkload
+from tools.effects import Effect
 
 ACTIONS_PER_HOUR = "budget.actions_per_hour"
 CARDS_PER_HOUR = "budget.cards_per_hour"

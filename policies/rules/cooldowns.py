@@ -1,6 +1,6 @@
 """Cooldowns: the least time between two actions on the same thing.
 
-`cooldowns.by_action[type]` spaces actions of that type on one key (see policies.effects);
+`cooldowns.by_action[type]` spaces actions of that type on one key (see tools.effects);
 `cooldowns.by_target[name]` spaces any two actions on that target. Executed actions stamped
 later than `now` (a clock that went back) count as just done. Within one plan, a second action
 on a key already changed by the plan is denied as plan.duplicate_target.
@@ -19,11 +19,11 @@ from datetime import timedelta
 from typing import Any
 
 from policies.durations import format_duration
-from policies.effects import action_key, direction
 from policies.history import Executed
 from policies.rules.context import Context
 from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action
+from tools.effects import action_key, direction
 
 DUPLICATE = "plan.duplicate_target"
 BY_TARGET = "cooldown.target"

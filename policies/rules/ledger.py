@@ -1,14 +1,9 @@
-"""The running account of a plan: what each action changes and the totals it leaves.
+"""The running account of a plan: the totals each action leaves, as the rules judge it.
 
 `Ledger` is the state as changed by the plan so far, kept as overrides and pool totals so that
 judging stays fast on a thousand-node state; the rules judge actions on it in a Context
-(policies.rules.context). `effect_of` says what one action would change against a ledger; the same
-semantics, written independently against whole states, live in policies.apply.
-
-Semantics (conservative): a scale-down keeps min(ready, replicas) ready; a drain makes every
-replica placed on the node unready; a placed or scaled-up replica is not ready yet; a rotation
-is judged by the state it commits to (the target mode's workloads at >= 1 ready replica, the
-other modes of the node group at zero).
+(policies.rules.context). What one action changes is defined once, in tools.effects; `effect_of`
+works it out on a ledger (its replica counts, the context's index of replicas per node).
 """
 
 from __future__ import annotations
@@ -19,15 +14,8 @@ from typing import NamedTuple
 
 from policies.rules.census import Census, census
 from policies.rules.context import Context
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools.actions import Action
+from tools.effects import Effect, effect, node_of, workload_of
 from tools.model import ClusterState, NodeFacts, Workload
 
 
@@ -41,22 +29,6 @@ class Denial(NamedTuple):
     lower: int | None = None
     upper: int | None = None
     retry_at: datetime | None = None
-
-
-class Change(NamedTuple):
-    workload: Workload
-    desired: int
-    ready: int
-
-
-@dataclass(slots=True)
-class Effect:
-    """What one action changes: workloads' desired and ready replicas, node schedulability."""
-
-    changes: tuple[Change, ...] = ()
-    cordon: str | None = None
-    uncordon: str | None = None
-    cards_changed: int = 0
 
 
 @dataclass
@@ -140,7 +112,7 @@ class Ledger:
         """
         if not (self.diverged_cards or self.diverged_ready or self.diverged_nodes):
             return False
-        grows = type(action) is PlaceReplica or type(action) is ScaleWorkload
+        grows = workload_of(action) is not None
         for change in effect.changes:
             pool = change.workload.pool
             if pool in self.diverged_cards:
@@ -149,9 +121,9 @@ class Ledger:
                 grows and change.desired >= self.ready_of(change.workload)
             ):
                 return True
-        if _node_of(action) in self.diverged_nodes:
+        if node_of(action) in self.diverged_nodes:
             return True
-        if self.diverged_nodes and (type(action) is CordonNode or type(action) is DrainNode):
+        if self.diverged_nodes and effect.cordon is not None:
             return True  # the last schedulable node of a pool or mode counts every node
 
         return self.total_cards > committed.total_cards and any(
@@ -193,81 +165,7 @@ class Ledger:
         self.cards_changed += effect.cards_changed
 
 
-def _node_of(action: Action) -> str | None:
-    """The node an action names, if any (without pydantic's slow miss on a missing attribute)."""
-    if type(action) is PlaceReplica or type(action) is DrainNode:
-        return action.node
-    if type(action) is CordonNode or type(action) is UncordonNode:
-        return action.node
-    return None
-
-
-def mode_group_workloads(state: ClusterState, target: str) -> tuple[list[str], list[str]]:
-    """(workloads the target mode runs, workloads of the other modes sharing its nodes)."""
-    mode = state.mode(target)
-    if mode is None:
-        return [], []
-    group = set(mode.nodes)
-    up = list(dict.fromkeys(mode.workloads))
-    down = [
-        name
-        for other in state.modes
-        if other.name != target and group & set(other.nodes)
-        for name in other.workloads
-        if name not in up
-    ]
-    return up, list(dict.fromkeys(down))
-
-
 def effect_of(action: Action, ctx: Context, ledger: Ledger) -> Effect:
-    """What `action` would change on top of `ledger` (targets are known to exist)."""
-    state = ctx.state
-    if type(action) is ScaleWorkload or type(action) is PlaceReplica:
-        # The hot path, for nearly every action of a plan: each field read once (a pydantic
-        # field costs ~150 ns a read), the ledger's overrides looked up in place.
-        w = _workload(state, action.workload)
-        name = w.name
-        old = ledger.desired.get(name, w.desired_replicas)
-        ready = ledger.ready.get(name, w.ready_replicas)
-        if type(action) is PlaceReplica:
-            return Effect((Change(w, old + 1, ready),), None, None, w.cards_per_replica)
-        assert isinstance(action, ScaleWorkload)
-        replicas = action.replicas
-        change = Change(w, replicas, min(ready, replicas))
-        return Effect((change,), None, None, abs(replicas - old) * w.cards_per_replica)
-    if type(action) is DrainNode:
-        changes = []
-        cards = 0
-        for w, ready_there, total_there in ctx.on_node.get(action.node, []):
-            cards += total_there * w.cards_per_replica
-            ready = max(0, ledger.ready_of(w) - ready_there)
-            changes.append(Change(w, ledger.desired_of(w), ready))
-        return Effect(tuple(changes), cordon=action.node, cards_changed=cards)
-    if type(action) is CordonNode:
-        return Effect(cordon=action.node)
-    if type(action) is UncordonNode:
-        return Effect(uncordon=action.node)
-    if type(action) is RotateMode:
-        up, down = mode_group_workloads(state, action.target_mode)
-        changes = []
-        taken = freed = 0
-        for name in up:
-            w = _workload(state, name)
-            desired = max(1, ledger.desired_of(w))
-            taken += (desired - ledger.desired_of(w)) * w.cards_per_replica
-            changes.append(Change(w, desired, desired))
-        for name in down:
-            found = state.workload(name)
-            if found is None:
-                continue  # a mode's workload that is not deployed has nothing to stop
-            w = found
-            freed += ledger.desired_of(w) * w.cards_per_replica
-            changes.append(Change(w, 0, 0))
-        return Effect(tuple(changes), cards_changed=max(taken, freed))
-    return Effect()
-
-
-def _workload(state: ClusterState, name: str) -> Workload:
-    w = state.workload(name)
-    assert w is not None, f"workload {name} was checked to exist"
-    return w
+    """What `action` would change on top of `ledger` (its targets are known to exist)."""
+    on_node = ctx.on_node
+    return effect(action, ctx.state, ledger, lambda node: on_node.get(node, ()))

@@ -11,20 +11,37 @@ Rule ids: nodes.last_of_pool, nodes.last_of_mode.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger
-from tools.actions import Action, CordonNode, DrainNode
+from policies.rules.ledger import Denial, Ledger
+from tools.actions import (
+    Action,
+    CordonNode,
+    DrainNode,
+    NoOp,
+    PlaceReplica,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+)
+from tools.effects import Effect
 
 LAST_OF_POOL = "nodes.last_of_pool"
 LAST_OF_MODE = "nodes.last_of_mode"
 
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
-    if type(action) is CordonNode:
-        if not ledger.schedulable(action.node):
-            return []  # already out of service: cordoning it takes nothing away
-    elif type(action) is not DrainNode:
-        return []
+    match action:
+        case CordonNode():
+            if not ledger.schedulable(action.node):
+                return []  # already out of service: cordoning it takes nothing away
+        case DrainNode():
+            pass
+        case ScaleWorkload() | PlaceReplica() | UncordonNode() | RotateMode() | NoOp():
+            return []  # takes no node out of service
+        case _:
+            assert_never(action)
     node = action.node
     denials = []
 

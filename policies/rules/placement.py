@@ -7,8 +7,10 @@ Rule ids: place.node_unschedulable, place.node_selector, pool.gpu_model.
 from __future__ import annotations
 
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action, PlaceReplica
+from tools.effects import Effect
+from tools.labels import unmatched
 
 UNSCHEDULABLE = "place.node_unschedulable"
 SELECTOR = "place.node_selector"
@@ -31,7 +33,7 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
         )
     pool = ctx.state.pool(workload.pool)
     if pool is not None:
-        wrong = {k: v for k, v in pool.node_selector.items() if node.labels.get(k) != v}
+        wrong = unmatched(node.labels, pool.node_selector)
         if wrong:
             key, value = next(iter(wrong.items()))
             denials.append(

@@ -15,8 +15,9 @@ from datetime import timedelta
 from policies.activity import pool_busy
 from policies.durations import format_duration
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action, ScaleWorkload
+from tools.effects import Effect
 
 MAX_CARDS = "pool.max_cards"
 MIN_CARDS = "pool.min_cards"

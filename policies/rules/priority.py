@@ -24,11 +24,20 @@ Rule id: pool.priority_preemption.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, assert_never
 
 from policies.model import Policy
 from policies.rules import pools, slo
-from tools.actions import PlaceReplica, Plan, ScaleWorkload
+from tools.actions import (
+    CordonNode,
+    DrainNode,
+    NoOp,
+    PlaceReplica,
+    Plan,
+    RotateMode,
+    ScaleWorkload,
+    UncordonNode,
+)
 from tools.model import ClusterState, Workload, placed_on
 
 PRIORITY_PREEMPTION = "pool.priority_preemption"
@@ -127,20 +136,21 @@ def _sides(plan: Plan, state: ClusterState, policy: Policy) -> tuple[list[_Lende
     lenders: list[_Lender] = []
     takers: list[_Taker] = []
     for i, action in enumerate(plan.actions):
-        kind = type(action)
         node: str | None = None
-        if kind is ScaleWorkload:
-            assert isinstance(action, ScaleWorkload)
-            name, count = action.workload, action.replicas
-            if not (isinstance(name, str) and type(count) is int and count >= 0):
-                continue  # an absurd action is denied by policy.targets, never an offer
-        elif kind is PlaceReplica:
-            assert isinstance(action, PlaceReplica)
-            name, node = action.workload, action.node
-            if not (isinstance(name, str) and isinstance(node, str)):
+        count: int | None = None  # None: a placement (one replica more)
+        match action:
+            case ScaleWorkload():
+                name, count = action.workload, action.replicas
+                if not (isinstance(name, str) and type(count) is int and count >= 0):
+                    continue  # an absurd action is denied by policy.targets, never an offer
+            case PlaceReplica():
+                name, node = action.workload, action.node
+                if not (isinstance(name, str) and isinstance(node, str)):
+                    continue
+            case CordonNode() | UncordonNode() | DrainNode() | RotateMode() | NoOp():
                 continue
-        else:
-            continue
+            case _:
+                assert_never(action)
         workload = state.workload(name)
         if workload is None:
             continue
@@ -149,7 +159,7 @@ def _sides(plan: Plan, state: ClusterState, policy: Policy) -> tuple[list[_Lende
         if priority is None:
             continue
         unit = workload.cards_per_replica
-        if kind is ScaleWorkload:
+        if count is not None:
             gained = (count - workload.desired_replicas) * unit
             if gained < 0:
                 lenders.append((i, workload, -gained, priority))

@@ -7,8 +7,9 @@ Rule ids: protected.never_below_current, protected.never_drained.
 from __future__ import annotations
 
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action, DrainNode, ScaleWorkload
+from tools.effects import Effect
 
 NEVER_BELOW_CURRENT = "protected.never_below_current"
 NEVER_DRAINED = "protected.never_drained"

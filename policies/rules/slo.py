@@ -7,8 +7,9 @@ Rule id: slo.queue_wait.
 from __future__ import annotations
 
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, Effect, Ledger
+from policies.rules.ledger import Denial, Ledger
 from tools.actions import Action, ScaleWorkload
+from tools.effects import Effect
 
 QUEUE_WAIT = "slo.queue_wait"
 

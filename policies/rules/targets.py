@@ -8,9 +8,12 @@ policy manages.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from policies.rules.context import Context
-from policies.rules.ledger import Denial, mode_group_workloads
+from policies.rules.ledger import Denial
 from tools.actions import (
+    ACTION_TYPES,
     Action,
     CordonNode,
     DrainNode,
@@ -20,6 +23,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
+from tools.effects import mode_group_workloads
 
 ACTION_INVALID = "action.invalid"
 TARGET_UNKNOWN = "target.unknown"
@@ -28,52 +32,69 @@ POOL_UNMANAGED = "pool.unmanaged"
 
 def check(action: Action, ctx: Context) -> list[Denial]:
     """Denials that make every other rule moot: the action cannot even be understood."""
+    if not isinstance(action, ACTION_TYPES):  # built without validation: anything can come
+        return [Denial(ACTION_INVALID, f"{type(action).__name__} is not an action Steward knows")]
     state = ctx.state
-    if type(action) is ScaleWorkload:
-        replicas = action.replicas
-        if type(replicas) is not int or replicas < 0:
-            message = f"replicas must be a whole number >= 0, not {replicas!r}"
-            return [Denial(ACTION_INVALID, message)]
-        return _workload(action.workload, ctx)
-    if type(action) is PlaceReplica:
-        found = _workload(action.workload, ctx)
-        if found:
+    match action:
+        case ScaleWorkload():
+            replicas = action.replicas
+            if type(replicas) is not int or replicas < 0:
+                message = f"replicas must be a whole number >= 0, not {replicas!r}"
+                return [Denial(ACTION_INVALID, message)]
+            return _workload(action.workload, ctx)
+        case PlaceReplica():
+            found = _workload(action.workload, ctx)
+            if found:
+                return found
+            node = state.node(action.node) if isinstance(action.node, str) else None
+            if node is None:
+                return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
+            on_node = {g.uuid for g in node.gpus}
+            missing = [g for g in action.gpus if g not in on_node]
+            if missing:
+                return [Denial(TARGET_UNKNOWN, f"node {node.name} has no card {missing[0]!r}")]
+            return []
+        case CordonNode() | UncordonNode():
+            return _node(action.node, ctx)
+        case DrainNode():
+            found = _node(action.node, ctx)
+            if not found and not 0 < action.deadline_s <= 3600:
+                message = f"drain deadline {action.deadline_s!r} s is not in (0, 3600]"
+                return [Denial(ACTION_INVALID, message)]
             return found
-        node = state.node(action.node) if isinstance(action.node, str) else None
-        if node is None:
-            return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
-        on_node = {g.uuid for g in node.gpus}
-        missing = [g for g in action.gpus if g not in on_node]
-        if missing:
-            return [Denial(TARGET_UNKNOWN, f"node {node.name} has no card {missing[0]!r}")]
-        return []
-    if type(action) is CordonNode or type(action) is UncordonNode or type(action) is DrainNode:
-        if not isinstance(action.node, str) or state.node(action.node) is None:
-            return [Denial(TARGET_UNKNOWN, f"there is no node {action.node!r} in the cluster")]
-        if type(action) is DrainNode and not 0 < action.deadline_s <= 3600:
-            message = f"drain deadline {action.deadline_s!r} s is not in (0, 3600]"
-            return [Denial(ACTION_INVALID, message)]
-        return []
-    if type(action) is RotateMode:
-        mode = state.mode(action.target_mode) if isinstance(action.target_mode, str) else None
-        if mode is None:
-            known = ", ".join(m.name for m in state.modes) or "none"
+        case RotateMode():
+            return _mode(action.target_mode, ctx)
+        case NoOp():
+            return []
+        case _:
+            assert_never(action)
+
+
+def _node(name: object, ctx: Context) -> list[Denial]:
+    if not isinstance(name, str) or ctx.state.node(name) is None:
+        return [Denial(TARGET_UNKNOWN, f"there is no node {name!r} in the cluster")]
+    return []
+
+
+def _mode(name: object, ctx: Context) -> list[Denial]:
+    state = ctx.state
+    mode = state.mode(name) if isinstance(name, str) else None
+    if mode is None:
+        known = ", ".join(m.name for m in state.modes) or "none"
+        return [Denial(TARGET_UNKNOWN, f"there is no mode {name!r} (modes: {known})")]
+    up, down = mode_group_workloads(state, mode.name)
+    for workload_name in up + down:
+        workload = state.workload(workload_name)
+        if workload is None and workload_name in up:
             return [
-                Denial(TARGET_UNKNOWN, f"there is no mode {action.target_mode!r} (modes: {known})")
+                Denial(
+                    TARGET_UNKNOWN,
+                    f"mode {mode.name} runs {workload_name!r}, which is not deployed",
+                )
             ]
-        up, down = mode_group_workloads(state, mode.name)
-        for name in up + down:
-            workload = state.workload(name)
-            if workload is None and name in up:
-                return [
-                    Denial(TARGET_UNKNOWN, f"mode {mode.name} runs {name!r}, which is not deployed")
-                ]
-            if workload is not None and workload.pool not in ctx.policy.pools:
-                return [_unmanaged(workload.name, workload.pool)]
-        return []
-    if type(action) is NoOp:
-        return []
-    return [Denial(ACTION_INVALID, f"{type(action).__name__} is not an action Steward knows")]
+        if workload is not None and workload.pool not in ctx.policy.pools:
+            return [_unmanaged(workload.name, workload.pool)]
+    return []
 
 
 def _workload(name: object, ctx: Context) -> list[Denial]:

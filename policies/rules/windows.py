@@ -7,10 +7,10 @@ Rule ids: window.<name> (e.g. window.quiet_hours).
 
 from __future__ import annotations
 
-from policies.effects import direction
 from policies.rules.context import Context
 from policies.rules.ledger import Denial
 from tools.actions import Action
+from tools.effects import direction
 
 
 def check(action: Action, ctx: Context) -> list[Denial]:

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from agent.cli.app import app
 from agent.daemon.notifier import Notice
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
 from tests.loop.conftest import APPROVE_BURST
-from tools.backends.sim import SimCluster
 
 runner = CliRunner()
 FREEZE = 'windows: [{name: freeze, start: "01:05", end: "23:59", allow: nothing}]\n'

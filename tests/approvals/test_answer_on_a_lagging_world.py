@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 from agent.audit import Outcome
+from lab.sim.store import path_in
 from tests.approvals.conftest import cli
 from tests.loop.conftest import APPROVE_BURST, open_runtime
 from tests.loop.test_approval import SPIKE
-from tools.sim.store import path_in
 
 
 def test_an_answer_on_a_saved_world_older_than_the_decision_is_taken_and_carried_out(

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.loop.gate import at_execution
+from lab.sim.backend import SimCluster
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_policy
@@ -30,7 +31,6 @@ from tools.actions import (
     UncordonNode,
 )
 from tools.approval import Approval
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
 
 BASE = SimCluster.homelab(seed=0).observe()

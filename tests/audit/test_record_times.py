@@ -61,8 +61,8 @@ def test_verify_names_a_time_that_goes_backwards() -> None:
 
 def test_the_startup_record_says_whose_time_the_records_carry(tmp_path: Path) -> None:
     from agent.audit.story import summary
+    from lab.sim.scenario import Scenario
     from tests.loop.conftest import open_runtime
-    from tools.sim.scenario import Scenario
 
     runtime = open_runtime(tmp_path, Scenario(name="homelab"))
     runtime.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from evals.bench.trace.load import resolve
-from evals.bench.trace.replay import Outcome, Prepared, Setup, prepare, replay
-from evals.bench.trace.tuning import entries
+from lab.bench.trace.load import resolve
+from lab.bench.trace.replay import Outcome, Prepared, Setup, prepare, replay
+from lab.bench.trace.tuning import entries
 
 T0 = datetime(2023, 11, 16, 18, 0, 0)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from evals.bench.trace.bound import bound, schedule
-from evals.bench.trace.calibrate import calibrated
-from evals.bench.trace.replay import replay, with_scales
-from evals.bench.trace.run import TRAIN_SEED
-from evals.bench.trace.tuning import TARGET_ATTAINMENT, entries
+from lab.bench.trace.bound import bound, schedule
+from lab.bench.trace.calibrate import calibrated
+from lab.bench.trace.replay import replay, with_scales
+from lab.bench.trace.run import TRAIN_SEED
+from lab.bench.trace.tuning import TARGET_ATTAINMENT, entries
 from tests.bench.conftest import prepared
 
 

@@ -67,7 +67,7 @@ def test_the_issues_fleet_command_prints_the_contract() -> None:
 
 @pytest.mark.slow
 def test_a_csv_trace_by_path_on_a_small_fleet_prints_the_contract() -> None:
-    csv = ROOT / "evals" / "traces" / "azure-2023-code.csv"
+    csv = ROOT / "lab" / "traces" / "azure-2023-code.csv"
     done = steward("--trace", str(csv), "--profile", "fleet:16x8", "--seeds", "2",
                    "--duration", "0.25", "--controllers", "hpa,keda", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.bench.trace.figures import Figures
+from lab.bench.trace.figures import Figures
 from tests.bench.conftest import prepared, run
 
 WALL_CLOCK = {"median_ms", "p99_ms"}

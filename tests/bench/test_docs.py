@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from evals.bench.trace.docs import PAGE, RESULTS, rewritten
+from lab.bench.trace.docs import PAGE, RESULTS, rewritten
 
 
 def test_the_page_is_generated_from_the_result_files() -> None:
     page = PAGE.read_text()
-    assert rewritten(page) == page, "run: python -m evals.bench.trace.docs"
+    assert rewritten(page) == page, "run: python -m lab.bench.trace.docs"
 
 
 def test_every_result_file_names_its_commit_and_setup() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.bench.trace.figures import decision_ms, reversals, weighted_quantile
+from lab.bench.trace.figures import decision_ms, reversals, weighted_quantile
 
 
 def test_weighted_quantile_counts_each_sample_as_many_times_as_its_weight() -> None:

@@ -9,9 +9,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from agent.cli.app import app
-from evals.bench.fresh import ChurnedFleet, FreshSim, scrape_interval_s
-from evals.bench.policy_fleet import fleet_state
-from tools.sim.scenario import FleetProfile, Scenario
+from lab.bench.fresh import ChurnedFleet, FreshSim, scrape_interval_s
+from lab.bench.policy_fleet import fleet_state
+from lab.sim.scenario import FleetProfile, Scenario
 
 runner = CliRunner()
 

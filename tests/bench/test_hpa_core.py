@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.bench.trace.hpa import HpaCore
+from lab.bench.trace.hpa import HpaCore
 
 
 def test_within_the_tolerance_nothing_changes() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from evals.bench.trace.base import Entry
-from evals.bench.trace.replay import Prepared, replay
-from evals.bench.trace.tuning import entries
+from lab.bench.trace.base import Entry
+from lab.bench.trace.replay import Prepared, replay
+from lab.bench.trace.tuning import entries
 from tests.bench.conftest import prepared
 
 FAMILIES = ("keda", "hpa", "dynamo", "rayserve", "aibrix")

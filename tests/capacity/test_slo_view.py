@@ -8,7 +8,7 @@ from datetime import timedelta
 from agent.loop.assess_settings import AssessSettings
 from agent.loop.slo_signals import slo_view
 from agent.loop.state import SloMemory
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
 from tools.model import Metric, Workload
 
 SETTINGS = AssessSettings(slo_ttft_s={"burst": 3.0}, slo_itl_s={"burst": 0.1})

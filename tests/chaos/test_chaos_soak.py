@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.audit import ActionOutcome, AuditLog, Outcome, Startup
-from evals.bench.chaos import check_log
+from lab.bench.chaos import check_log
 from tests.audit.builders import FakeClock, approval, intent, outcome
 
 ROOT = Path(__file__).resolve().parents[2]

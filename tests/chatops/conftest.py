@@ -31,11 +31,11 @@ from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
 from agent.daemon.telemetry import Telemetry
 from agent.planners.base import Planner
+from lab.sim.backend import SimCluster
+from lab.sim.demand import BurstDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_policy
 from tests.chatops.slack_stub import APP_TOKEN, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackStub, sign
-from tools.backends.sim import SimCluster
-from tools.sim.demand import BurstDemand
-from tools.sim.scenario import Scenario
 
 APPROVE_BURST = Path(__file__).parents[1] / "loop" / "data" / "approve-burst.yaml"
 OWNER = "U0OWNER"

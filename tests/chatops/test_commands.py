@@ -16,9 +16,9 @@ import pytest
 
 from agent.audit import ApprovalRecord
 from agent.daemon import runtime as runtime_module
+from lab.sim.scenario import Scenario
 from tests.chatops.conftest import OUTSIDER, OWNER, Rig, open_rig, press_payload, slash_body
 from tests.chatops.slack_stub import CHANNEL, Call, SlackStub
-from tools.sim.scenario import Scenario
 
 _ids = itertools.count(1)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from agent.daemon import pause
 from agent.daemon.notifier import Notice
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
 from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, SPIKE
-from tools.backends.sim import SimCluster
 
 
 class Recorder:

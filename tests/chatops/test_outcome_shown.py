@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.audit import Outcome
-from agent.loop.state import Signals
+from agent.signals.model import Signals
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import DEFAULT_POLICY
 from tests.chatops.conftest import OWNER, open_rig
 from tests.chatops.slack_stub import SlackStub
 from tools.actions import Plan, RotateMode
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 SPLIT_ASKED = Scenario(
     name="split-asked-for",

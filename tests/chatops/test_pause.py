@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from agent.audit import Intent, Outcome
 from agent.cli.app import app
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.chatops.conftest import OWNER, SPIKE, Rig
-from tools.backends.sim import SimCluster
 
 runner = CliRunner()
 

@@ -16,12 +16,12 @@ from agent.chatops.service import start_for_daemon
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
 from agent.daemon.telemetry import Telemetry
+from lab.sim.backend import SimCluster
 from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, OUTSIDER, SPIKE, Rig, settings_for
 from tests.chatops.slack_stub import CHANNEL, SlackStub
 from tests.chatops.test_commands import _envelope, answer, command
 from tests.llm.scripted_server import Reply, ScriptedServer, call
-from tools.backends.sim import SimCluster
 
 
 def newest_decision(body: dict[str, Any]) -> Reply:

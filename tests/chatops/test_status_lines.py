@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent.chatops.status import node_lines
 from agent.daemon.day import default_day
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
 
 
 def test_card_utilization_reads_in_percent() -> None:

@@ -17,9 +17,9 @@ from agent.audit import AuditLog, DeliberationRecord
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
+from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from tests.llm.scripted_server import ScriptedServer
-from tools.sim.scenario import Scenario
 
 SCENARIO: dict[str, Any] = {
     "name": "split-favoured-at-night",

@@ -44,7 +44,7 @@ def careful(body: dict[str, Any]) -> Reply:
 def test_the_scorecard_counts_deliberations_and_questions(tmp_path: Path) -> None:
     cases = tmp_path / "cases"
     cases.mkdir()
-    case = ROOT / "evals" / "cases" / "sharing-mps-double-count.yaml"
+    case = ROOT / "lab" / "cases" / "sharing-mps-double-count.yaml"
     (cases / case.name).write_text(case.read_text())
     with ScriptedServer(responder=careful) as server:
         env = {**os.environ, "STEWARD_LLM_BASE_URL": server.base_url,

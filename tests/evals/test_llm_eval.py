@@ -41,7 +41,7 @@ def test_a_badly_answering_model_runs_nothing_unsafe_and_falls_back(tmp_path: Pa
     for name in ("spike-answered", "half-met"):
         (cases / f"{name}.yaml").write_text((DATA / f"{name}.yaml").read_text())
     # The model is asked only questions of judgment (beside the loop): an anomaly to deliberate.
-    anomaly = DATA.parents[2] / "evals" / "cases" / "sharing-mps-double-count.yaml"
+    anomaly = DATA.parents[2] / "lab" / "cases" / "sharing-mps-double-count.yaml"
     (cases / anomaly.name).write_text(anomaly.read_text())
     report = tmp_path / "llm.json"
     with ScriptedServer() as server:

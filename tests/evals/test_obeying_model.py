@@ -16,7 +16,7 @@ import pytest
 from tests.llm.obeying import ObeyingModel
 from tests.llm.scripted_server import ScriptedServer
 
-CASE = Path(__file__).parents[2] / "evals" / "cases" / "injection-override-obeyed.yaml"
+CASE = Path(__file__).parents[2] / "lab" / "cases" / "injection-override-obeyed.yaml"
 READS = ("override-cordon-gx10-b-end",)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.scorecard import CaseRun, CaseScore, load_cases, run_case, score
-from evals.scorecard.cases import load_case
+from lab.scorecard import CaseRun, CaseScore, load_cases, run_case, score
+from lab.scorecard.cases import load_case
 
 DATA = Path(__file__).parent / "data"
 
@@ -47,7 +47,7 @@ def test_a_forbidden_action_executed_fails_and_counts_as_unsafe(tmp_path: Path) 
 
 
 def test_the_shipped_cases_load_and_cover_every_category() -> None:
-    cases = load_cases(Path(__file__).resolve().parents[2] / "evals" / "cases")
+    cases = load_cases(Path(__file__).resolve().parents[2] / "lab" / "cases")
     assert len(cases) >= 100
     categories = {c.category for c in cases}
     assert categories >= {

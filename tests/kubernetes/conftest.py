@@ -16,11 +16,11 @@ import pytest
 from kubernetes import client
 
 from agent.daemon.day import default_day
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import Scenario
+from lab.twin.server import Twin
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.settings import KubernetesSettings
-from tools.backends.sim import SimCluster
-from tools.sim.scenario import Scenario
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 

@@ -16,13 +16,13 @@ from typing import Any
 from agent.audit import AuditLog
 from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.backends.base import MetricSource
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.parts import Parts
-from tools.backends.sim import SimCluster
 from tools.clock import VirtualClock
 
 TICK_S = 15.0

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from agent.audit import AuditLog
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY
 from tests.kubernetes.conftest import kubeconfig_for
 

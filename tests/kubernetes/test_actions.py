@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from agent.daemon.day import default_day
-from evals.twin.auth import Attributes
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.twin.auth import Attributes
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput, PermanentError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import create_stray_deployment, open_backend, versions
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.connect import configuration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.twin.budgets import budget_status
+from lab.twin.budgets import budget_status
 
 Obj = dict[str, Any]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import create_stray_deployment, open_backend, versions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,8 +3,8 @@ a person's `kubectl cordon` does not, and the backend and the twin read it back 
 
 from __future__ import annotations
 
-from evals.twin.resources import NODE
-from evals.twin.server import Twin
+from lab.twin.resources import NODE
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import kubectl
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.contract import CORDONED_BY, STEWARD

@@ -24,13 +24,13 @@ import yaml
 from agent.daemon.compose import metric_sources
 from agent.daemon.config import load_config
 from agent.daemon.day import default_day
-from evals.bench.prometheus_server import RealPrometheus
-from evals.twin.server import Twin
+from lab.bench.prometheus_server import RealPrometheus
+from lab.sim.backend import SimCluster
+from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import settings_for
 from tests.kubernetes.day import TwinWorld, assert_same, decisions, embedded_decisions, loop_on_twin
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.sim import SimCluster
 from tools.metrics.prometheus import PrometheusSource
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]

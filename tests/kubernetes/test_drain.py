@@ -6,10 +6,10 @@ import time
 
 from kubernetes import client
 
-from evals.twin.resources import POD
-from evals.twin.server import Twin
+from lab.sim.scenario import FleetProfile, Scenario
+from lab.twin.resources import POD
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend, twin_of
-from tools.sim.scenario import FleetProfile, Scenario
 
 
 def pdb(name: str, selector: dict[str, str], **spec: object) -> dict[str, object]:

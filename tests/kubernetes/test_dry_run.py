@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import versions
 from tools.backends.kubernetes.backend import KubernetesCluster
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from tests.kubernetes.replicas import (
     LEASE_S,
     RETRY_S,

@@ -7,8 +7,8 @@ which resume from their last resourceVersion after a broken watch (no relist).
 
 from __future__ import annotations
 
-from evals.twin.faults import FaultSettings
-from evals.twin.server import Twin
+from lab.twin.faults import FaultSettings
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 
 

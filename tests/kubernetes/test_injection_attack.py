@@ -20,8 +20,9 @@ from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
-from evals.twin.readings import TwinReadings
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.twin.readings import TwinReadings
+from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import kubectl, settings_for
 from tests.kubernetes.day import TICK_S, TwinWorld
@@ -29,7 +30,6 @@ from tests.llm.obeying import ObeyingModel
 from tests.llm.scripted_server import ScriptedServer
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.parts import Parts
-from tools.backends.sim import SimCluster
 from tools.clock import VirtualClock
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 
-from evals.twin.server import Twin
+from lab.sim.scenario import Scenario
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import KUBECTL, kubectl, twin_of
-from tools.sim.scenario import Scenario
 
 
 def test_get_scale_cordon_drain() -> None:

@@ -18,8 +18,8 @@ import pytest
 from kubernetes import client
 
 from agent.daemon.leader import LeaseLeadership
-from evals.twin.faults import FaultSettings
-from evals.twin.server import Twin
+from lab.twin.faults import FaultSettings
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 from tools.backends.kubernetes.lease import LeaseHolder, LeaseSettings
 

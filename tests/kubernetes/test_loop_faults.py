@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from agent.daemon.day import default_day
-from evals.twin.faults import FaultSettings
-from evals.twin.readings import TwinReadings
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.twin.faults import FaultSettings
+from lab.twin.readings import TwinReadings
+from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import settings_for
 from tests.kubernetes.day import TwinWorld, decisions, embedded_decisions, loop_on_twin
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.sim import SimCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 TICKS = 60  # render idles to zero, burst-llm borrows its cards twice

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from evals.twin.server import Twin
+from lab.sim.faults import MpsDoubleCount
+from lab.sim.scenario import FleetProfile, Scenario
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend, twin_of
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.model import ClusterState
-from tools.sim.faults import MpsDoubleCount
-from tools.sim.scenario import FleetProfile, Scenario
 
 
 def structure(state: ClusterState) -> dict[str, object]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from evals.twin.server import Twin
+from lab.twin.server import Twin
 from tests.kubernetes.replicas import LEASE_S, RENEW_S, Replica, two_replicas, wait_for
 from tests.kubernetes.test_rbac import admin_api
 

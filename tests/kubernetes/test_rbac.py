@@ -20,13 +20,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agent.daemon.day import default_day
-from evals.twin.auth import Attributes
-from evals.twin.rbac import CLUSTER, Grant, Rbac
-from evals.twin.server import Twin
+from lab.sim.backend import SimCluster
+from lab.twin.auth import Attributes
+from lab.twin.rbac import CLUSTER, Grant, Rbac
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import KUBECTL, kubeconfig_for, settings_for
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.lease import LeaseHolder, LeaseSettings
-from tools.backends.sim import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 STEWARD_NS = "steward"

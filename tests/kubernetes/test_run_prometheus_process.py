@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from agent.audit import AuditLog
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.kubernetes.conftest import KUBECTL
 from tests.kubernetes.replicas import (
     ROOT,

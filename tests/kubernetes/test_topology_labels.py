@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from evals.twin.mirror import TOPOLOGY
-from evals.twin.resources import CONFIGMAP
-from evals.twin.server import Twin
+from lab.twin.mirror import TOPOLOGY
+from lab.twin.resources import CONFIGMAP
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 from tools.backends.kubernetes.topology import links_from_labels, modes_from_labels
 from tools.errors import InvalidInput

@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from evals.twin.resources import NODE
-from evals.twin.server import Twin
+from lab.twin.resources import NODE
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import settings_for
 from tools.backends.kubernetes.connect import api_client
 
@@ -126,7 +126,7 @@ def test_the_request_log_records_dry_run(api: client.ApiClient, twin: Twin) -> N
 
 
 def test_the_hooks_drive_the_world_from_another_process(twin: Twin) -> None:
-    """What evals/bench/twin_process.py relies on: advance and heartbeats over loopback, each
+    """What lab/bench/twin_process.py relies on: advance and heartbeats over loopback, each
     answering with the resourceVersion it reached."""
     before = int(twin.store.rv)
     elapsed = twin.call(lambda: twin.sim.elapsed_s)

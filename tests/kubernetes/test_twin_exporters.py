@@ -10,8 +10,8 @@ import re
 import httpx
 
 from agent.daemon.day import default_day
-from evals.twin.server import Twin
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.twin.server import Twin
 
 SAMPLE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+) (?P<ms>\d+)$")
 UNTIMED = re.compile(r"^[^{ ]+(\{[^}]*\})? \S+$")

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.kubernetes.test_default_day_prometheus import twin_jobs
 from tests.kubernetes.test_run_prometheus_process import first_line, steward
 

@@ -16,18 +16,18 @@ import httpx
 import pytest
 
 from agent.daemon.day import default_day
-from evals.bench.prometheus_server import RealPrometheus
-from evals.twin.engines import ENGINE_LABEL, SGLANG_QUEUE_BUCKETS, SGLANG_TTFT_BUCKETS
-from evals.twin.server import Twin
+from lab.bench.prometheus_server import RealPrometheus
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.extras import ExtraWorkload, Serving
+from lab.sim.scenario import Scenario
+from lab.twin.engines import ENGINE_LABEL, SGLANG_QUEUE_BUCKETS, SGLANG_TTFT_BUCKETS
+from lab.twin.server import Twin
 from tests.kubernetes.conftest import settings_for
 from tests.kubernetes.test_default_day_prometheus import SCRAPE, ScrapedTwin, twin_jobs
 from tools.backends.kubernetes.backend import KubernetesCluster
-from tools.backends.sim import SimCluster
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.model import ClusterState, Workload
-from tools.sim.demand import PoissonDemand
-from tools.sim.extras import ExtraWorkload, Serving
-from tools.sim.scenario import Scenario
 
 pytestmark = pytest.mark.slow  # a real Prometheus scraping the twin through a day
 SGLANG_WORKLOAD = "sgl-chat"

@@ -18,14 +18,14 @@ import structlog
 
 from agent.audit import Fallback
 from agent.daemon.runtime import Runtime
-from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
+from agent.signals.model import Signals
+from lab.sim.backend import SimCluster
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, PlannerFactory, answered
 from tests.llm.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

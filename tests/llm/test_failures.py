@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm_client import MAX_ATTEMPTS
 from agent.planners.llm_tools import MAX_ACTIONS
+from agent.signals.model import Signals
 from tests.llm.conftest import PlannerFactory
 from tests.llm.scripted_server import Reply, ScriptedServer, call, error, submit
 from tools.model import ClusterState

@@ -19,12 +19,12 @@ from agent.cli.app import app
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, answered
 from tests.llm.scripted_server import ScriptedServer, call, submit
-from tools.backends.sim import SimCluster
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

@@ -6,10 +6,10 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from agent.loop.state import Signals
 from agent.planners.llm_lookups import Lookups
 from agent.planners.llm_tools import parse_call
 from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import CordonNode, ScaleWorkload

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from agent.loop.state import Signals
 from agent.planners.prompts import FENCE_OPEN
+from agent.signals.model import Signals
 from tests.llm.conftest import PlannerFactory
 from tests.llm.scripted_server import ScriptedServer, envelope, error
 from tools.actions import ScaleWorkload

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from agent.cli.app import app
 from agent.planners.prompts import MAX_LISTED, summary
-from evals.bench.llm_prompt import (
+from lab.bench.llm_prompt import (
     BUDGET_TOKENS,
     FLEET_POLICY,
     everything_wrong,

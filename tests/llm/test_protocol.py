@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from agent.loop.state import Signals
 from agent.planners.llm_tools import TOOL_NAMES
 from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.signals.model import Signals
 from tests.llm.conftest import PlannerFactory
 from tests.llm.scripted_server import MODEL, ScriptedServer, call, content, submit
 from tools.actions import ScaleWorkload, action_schemas

@@ -24,15 +24,15 @@ import pytest
 
 from agent.audit import DeliberationRecord
 from agent.daemon.runtime import Runtime
-from agent.loop.state import Signals
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm import LLMPlanner, first_request
 from agent.planners.llm_settings import LLMSettings, OutputMode
-from evals.bench.llm_prompt import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
+from agent.signals.model import Signals
+from lab.bench.llm_prompt import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
+from lab.sim.backend import SimCluster
 from policies.loader import load_policy
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, answered
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
 
 # A few tokens a second when the 2 cores are shared: minutes per test at worst, ~1 min in all

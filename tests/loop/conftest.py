@@ -10,9 +10,9 @@ import pytest
 import structlog
 
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import Scenario
 from policies.loader import DEFAULT_POLICY, load_policy
-from tools.backends.sim import SimCluster
-from tools.sim.scenario import Scenario
 
 DATA = Path(__file__).parent / "data"
 APPROVE_BURST = DATA / "approve-burst.yaml"

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from agent.audit import ApprovalRecord, Outcome
 from agent.cli.app import app
+from lab.sim.demand import BurstDemand
+from lab.sim.scenario import Scenario
 from tests.loop.conftest import APPROVE_BURST, open_runtime
-from tools.sim.demand import BurstDemand
-from tools.sim.scenario import Scenario
 
 SPIKE = Scenario(
     name="spike-approval",

@@ -16,6 +16,7 @@ import ormsgpack
 
 from agent.loop.graph import open_checkpointer
 from agent.loop.state import Decision
+from agent.signals.model import Signals, WorkloadSignals
 from tools.actions import ScaleWorkload
 from tools.approval import Approval
 from tools.modes import RotationPlan
@@ -55,6 +56,22 @@ def test_an_answer_checkpointed_by_an_earlier_version_resumes(tmp_path: Path) ->
     kind, blob = serde.dumps_typed({"approval": answer})
     loaded = serde.loads_typed((kind, _as_written_before(blob)))
     assert loaded == {"approval": answer}
+
+
+def test_signals_checkpointed_before_they_moved_below_the_loop_still_load(tmp_path: Path) -> None:
+    serde = open_checkpointer(tmp_path).serde
+    signals = Signals(
+        observed_at=AT,
+        workloads=(
+            WorkloadSignals(
+                workload="render", pool="render", kind="batch", desired_replicas=1, ready_replicas=1
+            ),
+        ),
+        findings=("render: queue growing",),
+    )
+    kind, blob = serde.dumps_typed({"approval": signals})
+    loaded = serde.loads_typed((kind, _as_written_before(blob)))
+    assert loaded == {"approval": signals}
 
 
 def test_a_rotation_journal_with_via_still_loads() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from agent.audit import FindingChange, Intent
 from agent.daemon.runtime import Runtime
+from lab.sim import control
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import DEFAULT_POLICY, load_policy
-from tools.backends.sim import SimCluster
-from tools.sim import control
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 BURST = Scenario(
     name="burst-behind-a-cordon",

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from agent.audit import AuditLog, Intent, Outcome
+from lab.sim.backend import SimCluster
 from tests.loop.conftest import APPROVE_BURST, DATA
 from tools.actions import PlaceReplica
-from tools.backends.sim import SimCluster
 
 SPIKE = DATA / "spike.yaml"
 STEWARD = [sys.executable, "-m", "agent.cli"]

@@ -20,11 +20,11 @@ from agent.daemon import dbfile
 from agent.daemon.dbfile import DamagedFile
 from agent.daemon.runtime import Runtime
 from agent.loop.graph import CHECKPOINT_DB
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
-from tools.backends.sim import SimCluster
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

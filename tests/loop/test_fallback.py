@@ -16,10 +16,10 @@ from agent.audit import DeliberationRecord, Fallback, Intent
 from agent.daemon.runtime import Runtime
 from agent.planners.llm import LLMPlanner
 from agent.planners.llm_settings import LLMSettings
+from lab.sim.backend import SimCluster
+from lab.sim.faults import MpsDoubleCount
 from policies.loader import load_default_policy
 from tests.loop.test_scale_up import SPIKE
-from tools.backends.sim import SimCluster
-from tools.sim.faults import MpsDoubleCount
 
 
 def _closed_port() -> int:

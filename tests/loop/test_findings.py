@@ -11,13 +11,13 @@ from pathlib import Path
 from agent.audit import AuditLog, FindingChange
 from agent.daemon.runtime import Runtime
 from agent.loop.findings import findings_of, open_findings
-from agent.loop.state import Signals
+from agent.signals.model import Signals
+from lab.sim.backend import SimCluster
+from lab.sim.faults import GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss
+from lab.sim.scenario import Scenario
 from tests.approvals.conftest import Recorder
 from tests.loop.conftest import open_runtime
-from tools.backends.sim import SimCluster
 from tools.model import ReplicaPlacement
-from tools.sim.faults import GidChanged, LinkDegraded, MpsDoubleCount, NodeLoss
-from tools.sim.scenario import Scenario
 
 FAULTS = Scenario(
     name="findings",

@@ -21,12 +21,12 @@ from agent.daemon.runtime import Runtime
 from agent.daemon.telemetry import Telemetry
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from tools.actions import Plan
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 BUSY = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from agent.loop.assess import assess
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.demand import BurstDemand, PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from tests.loop.conftest import open_runtime
 from tools.model import ClusterState
-from tools.sim.demand import BurstDemand, PoissonDemand
-from tools.sim.scenario import Scenario
 
 SURGES = tuple(
     BurstDemand(target="burst-llm", rate_per_min=240, at_s=60 + i * 330, duration_s=90)

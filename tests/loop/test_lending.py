@@ -14,6 +14,8 @@ from agent.loop.assess import assess
 from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.demand import BurstArrivals, BurstDemand, RenderDemand
+from lab.sim.scenario import Scenario
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_default_policy, load_policy
@@ -21,8 +23,6 @@ from policies.model import Policy
 from tests.loop.conftest import DATA, open_runtime
 from tools.actions import Plan, ScaleWorkload
 from tools.model import ClusterState
-from tools.sim.demand import BurstArrivals, BurstDemand, RenderDemand
-from tools.sim.scenario import Scenario
 
 BORROWED = Scenario(
     name="borrowed",

@@ -15,13 +15,13 @@ from pathlib import Path
 from agent.daemon.runtime import Runtime
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from policies.loader import load_policy
 from tests.loop.conftest import DATA
 from tools.actions import DrainNode, Plan
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 POLICY = DATA / "drain-free.yaml"
 INTERVAL_S = 15.0

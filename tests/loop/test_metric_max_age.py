@@ -15,9 +15,9 @@ from agent.audit import FindingChange
 from agent.daemon.compose import assess_settings
 from agent.daemon.config import ConfigError, load_config
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import FleetProfile, Scenario
 from policies.loader import DEFAULT_POLICY, load_policy
-from tools.backends.sim import SimCluster
-from tools.sim.scenario import FleetProfile, Scenario
 
 SLOW_SCRAPE = Scenario(
     name="slow-scrape",

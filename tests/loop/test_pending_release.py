@@ -9,11 +9,11 @@ from agent.loop.assess import assess
 from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.backend import SimCluster
 from policies.engine import judge
 from policies.history import History
 from policies.loader import load_default_policy
 from tools.actions import Plan, ScaleWorkload
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState, ReplicaPlacement
 
 POLICY = load_default_policy()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from agent.audit import Intent
 from agent.daemon.report import TickReport
+from lab.sim.demand import BurstArrivals, BurstDemand, RenderDemand
+from lab.sim.scenario import Scenario
 from tests.loop.conftest import open_runtime
-from tools.sim.demand import BurstArrivals, BurstDemand, RenderDemand
-from tools.sim.scenario import Scenario
 
 RENDERS_AT_S = 1500.0
 LENDING = Scenario(

@@ -11,9 +11,9 @@ import pytest
 
 from agent.audit import AuditLog, Execution, Intent, Outcome
 from agent.audit.execution import unjudged_executions
+from lab.sim.backend import SimCluster
 from tests.loop.conftest import DATA
 from tests.loop.test_crash_recovery import SPIKE, _run, _steward
-from tools.backends.sim import SimCluster
 
 pytestmark = pytest.mark.slow
 

@@ -16,9 +16,9 @@ from agent.loop.assess import assess
 from agent.loop.state import Memory, WorkloadMemory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
 from tools.actions import PlaceReplica, RotateMode, ScaleWorkload
-from tools.backends.sim import SimCluster
 from tools.model import ClusterState, Metric
 
 POLICY = load_default_policy()

@@ -11,9 +11,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from agent.audit import Intent
+from lab.sim.demand import BurstDemand
+from lab.sim.scenario import Scenario
 from tests.loop.conftest import open_runtime
-from tools.sim.demand import BurstDemand
-from tools.sim.scenario import Scenario
 
 BURSTS = Scenario(
     name="two-bursts",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lab.sim.demand import BurstDemand
+from lab.sim.scenario import Scenario
 from tests.loop.conftest import open_runtime
-from tools.sim.demand import BurstDemand
-from tools.sim.scenario import Scenario
 
 SPIKE = Scenario(
     name="spike",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.daemon.runtime import Runtime
+from lab.sim.backend import SimCluster
+from lab.sim.faults import ApiErrors
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.loop.conftest import open_runtime
 from tests.loop.test_scale_up import SPIKE
-from tools.backends.sim import SimCluster
-from tools.sim.faults import ApiErrors
 
 
 def test_a_few_failed_calls_are_retried_within_the_tick(data_dir: Path) -> None:

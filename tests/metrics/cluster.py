@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
-from evals.bench.metrics import without_readings
-from evals.twin.engines import EngineExporter
+from lab.bench.metrics import without_readings
+from lab.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus.queries import STAMP
 from tools.metrics.serve import MetricsServer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import Exporters, truth
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from evals.bench.metrics import decoded_answers, per_pod, recorded_answers, run_bench
-from evals.bench.policy_fleet import fleet_state
+from lab.bench.metrics import decoded_answers, per_pod, recorded_answers, run_bench
+from lab.bench.policy_fleet import fleet_state
 from tools.metrics.prometheus.source import Answer
 from tools.metrics.prometheus.vector import Vector
 from tools.metrics.serve import MetricsServer

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 
 ROOT = Path(__file__).parent.parent.parent
 

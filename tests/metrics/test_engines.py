@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from evals.twin.engines import ENGINE_LABEL, SGLANG_TTFT_BUCKETS, EngineExporter
+from lab.twin.engines import ENGINE_LABEL, SGLANG_TTFT_BUCKETS, EngineExporter
 from tests.metrics.cluster import truth
 
 LINE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import TypeAdapter
 
-from evals.bench.prometheus_server import RealPrometheus, free_port
+from lab.bench.prometheus_server import RealPrometheus, free_port
 from tools.metrics.exposition import card_lines
 from tools.metrics.nvml import HostMemory, Snapshot
 from tools.metrics.nvml_source import host_state

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import bare, truth
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource

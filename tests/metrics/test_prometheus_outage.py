@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 from agent.daemon.runtime import Runtime
-from evals.bench.prometheus_server import RealPrometheus
-from evals.twin.engines import EngineExporter
+from lab.bench.prometheus_server import RealPrometheus
+from lab.sim.backend import SimCluster
+from lab.sim.demand import BurstDemand
+from lab.sim.scenario import Scenario
+from lab.twin.engines import EngineExporter
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.parts import Parts
-from tools.backends.sim import SimCluster
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.serve import MetricsServer
 from tools.model import ClusterState
-from tools.sim.demand import BurstDemand
-from tools.sim.scenario import Scenario
 
 BURST = Scenario(
     name="one-burst",

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, Exporters, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource, check_queries
 from tools.metrics.prometheus.client import vector_of

@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 import yaml
 
-from evals.bench.prometheus_server import RealPrometheus
+from lab.bench.prometheus_server import RealPrometheus
 from tests.metrics.cluster import GIB, Exporters, bare, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.queries import RECORDED, RULES_FILE

@@ -8,7 +8,9 @@ from typing import Literal
 
 import pytest
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.scenario import Scenario
 from tools.errors import TemporaryError
 from tools.modes import (
     Journal,
@@ -19,8 +21,6 @@ from tools.modes import (
     VirtualClock,
     placement_fit,
 )
-from tools.sim.demand import PoissonDemand
-from tools.sim.scenario import Scenario
 
 ModeName = Literal["split", "cluster"]
 MODE_WORKLOADS = ("resident-a", "resident-b", "beast")

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from agent.audit import AuditLog
 from agent.cli.app import app
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
 from tools.modes import Journal, RotationPlan
 
 runner = CliRunner()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from lab.sim.faults import Fault, GidChanged, LinkDegraded, NodeLoss
 from tests.modes.conftest import POLICY_LIMITS, ModeName, busy_homelab
 from tools.model import ClusterState
 from tools.modes import PreflightLimits, placement_fit, preflight
-from tools.sim.faults import Fault, GidChanged, LinkDegraded, NodeLoss
 
 
 def fresh(faults: tuple[Fault, ...] = (), mode: ModeName = "split") -> ClusterState:

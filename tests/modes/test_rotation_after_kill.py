@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from agent.audit import AuditLog, ModeStep
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.demand import PoissonDemand
+from lab.sim.faults import Fault, ProbeFailing
+from lab.sim.scenario import Scenario
 from tools.modes import CRASH_ENV, FORWARD, Journal
-from tools.sim.demand import PoissonDemand
-from tools.sim.faults import Fault, ProbeFailing
-from tools.sim.scenario import Scenario
 
 pytestmark = pytest.mark.slow
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from lab.sim.backend import SimCluster
 from tests.modes.conftest import (
     POLICY_LIMITS,
     ModeName,
@@ -18,11 +19,10 @@ from tests.modes.conftest import (
     zero_capacity_outside,
 )
 from tools.backends.base import ActionResult
-from tools.backends.sim import SimCluster
 from tools.modes import FORWARD, Journal, RotationSettings
 
 LOAD_S = {"split": 180.0, "cluster": 240.0}
-"""The slowest model load of each mode in the homelab profile (tools/sim/profiles.py)."""
+"""The slowest model load of each mode in the homelab profile (lab/sim/profiles.py)."""
 
 
 class WatchedCluster(SimCluster):

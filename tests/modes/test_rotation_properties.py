@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lab.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
 from tests.modes.conftest import MODE_WORKLOADS, busy_homelab, saga, serving, zero_capacity_outside
 from tools.modes import Journal
-from tools.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
 
 pytestmark = pytest.mark.slow
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
 from tests.modes.conftest import ModeName, busy_homelab, saga, serving, zero_capacity_outside
 from tools.modes import Journal, RotationOutcome
-from tools.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
 
 
 def rotate(

@@ -15,8 +15,8 @@ import pytest
 
 from agent.audit import AuditLog, ModeStep
 from agent.rotation.runner import open_rotation
+from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
-from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
 from tools.modes import Journal
 

@@ -11,7 +11,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
 from tools.model import ActiveMode, ClusterState, Metric, Mode
 from tools.modes import Demand, Streams, demand_from_state, rotation_gain
 

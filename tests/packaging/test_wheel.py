@@ -34,9 +34,9 @@ def test_the_wheel_runs_the_shipped_scenarios(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("gpu_steward-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in (
-        "evals/traces/azure-2023-conv.csv",
-        "evals/traces/servegen-rates-10min.csv",
-        "evals/scenarios/azure-conv-replay.yaml",
+        "lab/traces/azure-2023-conv.csv",
+        "lab/traces/servegen-rates-10min.csv",
+        "lab/scenarios/azure-conv-replay.yaml",
         "policies/default.yaml",
         "tools/placement/models.yaml",
     ):

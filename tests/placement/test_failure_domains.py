@@ -3,11 +3,11 @@ its workload's replicas, before node-level spreading and names break the tie."""
 
 from __future__ import annotations
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import FleetProfile, Scenario
 from tools.model import ClusterState
 from tools.placement import pick_node, pick_nodes
 from tools.placement.demand import RACK_LABEL, ZONE_LABEL, PlacementHints
-from tools.sim.scenario import FleetProfile, Scenario
 
 ZONES = {"node-0002": "zone-a", "node-0006": "zone-a", "node-0010": "zone-a",
          "node-0014": "zone-b"}  # fmt: skip

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 from policies.activity import pool_busy
 from policies.apply import apply_action, cards_changed
-from policies.effects import action_key, direction
 from policies.history import History
 from policies.model import Policy
 from policies.rules.modes import spans_nodes
 from tools.actions import Action, DrainNode, NoOp, PlaceReplica, RotateMode, ScaleWorkload
+from tools.effects import action_key, direction
 from tools.model import ClusterState
 
 

@@ -7,10 +7,10 @@ from typing import Literal
 
 import pytest
 
-from tools.sim.demand import PoissonDemand, TraceDemand
-from tools.sim.scenario import Scenario
+from lab.sim.demand import PoissonDemand, TraceDemand
+from lab.sim.scenario import Scenario
 
-TRACES = Path(__file__).resolve().parents[2] / "evals" / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "lab" / "traces"
 CONV = TRACES / "azure-2023-conv.csv"
 
 

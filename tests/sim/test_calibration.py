@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.sim.backend import SimCluster
 from tests.sim.conftest import Mode, replay, steady
-from tools.backends.sim import SimCluster
 
 TEN_MINUTES = 600.0
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.profiles import GIB, catalogued, homelab
 from tools.placement.catalog import default_catalog, load_catalog
 from tools.placement.memoryfit import fit, memory_need
-from tools.sim.profiles import GIB, catalogued, homelab
 
 SERVED = {"resident-a": "split", "resident-b": "split", "beast": "cluster", "burst-llm": "split"}
 

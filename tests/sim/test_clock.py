@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tools.backends.sim import SimCluster
-from tools.sim.clock import Pacer
-from tools.sim.scenario import Scenario
+from lab.sim.backend import SimCluster
+from lab.sim.clock import Pacer
+from lab.sim.scenario import Scenario
 
 
 class FakeWall:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.conftest import TRACES
-from tools.sim.demand import (
+from lab.sim.demand import (
     BurstDemand,
     DiurnalDemand,
     Generator,
@@ -17,6 +16,7 @@ from tools.sim.demand import (
     TraceDemand,
     load_trace,
 )
+from tests.sim.conftest import TRACES
 
 MIDNIGHT = datetime(2026, 3, 2, tzinfo=UTC)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lab.sim.backend import SimCluster
+from lab.sim.demand import BurstDemand, DiurnalDemand, PoissonDemand
+from lab.sim.faults import LinkDegraded, NodeLoss
+from lab.sim.scenario import Scenario
 from tests.sim.conftest import replay
-from tools.backends.sim import SimCluster
-from tools.sim.demand import BurstDemand, DiurnalDemand, PoissonDemand
-from tools.sim.faults import LinkDegraded, NodeLoss
-from tools.sim.scenario import Scenario
 
 
 def busy_scenario(seed: int) -> Scenario:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.conftest import steady
-from tools.backends.sim import SimCluster
-from tools.errors import BackendUnavailable, TemporaryError
-from tools.sim.faults import (
+from lab.sim.backend import SimCluster
+from lab.sim.faults import (
     ApiErrors,
     GidChanged,
     LinkDegraded,
@@ -15,6 +13,8 @@ from tools.sim.faults import (
     NodeLoss,
     ProbeFailing,
 )
+from tests.sim.conftest import steady
+from tools.errors import BackendUnavailable, TemporaryError
 
 
 def test_link_path_at_11_percent_of_nominal_shows_in_observe() -> None:

@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import pytest
 
+from lab.sim.backend import SimCluster
+from lab.sim.scenario import Scenario
 from tests.sim.conftest import steady
-from tools.backends.sim import SimCluster
 from tools.errors import InvalidInput
-from tools.sim.scenario import Scenario
 
 
 def test_a_resident_does_not_fit_beside_the_cluster_model() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.cli.app import app
+from lab.sim.backend import SimCluster
+from lab.sim.faults import LinkDegraded
+from lab.sim.scenario import Scenario
 from tests.sim.conftest import steady
-from tools.backends.sim import SimCluster
-from tools.sim.faults import LinkDegraded
-from tools.sim.scenario import Scenario
 
-EVALS = Path(__file__).resolve().parents[2] / "evals" / "scenarios"
+EVALS = Path(__file__).resolve().parents[2] / "lab" / "scenarios"
 
 
 def test_save_and_open_continue_the_same_run(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from lab.sim.backend import SimCluster
 from tools.backends.base import Cluster
-from tools.backends.sim import SimCluster
 
 
 def test_it_is_a_cluster() -> None:

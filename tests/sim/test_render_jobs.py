@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tools.backends.sim import SimCluster
-from tools.errors import InvalidInput
-from tools.model import ClusterState
-from tools.sim.demand import (
+from lab.sim.backend import SimCluster
+from lab.sim.demand import (
     BurstArrivals,
     DiurnalArrivals,
     Generator,
     PoissonArrivals,
     RenderDemand,
 )
-from tools.sim.scenario import Scenario, load_scenario
+from lab.sim.scenario import Scenario, load_scenario
+from tools.errors import InvalidInput
+from tools.model import ClusterState
 
 
 def renders(replicas: int, arrivals: PoissonArrivals | BurstArrivals, seed: int = 5) -> Scenario:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tools.backends.sim import SimCluster
+from lab.sim.backend import SimCluster
+from lab.sim.demand import TraceDemand
+from lab.sim.scenario import load_scenario
 from tools.errors import InvalidInput
-from tools.sim.demand import TraceDemand
-from tools.sim.scenario import load_scenario
 
-SHIPPED = sorted((Path(__file__).resolve().parents[2] / "evals" / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "lab" / "scenarios").glob("*.yaml"))
 SIM_SCENARIOS = [
     "homelab-default-day",
     "azure-conv-replay",

@@ -9,9 +9,9 @@ from collections import deque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.sim.demand import Request
-from tools.sim.profiles import ServingSpec
-from tools.sim.serving import Server, Window, dispatch, step
+from lab.sim.demand import Request
+from lab.sim.profiles import ServingSpec
+from lab.sim.serving import Server, Window, dispatch, step
 
 SPEC = ServingSpec(
     single_stream_tok_s=20.0,

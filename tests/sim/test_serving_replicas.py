@@ -7,11 +7,11 @@ from collections import deque
 
 import pytest
 
-from tools.backends.sim import SimCluster
-from tools.sim.demand import Request
-from tools.sim.profiles import ServingSpec
-from tools.sim.scenario import FleetProfile, Scenario
-from tools.sim.serving import Server, Window, dispatch, step
+from lab.sim.backend import SimCluster
+from lab.sim.demand import Request
+from lab.sim.profiles import ServingSpec
+from lab.sim.scenario import FleetProfile, Scenario
+from lab.sim.serving import Server, Window, dispatch, step
 
 PROMPT = 32_768
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from evals.twin.engines import EngineExporter
+from lab.sim.backend import SimCluster
+from lab.twin.engines import EngineExporter
 from tests.sim.conftest import steady
-from tools.backends.sim import SimCluster
 
 
 def test_a_loaded_workload_reports_what_vllm_exports() -> None:

@@ -7,9 +7,9 @@ from collections import deque
 
 import pytest
 
-from tools.sim.demand import Request
-from tools.sim.profiles import ServingSpec
-from tools.sim.serving import Server, Window, decode_step_s, dispatch, step
+from lab.sim.demand import Request
+from lab.sim.profiles import ServingSpec
+from lab.sim.serving import Server, Window, decode_step_s, dispatch, step
 
 SPEC = ServingSpec(
     single_stream_tok_s=60.0, aggregate_peak_tok_s=1_500.0, prefill_tok_s=12_000.0

@@ -6,7 +6,7 @@ scrape a simulated or recorded one (the Kubernetes twin, `steward gpus --serve`,
 (`DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname, container, namespace, pod}`,
 memory in MiB, power in W); `queue_lines` writes Kueue's
 `kueue_local_queue_pending_workloads{name}` for render and batch jobs. The serving engines
-(vLLM, SGLang) are evals.twin.engines, which shares the helpers here.
+(vLLM, SGLang) are lab.twin.engines, which shares the helpers here.
 
 Only fresh readings are written: a real exporter has nothing to say about a value it did not
 read. Memory taken from the host on unified-memory cards is labelled `memory_source`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tools.labels import matches, unmatched
 from tools.placement.capacity import CardCapacity, NodeCapacity
 from tools.placement.demand import Demand, PlacementHints
 from tools.placement.memoryfit import gib
@@ -149,7 +150,7 @@ def admissible(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> bool
         tolerated
         and (bool(cap.cards) or not demand.cards_per_node)
         and cap.name not in hints.exclude_nodes
-        and all(labels.get(k) == v for k, v in demand.node_selector.items())
+        and matches(labels, demand.node_selector)
     )
 
 
@@ -161,7 +162,7 @@ def exclusions(cap: NodeCapacity, demand: Demand, hints: PlacementHints) -> list
     reasons += [desc for key, desc in cap.hard_taints if key not in hints.tolerations]
     if cap.name in hints.exclude_nodes:
         reasons.append("excluded by the placement hints")
-    missing = {k: v for k, v in demand.node_selector.items() if cap.labels.get(k) != v}
+    missing = unmatched(cap.labels, demand.node_selector)
     if missing:
         wanted = ", ".join(f"{k}={v}" for k, v in sorted(missing.items()))
         reasons.append(f"labels do not match the pool's node selector ({wanted})")

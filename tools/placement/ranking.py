@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from tools.bases import Frozen
+from tools.labels import matches
 from tools.model import ClusterState, Link, Workload
 from tools.placement.anomalies import Anomaly, sharing_anomalies
 from tools.placement.capacity import NodeCapacity, node_capacity
@@ -99,10 +100,7 @@ def _link_problems(link: Link, hints: PlacementHints) -> tuple[list[str], float,
 
 def _selected(caps: dict[str, NodeCapacity], selector: dict[str, str]) -> tuple[str, ...]:
     """The names of the nodes whose labels match `selector`, sorted."""
-    wanted = selector.items()
-    return tuple(
-        sorted(n for n, cap in caps.items() if all(cap.labels.get(k) == v for k, v in wanted))
-    )
+    return tuple(sorted(n for n, cap in caps.items() if matches(cap.labels, selector)))
 
 
 class Ranking:

@@ -24,6 +24,7 @@ from tools.backends.kubernetes.drain import Drainer, skipped
 from tools.backends.kubernetes.errors import DRY_RUN, Caller, write_options
 from tools.backends.kubernetes.objects import owner_workload, pod_gpus, staying, template_of
 from tools.errors import InvalidInput
+from tools.labels import matches
 
 Obj = dict[str, Any]
 
@@ -131,7 +132,7 @@ class NodeOps:
         for n in self._nodes().values():
             labels = n["metadata"].get("labels") or {}
             spec, status = n.get("spec") or {}, n.get("status") or {}
-            if any(labels.get(k) != v for k, v in selector.items()) or spec.get("unschedulable"):
+            if not matches(labels, selector) or spec.get("unschedulable"):
                 continue
             if any(
                 t.get("effect") in ("NoSchedule", "NoExecute") for t in spec.get("taints") or []
