@@ -18,8 +18,8 @@ from ruamel.yaml.comments import CommentedMap
 
 from policies.errors import PolicyError, Problem
 from policies.model import Policy
-from tools.yamlbounds import read_text
-from tools.yamldoc import YamlProblem, parse_mapping, position, schema_problem
+from tools.yamlbounds import parse_mapping, read_text
+from tools.yamldoc import YamlProblem, position, schema_problem
 
 DEFAULT_POLICY = Path(__file__).with_name("default.yaml")
 EXAMPLES_DIR = Path(__file__).with_name("examples")

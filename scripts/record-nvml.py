@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.metrics.nvml import Snapshot, record
+from tools.metrics.nvml.readings import Snapshot, record
 
 LOAD = textwrap.dedent(
     """

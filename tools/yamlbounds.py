@@ -11,7 +11,8 @@ two can never disagree on what the file holds — are counted before anything is
 deeper than MAX_DEPTH, more than MAX_ALIASES aliases, or more than MAX_NODES nodes once every
 alias is expanded is refused at the place it happens. A plain number beyond ±MAX_NUMBER (or
 .inf, .nan) is refused there too: no count, duration or size in these files comes near it, and a
-field's own bounds (replicas, memory, times) are checked by its model.
+field's own bounds (replicas, memory, times) are checked by its model. `parse_mapping` reads a
+document within these bounds, its syntax errors at their place (tools.yamldoc.Problem).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -170,3 +172,22 @@ def _absurd(value: str) -> bool:
 
 def _refuse(file: str, where: tuple[int, int], why: str) -> None:
     raise YamlProblem(Problem(file, where[0], where[1], f"refused: {why}"))
+
+
+def parse_mapping(text: str, file: str, what: str) -> CommentedMap:
+    """The YAML mapping in `text`; YamlProblem at the place of a syntax error, or with `what`
+    (what the document should be) when it is not a mapping. The document is checked against
+    the bounds above (size, depth, aliases, numbers) before it is built."""
+    check(text, file)
+    try:
+        data = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        message = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise YamlProblem(Problem(file, line, col, f"YAML syntax: {message}")) from exc
+    except YAMLError as exc:
+        raise YamlProblem(Problem(file, 1, 1, f"YAML syntax: {exc}")) from exc
+    if not isinstance(data, CommentedMap):
+        raise YamlProblem(Problem(file, 1, 1, what))
+    return data

@@ -1,9 +1,9 @@
 """YAML documents that remember where everything was written: for errors that say FILE:LINE:COL.
 
-Policies, scenarios and steward.yaml are all read the same way: ruamel.yaml's round-trip loader
-keeps the line and column of every key and value, and a pydantic validation error is turned into
-one `Problem` per error, at the place in the file it is about, naming the allowed keys when a key
-is unknown. Everything a user writes by hand goes through here.
+Policies, scenarios and steward.yaml are all read the same way (tools.yamlbounds.parse_mapping):
+ruamel.yaml's round-trip loader keeps the line and column of every key and value, and a pydantic
+validation error is turned here into one `Problem` per error, at the place in the file it is
+about, naming the allowed keys when a key is unknown.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from tools.errors import InvalidInput
 
@@ -43,27 +41,6 @@ class YamlProblem(InvalidInput):
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         super().__init__(str(problem))
-
-
-def parse_mapping(text: str, file: str, what: str) -> CommentedMap:
-    """The YAML mapping in `text`; YamlProblem at the place of a syntax error, or with `what`
-    (what the document should be) when it is not a mapping. The document is checked against
-    the bounds of tools.yamlbounds (size, depth, aliases, numbers) before it is built."""
-    from tools.yamlbounds import check  # yamlbounds words its problems with this module's types
-
-    check(text, file)
-    try:
-        data = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        message = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise YamlProblem(Problem(file, line, col, f"YAML syntax: {message}")) from exc
-    except YAMLError as exc:
-        raise YamlProblem(Problem(file, 1, 1, f"YAML syntax: {exc}")) from exc
-    if not isinstance(data, CommentedMap):
-        raise YamlProblem(Problem(file, 1, 1, what))
-    return data
 
 
 def plain(node: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.daemon import dbfile
+from agent.support import dbfile
 from tools.actions import Action, dump_action, parse_actions
 from tools.approval import Channel
 from tools.errors import InvalidInput

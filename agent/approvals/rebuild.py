@@ -25,7 +25,7 @@ import structlog
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog, Intent
-from agent.loop.graph import CHECKPOINT_DB
+from agent.support.datadir import CHECKPOINT_DB
 
 REQUESTED_BY_PERSON = "cli"
 """The planner name of decisions a person asked for on the command line (no graph thread)."""

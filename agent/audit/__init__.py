@@ -8,10 +8,19 @@
     log.verify()                             # VerifyReport naming edits, gaps, reorders, cuts
 
 records.py holds the schema, chain.py the hashed spelling of a record, store.py the SQLite
-log, verify.py the checks, story.py the readable forms (explain, show, export).
+log, verify.py the checks, explanations.py the readable forms (explain, show, export).
 """
 
 from agent.audit.errors import AuditError
+from agent.audit.explanations import (
+    ActionExplanation,
+    Explanation,
+    explain,
+    export_row,
+    render,
+    summary,
+)
+from agent.audit.head_file import HEAD_FILE, LogLost
 from agent.audit.queries import ExecutedAction
 from agent.audit.records import (
     GENESIS_HASH,
@@ -39,9 +48,7 @@ from agent.audit.records import (
     proposals,
 )
 from agent.audit.store import DB_NAME, KEY_ENV, AuditLog, key_from_env
-from agent.audit.story import ActionStory, Story, explain, export_row, render, summary
 from agent.audit.verify import Problem, ProblemKind, VerifyReport
-from agent.audit.witness import HEAD_FILE, LogLost
 from tools.results import Check
 
 __all__ = [
@@ -51,8 +58,8 @@ __all__ = [
     "KEY_ENV",
     "KINDS",
     "SCHEMA_VERSION",
+    "ActionExplanation",
     "ActionOutcome",
-    "ActionStory",
     "ApprovalRecord",
     "AuditError",
     "AuditLog",
@@ -61,6 +68,7 @@ __all__ = [
     "DryRunPlan",
     "ExecutedAction",
     "Execution",
+    "Explanation",
     "Fallback",
     "FindingChange",
     "FindingKind",
@@ -77,7 +85,6 @@ __all__ = [
     "Proposal",
     "Record",
     "Startup",
-    "Story",
     "VerifyReport",
     "explain",
     "export_row",

@@ -25,7 +25,7 @@ import sqlite3
 from pathlib import Path
 
 from agent.audit.errors import AuditError, LogDamaged
-from agent.daemon import lockfile
+from agent.support import lockfile
 
 AUTOCHECKPOINT_PAGES = 4000
 """WAL pages (4 KiB) before an append also checkpoints. Copying the WAL into the database costs two

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from agent.audit.witness import Witness, witness_mac
+from agent.audit.head_file import HeadRecord, head_mac
 from tools.errors import InvalidInput
 
 TAIL_BYTES = 64 * 1024
@@ -32,7 +32,7 @@ _SEQ_HASH = re.compile(r"(?P<seq>[0-9]{1,18}):(?P<hash>[0-9a-f]{64})")
 class OutsideHead:
     """A head witnessed outside the data dir: seq, hash, and where it was read from."""
 
-    def __init__(self, seq: int, digest: str, source: str, witness: Witness | None = None):
+    def __init__(self, seq: int, digest: str, source: str, witness: HeadRecord | None = None):
         self.seq = seq
         self.hash = digest
         self.source = source
@@ -61,7 +61,7 @@ def parse(value: str) -> OutsideHead:
     if not lines:
         raise InvalidInput(f"{path}: the witness file is empty: no head to check the log against")
     try:
-        seen = Witness.model_validate_json(lines[-1])
+        seen = HeadRecord.model_validate_json(lines[-1])
     except ValidationError as exc:
         raise InvalidInput(
             f"{path}: its last line is not a witnessed head ({exc.error_count()} problem(s)); "
@@ -78,7 +78,7 @@ def problem(
     said = f"{outside.source} says seq {outside.seq} (hash {outside.hash[:12]}…) was written"
     line = outside.witness
     if line is not None and line.mac is not None and key is not None:
-        expected = witness_mac(key, line.seq, line.hash, line.time)
+        expected = head_mac(key, line.seq, line.hash, line.time)
         if not hmac.compare_digest(line.mac, expected):
             return "bad_hmac", f"{said}, but its HMAC does not match this key (a forged line?)"
     if last_seq is None or last_seq < outside.seq:

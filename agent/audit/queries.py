@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.audit.chain import parse_body, time_text
 from agent.audit.db import connect
+from agent.audit.explanations import export_row
 from agent.audit.records import Intent, Kind, Outcome, Record
-from agent.audit.story import export_row
 from tools.actions import Action
 
 SELECT_RECORD = "SELECT body, hash, mac FROM records"
@@ -120,7 +120,7 @@ def executed_since(conn: sqlite3.Connection, since: datetime) -> list[ExecutedAc
 
 
 def export_stream(path: Path) -> Iterator[dict[str, Any]]:
-    """Every record of the log at `path` as `story.export_row` objects, in seq order.
+    """Every record of the log at `path` as `explanations.export_row` objects, in seq order.
 
     Streams through its own read-only connection in one snapshot: memory stays flat for any log
     size and the writer's connection is never held. Each decision's partner record (its intent,

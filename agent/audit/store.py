@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agent.audit import signing, witness
+from agent.audit import head_file, signing
 from agent.audit.db import (
     SCHEMA,
     check_integrity,
@@ -115,10 +115,10 @@ class AuditLog:
         path = data_dir / DB_NAME
         state = "missing" if not path.is_file() else "empty (0 bytes)"
         if (not path.is_file() or path.stat().st_size == 0) and (
-            history := witness.history_in(data_dir)
+            history := head_file.history_in(data_dir)
         ):
             # Loss is evidence, never a fresh start: refuse before touching anything.
-            raise witness.LogLost(witness.lost_message(data_dir, path, state, history))
+            raise head_file.LogLost(head_file.lost_message(data_dir, path, state, history))
         if readonly:
             if not path.is_file() or path.stat().st_size == 0:
                 raise AuditError(
@@ -151,7 +151,7 @@ class AuditLog:
             check_layout(conn, path, create=True)
             check_key(conn, path, key, KEY_ENV)
             signed = signing.on_open(data_dir, path, conn, key, key_env=KEY_ENV, clock=clock)
-            witness.on_open(data_dir, path, conn, key, signed.since_seq if signed else None)
+            head_file.on_open(data_dir, path, conn, key, signed.since_seq if signed else None)
         except BaseException:
             log.close()
             raise
@@ -207,7 +207,7 @@ class AuditLog:
             last = written[-1]
             # After the commit: a crash in between leaves the witness one append behind (a
             # prefix, which verifies), never ahead of the log.
-            witness.write(self.path.parent, last.seq, last.hash, last.time, self._key)
+            head_file.write(self.path.parent, last.seq, last.hash, last.time, self._key)
         return written
 
     def write_intent(self, intent: Intent) -> Record:
@@ -332,7 +332,7 @@ class AuditLog:
         return self.records(decision_id=decision_id)
 
     def export(self) -> Iterator[dict[str, Any]]:
-        """Every record as one flat JSON object (story.export_row), streamed in seq order."""
+        """Every record as one flat JSON object (explanations.export_row), streamed in seq order."""
         return export_stream(self.path)
 
     def history(
@@ -362,7 +362,7 @@ class AuditLog:
         with self._mutex:
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    def outside_head(self) -> witness.Witness | None:
+    def outside_head(self) -> head_file.HeadRecord | None:
         """The head as a witness outside the data dir keeps it: seq, hash, time and (with the
         key) its MAC — what audit.head holds, for /metrics, notices and the witness file."""
         with self._mutex:
@@ -372,8 +372,8 @@ class AuditLog:
         if row is None:
             return None
         seq, digest, at = int(row[0]), str(row[1]), datetime.fromisoformat(row[2])
-        mac = witness.witness_mac(self._key, seq, digest, at) if self._key else None
-        return witness.Witness(seq=seq, hash=digest, time=at, mac=mac)
+        mac = head_file.head_mac(self._key, seq, digest, at) if self._key else None
+        return head_file.HeadRecord(seq=seq, hash=digest, time=at, mac=mac)
 
     def verify(self, outside: OutsideHead | None = None) -> VerifyReport:
         """Check the whole log (one consistent snapshot, safe while the writer appends), and

@@ -33,7 +33,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.audit import signing, witness
+from agent.audit import head_file, signing
 from agent.audit.chain import hash_body, mac_of
 from agent.audit.errors import AuditError, LogRefused
 from agent.audit.outside import OutsideHead
@@ -332,12 +332,12 @@ def check(
     )
 
 
-def read_witness(data_dir: Path) -> witness.Witness | str | None:
+def read_witness(data_dir: Path) -> head_file.HeadRecord | str | None:
     """The witnessed head, or why it cannot be read. Read it BEFORE the log's snapshot: the
     writer updates it after each commit, so it then never runs ahead of what the snapshot holds.
     """
     try:
-        return witness.read(data_dir)
+        return head_file.read(data_dir)
     except AuditError as exc:
         return str(exc)
 
@@ -345,7 +345,7 @@ def read_witness(data_dir: Path) -> witness.Witness | str | None:
 def witnessed(
     report: VerifyReport,
     rows: Sequence[Row],
-    seen: witness.Witness | str | None,
+    seen: head_file.HeadRecord | str | None,
     key: bytes | None,
     signed: signing.Signing | str | None = None,
 ) -> VerifyReport:
@@ -369,23 +369,23 @@ def witnessed(
             Problem(
                 seq=None,
                 problem="unwitnessed",
-                message=f"the log: unwitnessed — {witness.HEAD_FILE}, the head held outside "
+                message=f"the log: unwitnessed — {head_file.HEAD_FILE}, the head held outside "
                 "the log, is gone (deleted?): a cut or replaced log could not be told apart",
             )
         )
     if seen is not None:
         last = rows[-1][0] if rows else None
         at_seq = next((r[6] for r in reversed(rows) if r[0] == seen.seq), None)
-        problem = witness.against(seen, last, at_seq)
+        problem = head_file.against(seen, last, at_seq)
         if problem is not None:
             kind: ProblemKind = "truncated" if last is None or last < seen.seq else "replaced"
             message = f"the log: {kind} — {problem}"
             problems.append(Problem(seq=seen.seq, problem=kind, message=message))
         # A log written unsigned until now has an unsigned witness too, as its anchor row.
         unsigned_so_far = seen.mac is None and report.signed_records == 0 and signed is None
-        bad_mac = None if unsigned_so_far else witness.mac_problem(seen, key)
+        bad_mac = None if unsigned_so_far else head_file.mac_problem(seen, key)
         if signed is not None and key is None and seen.mac is None and seen.seq >= signed.since_seq:
-            bad_mac = f"{witness.HEAD_FILE} carries no HMAC, but this data dir's log is signed"
+            bad_mac = f"{head_file.HEAD_FILE} carries no HMAC, but this data dir's log is signed"
         if bad_mac is not None:
             kind = "hmac_missing" if seen.mac is None else "bad_hmac"
             message = f"the log: {kind} — {bad_mac}"

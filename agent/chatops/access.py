@@ -9,7 +9,7 @@ of any approver group; asking (status, plan, why, pending) needs nothing.
 
 from __future__ import annotations
 
-from agent.chatops.settings import SlackSettings
+from agent.daemon.slack_settings import SlackSettings
 from policies.model import Policy
 from tools.errors import InvalidInput
 

@@ -1,7 +1,7 @@
 """The Slack app: Bolt listeners for `/steward`, mentions and the approval buttons.
 
-Each listener acknowledges first (Slack wants an answer within 3 s) and then asks the desk
-(agent/chatops/desk.py); what it answers goes to the channel, long parts threaded, refusals as
+Each listener acknowledges first (Slack wants an answer within 3 s) and then asks the commands
+(agent/chatops/commands.py); what it answers goes to the channel, long parts threaded, refusals as
 ephemeral messages only the asker sees. A button press is bound to its message: the decision
 named by the button must be the one chatops.db posted in that very message, so a press cannot be
 moved to another decision. In HTTP mode Bolt checks each request's signature and timestamp
@@ -11,7 +11,7 @@ was seen before (a replay), with 401 as well.
 A request is authorised without asking Slack (`auth.test`): the app holds its one workspace's bot
 token, and a Web API that cannot be reached must not turn a signed command into an HTTP 500.
 When posting an answer fails, the asker still gets one, ephemeral: in the command's own HTTP
-answer when the courier already knows the Web API is down, else through the command's
+answer when the sender already knows the Web API is down, else through the command's
 `response_url`; the log gets one line, never a traceback.
 """
 
@@ -33,9 +33,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from agent.chatops import blocks
-from agent.chatops.desk import Desk, Reply
-from agent.chatops.settings import SlackSecrets, SlackSettings
+from agent.chatops.commands import Commands, Reply
 from agent.chatops.store import ChatopsStore
+from agent.daemon.slack_settings import SlackSecrets, SlackSettings
 
 COMMAND = "/steward"
 EVENTS_PATH = "/slack/events"
@@ -55,14 +55,14 @@ def build_app(
     settings: SlackSettings,
     secrets: SlackSecrets,
     client: WebClient,
-    desk: Desk,
+    commands: Commands,
     store: ChatopsStore,
     *,
     now: Callable[[], float] = time.time,
     web_api_up: Callable[[], bool] = lambda: True,
 ) -> App:
-    """The Bolt app, its listeners bound to `desk` and `store`; `web_api_up`: whether the last
-    Web API call went through (the courier knows)."""
+    """The Bolt app, its listeners bound to `commands` and `store`; `web_api_up`: whether the last
+    Web API call went through (the sender knows)."""
     http = settings.mode == "http"
     bolt_log = logging.getLogger("steward.slack.bolt")
     bolt_log.addFilter(_NoTokenNotice())
@@ -105,7 +105,7 @@ def build_app(
             return
         ack()
         channel, user = command["channel_id"], command["user_id"]
-        reply = desk.handle(command.get("text", ""), user, f"command in channel {channel}")
+        reply = commands.handle(command.get("text", ""), user, f"command in channel {channel}")
         try:
             deliver(client, reply, channel, user)
             _settle(client, store, reply)
@@ -116,7 +116,7 @@ def build_app(
     def mention(event: dict[str, Any]) -> None:
         channel, user, ts = event["channel"], event.get("user", ""), event["ts"]
         text = MENTION.sub("", event.get("text", ""))
-        reply = desk.handle(text, user, f"message {channel}/{ts}")
+        reply = commands.handle(text, user, f"message {channel}/{ts}")
         try:
             deliver(client, reply, channel, user, thread_ts=event.get("thread_ts") or ts)
             _settle(client, store, reply)
@@ -136,7 +136,7 @@ def build_app(
             )
         else:
             note = f"Slack message {channel}/{ts}"
-            reply = desk.press(decision, user, approved=approved, note=note)
+            reply = commands.press(decision, user, approved=approved, note=note)
         try:
             deliver(client, reply, channel, user)
             _settle(client, store, reply)

@@ -1,11 +1,11 @@
 """SlackNotifier: the Notifier seam's Slack side — into the durable outbox, never onto the wire.
 
 `notify` only writes the notice to chatops.db's outbox (a local SQLite insert) and wakes the
-courier, which sends it when Slack answers (agent/chatops/courier.py). So a tick never waits on
+sender, which sends it when Slack answers (agent/chatops/sender.py). So a tick never waits on
 Slack, a Slack that is down for an hour costs nothing but delay, and a notice written before a
 kill -9 is sent after the restart. Each notice also goes to the next notifier (the log's), so
 the daemon's log has every one whatever Slack does. A decision waiting for approval gets its own
-message with buttons from the courier; its notice only wakes the courier early.
+message with buttons from the sender; its notice only wakes the sender early.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from agent.chatops.store import ChatopsStore
-from agent.daemon.notifier import Notice, Notifier
+from agent.support.notices import Notice, Notifier
 
 
 class SlackNotifier:

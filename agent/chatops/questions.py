@@ -1,6 +1,6 @@
 """Questions in Slack (`@steward <question>`, `/steward ask <question>`), answered by the model.
 
-The same read-only asker as `steward ask` (agent/planners/asker.py), over the daemon's own
+The same read-only asker as `steward ask` (agent/planners/llm/asker.py), over the daemon's own
 observation and decision log; the answer names the decision ids it relies on (each checked
 against the log), and a proposed change is shown with the policy guard's verdicts — it runs
 only through a decision the guard and approvals let through. Without a model configured the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agent.chatops.desk import Reply
+from agent.chatops.commands import Reply
 from agent.planners.errors import PlannerFailed
 
 if TYPE_CHECKING:
@@ -28,10 +28,10 @@ NO_MODEL = Reply(
 
 def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str], Reply]:
     """What answers a question in Slack for this daemon."""
-    from agent.loop.assess import assess
-    from agent.loop.state import Memory
-    from agent.planners.asker import Asker
-    from agent.planners.llm_settings import LLMSettings
+    from agent.planners.llm.asker import Asker
+    from agent.planners.llm.settings import LLMSettings
+    from agent.signals.assess import assess
+    from agent.signals.memory import Memory
     from policies.engine import judge
     from tools.actions import Plan
 

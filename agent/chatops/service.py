@@ -1,9 +1,9 @@
-"""Chat-ops in the daemon: the Slack client, app, desk and courier started and stopped together.
+"""Chat-ops in the daemon: the Slack client, app, commands and sender started and stopped together.
 
 `SlackService.start` is what `steward run` calls when `slack.enabled` is set. In Socket Mode the
 app dials out (`apps.connections.open`, then a WebSocket), trying again with backoff while Slack
 is unreachable; in HTTP mode it answers Bolt's `/slack/events` on the daemon's HTTP port. The
-courier thread posts approvals and the outbox. Rotations asked for in Slack are handed to the
+sender thread posts approvals and the outbox. Rotations asked for in Slack are handed to the
 tick thread (`TickRotations`): the daemon stays the one writer of the cluster and of the log.
 """
 
@@ -24,14 +24,14 @@ from slack_sdk import WebClient
 from tenacity import Retrying, retry_if_exception_type, wait_exponential
 
 from agent.chatops.app import EVENTS_PATH, build_app, events_handler
-from agent.chatops.courier import Courier
-from agent.chatops.desk import Desk, Reply
+from agent.chatops.commands import Commands, Reply
 from agent.chatops.notifier import SlackNotifier
-from agent.chatops.settings import SlackSettings, load_secrets
+from agent.chatops.sender import Sender
 from agent.chatops.store import ChatopsStore
-from agent.daemon.notifier import Notifier
-from agent.daemon.telemetry import Telemetry
+from agent.daemon.slack_settings import SlackSettings, load_secrets
 from agent.rotation.request import RequestResult, RotationRequests
+from agent.support.notices import Notifier
+from agent.support.telemetry import Telemetry
 from policies.model import Policy
 from tools.model import ClusterState
 
@@ -79,8 +79,8 @@ class TickRotations:
 class SlackService:
     settings: SlackSettings
     store: ChatopsStore
-    desk: Desk
-    courier: Courier
+    commands: Commands
+    sender: Sender
     notifier: SlackNotifier
     socket: SocketModeHandler | None
     stopping: threading.Event
@@ -107,13 +107,13 @@ class SlackService:
         secrets = load_secrets(settings, environ)
         client = WebClient(token=secrets.bot_token, base_url=settings.api_url, timeout=10)
         store = ChatopsStore.open(data_dir)
-        courier = Courier(settings, client, store, data_dir)
-        notifier = SlackNotifier(store, courier.wake, then)
+        sender = Sender(settings, client, store, data_dir)
+        notifier = SlackNotifier(store, sender.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
-        desk = Desk(
+        commands = Commands(
             data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now, ask=ask
         )
-        app = build_app(settings, secrets, client, desk, store, web_api_up=courier.reachable)
+        app = build_app(settings, secrets, client, commands, store, web_api_up=sender.reachable)
         stopping = threading.Event()
         socket = None
         connecting = None
@@ -128,13 +128,13 @@ class SlackService:
                 target=_connect, args=(socket, stopping), name="steward-slack-socket", daemon=True
             )
             connecting.start()
-        courier.start()
+        sender.start()
         log.info("slack chat-ops started", mode=settings.mode, channel=settings.channel)
-        return cls(settings, store, desk, courier, notifier, socket, stopping, connecting)
+        return cls(settings, store, commands, sender, notifier, socket, stopping, connecting)
 
     def stop(self) -> None:
         self.stopping.set()
-        self.courier.stop()
+        self.sender.stop()
         if self.socket is not None:
             if self.connecting is not None:  # a connection opening now would outlive the close
                 self.connecting.join(CLOSE_WAIT_S)

@@ -3,7 +3,7 @@
 SQLite in WAL mode at DATA_DIR/chatops.db, beside the approval inbox, so that what Slack shows
 survives a restart or a kill -9 of the daemon:
 - `messages`: the Slack message (channel, ts) of each decision posted for approval, and which
-  state of the decision it shows now; a button press finds its decision here, and the courier
+  state of the decision it shows now; a button press finds its decision here, and the sender
   updates the message when the inbox moves on;
 - `outbox`: every notification, written before any attempt to send it and marked sent only
   once Slack took it; attempts and the time of the next one give the backoff;
@@ -100,7 +100,7 @@ class ChatopsStore:
         return Message(*row) if row else None
 
     def messages(self) -> list[Message]:
-        """The messages of decisions not yet settled (resumed or expired): those the courier
+        """The messages of decisions not yet settled (resumed or expired): those the sender
         may still have to update; settled ones are left alone for good."""
         rows = self._conn.execute(
             "SELECT decision_id, channel, ts, shown FROM messages "

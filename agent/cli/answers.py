@@ -1,7 +1,7 @@
 """The commands that answer the agent: `pending`, `approve` and `deny`.
 
 An answer goes through the CLI's channel (agent/approvals/channel.py): the OS user, or `--as` an
-approver of the policy. It is judged when given (agent/approvals/answers.py) and the running
+approver of the policy. It is judged when given (agent/daemon/answers.py) and the running
 agent carries an approval out on its next tick, judging it again first.
 """
 
@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from agent.approvals.answers import history_for, submit
 from agent.approvals.channel import CliChannel
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import why_unresumable
@@ -31,6 +30,7 @@ from agent.cli.common import (
     emit_json,
     fail,
 )
+from agent.daemon.answers import history_for, submit
 from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from policies.errors import PolicyError

@@ -10,17 +10,11 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperOption
 
-import agent.cli.bench_loop  # noqa: F401 - registers `steward bench loop`
-import lab.bench.llm_prompt
-import lab.bench.metrics
-import lab.bench.sim  # noqa: F401 - registers `steward bench sim`
 from agent.cli import (
     answers,
     ask,
     audit,
-    bench,
     configure,
-    eval,
     gpus,
     loop,
     mode,
@@ -28,9 +22,9 @@ from agent.cli import (
     placement,
     policy,
     status,
-    twin,
 )
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from agent.cli.plugins import add_plugged_commands
 from agent.daemon import logs
 from agent.daemon.config import CONFIG_ENV
 from agent.provenance import version_line
@@ -45,7 +39,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as written
 )
-app.add_typer(bench.app, name="bench")
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
 app.add_typer(mode.app, name="mode")
@@ -57,8 +50,7 @@ loop.register(app)
 answers.register(app)
 gpus.register(app)
 pause.register(app)
-twin.register(app)
-eval.register(app)
+add_plugged_commands(app)  # the lab's: twin, bench, eval
 
 
 def _version(value: bool) -> None:

@@ -1,7 +1,7 @@
 """`steward ask "<question>"`: a question answered by the model from the record, read-only.
 
 The model sees the cluster now and the decision log through the read-only tools only
-(agent/planners/asker.py) and answers citing the decision ids it relies on; each cited id is
+(agent/planners/llm/asker.py) and answers citing the decision ids it relies on; each cited id is
 checked against the log. An answer that would change something comes back as a proposal: the
 policy guard judges it on this observation, and it is recorded as a dry-run plan (planner llm)
 whose actions that need approval say who may give it — nothing runs. Without a model
@@ -42,12 +42,12 @@ def ask(
     from agent.audit import AuditError, AuditLog, DryRunPlan, proposals
     from agent.daemon.compose import assess_settings, open_backend, open_policy
     from agent.daemon.logs import configure_logging
-    from agent.loop.assess import assess
-    from agent.loop.state import Memory
-    from agent.planners.asker import Asker
     from agent.planners.errors import PlannerFailed
-    from agent.planners.llm_settings import LLMSettings
+    from agent.planners.llm.asker import Asker
+    from agent.planners.llm.settings import LLMSettings
     from agent.planners.rule_settings import RulesSettings
+    from agent.signals.assess import assess
+    from agent.signals.memory import Memory
     from policies.engine import judge
     from tools.actions import Plan
     from tools.errors import StewardError

@@ -19,7 +19,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from rich.console import Console
 
 from agent.daemon.config import CONFIG_ENV, StewardConfig, load_config
-from agent.daemon.datadir import check_data_dir
+from agent.support.datadir import check_data_dir
 from tools.errors import InvalidInput
 
 EXIT_OK = 0
@@ -221,7 +221,7 @@ def reset_data_dir(where: Path) -> None:
     """`--reset`: archive everything in the data dir (the daemon's lock is taken while it does,
     so a running agent's data dir is never pulled from under it)."""
     from agent.daemon.compose import archive
-    from agent.daemon.datadir import locked
+    from agent.support.datadir import locked
 
     try:
         with locked(where):

@@ -108,10 +108,10 @@ def _referenced_problems(config: StewardConfig) -> list[str]:
         except InvalidInput as exc:
             problems.append(str(exc))
     if config.scenario is not None:
-        from agent.daemon.compose import open_scenario
+        from agent.daemon.compose import check_scenario
 
         try:
-            open_scenario(config.scenario)
+            check_scenario(config.scenario)
         except InvalidInput as exc:
             problems.append(str(exc))
     try:

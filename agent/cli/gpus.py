@@ -22,7 +22,7 @@ from rich.table import Table
 
 from agent.cli.common import EXIT_BAD_INPUT, JsonOpt, console, emit_json, err_console, fail
 from tools.metrics.exposition import card_lines, render
-from tools.metrics.nvml import (
+from tools.metrics.nvml.readings import (
     NvmlUnavailable,
     Snapshot,
     gpus_from_snapshot,
@@ -30,7 +30,7 @@ from tools.metrics.nvml import (
     read_snapshot,
     record,
 )
-from tools.metrics.nvml_source import host_state
+from tools.metrics.nvml.source import host_state
 from tools.metrics.serve import MetricsServer
 
 _SNAPSHOTS = TypeAdapter(list[Snapshot])

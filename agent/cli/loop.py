@@ -2,8 +2,7 @@
 
 `run` is the unattended agent (agent/daemon/runtime.py). `plan` is the same decision made dry:
 observe, assess, plan, judge, print — nothing executed, nothing saved, one dry-run record in the
-log when the log is free to write. Answers to waiting decisions are agent/cli/answers.py's;
-`steward bench loop` is agent/cli/bench_loop.py's.
+log when the log is free to write. Answers to waiting decisions are agent/cli/answers.py's.
 """
 
 from __future__ import annotations
@@ -47,8 +46,8 @@ from agent.daemon.compose import (
 )
 from agent.daemon.config import StewardConfig
 from agent.daemon.logs import configure_logging
-from agent.daemon.notifier import Notifier, notifier_for
 from agent.planners.errors import PlannerFailed
+from agent.support.notices import Notifier, notifier_for
 from policies.errors import PolicyError
 from policies.model import Policy
 from tools.errors import InvalidInput, PermanentError
@@ -57,7 +56,7 @@ if TYPE_CHECKING:  # the runtime (and LangGraph) load only for the commands that
     from agent.chatops.service import SlackService
     from agent.daemon.report import RunSummary, TickReport
     from agent.daemon.runtime import Runtime
-    from agent.daemon.telemetry import Telemetry
+    from agent.support.telemetry import Telemetry
 
 PlannerOpt = Annotated[
     str | None,
@@ -142,7 +141,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     configured cluster (steward.yaml, `--backend kubernetes`) it runs until stopped.
     """
     from agent.daemon.runtime import Runtime  # LangGraph loads only for the commands that run it
-    from agent.daemon.telemetry import Telemetry
+    from agent.support.telemetry import Telemetry
 
     configure_logging()
     settings = _with_metrics(_settings(backend), metrics)
@@ -452,7 +451,7 @@ def _notifier(settings: StewardConfig) -> Notifier:
 
 def _slack_problems(settings: StewardConfig, port: int | None) -> list[str]:
     """Everything that keeps chat-ops from starting as configured, all at once."""
-    from agent.chatops.settings import load_secrets
+    from agent.daemon.slack_settings import load_secrets
 
     slack = settings.slack
     problems: list[str] = []

@@ -1,5 +1,4 @@
-"""`steward mode …`: the serving mode of the GX10 pair — status, rotate, resume, journal — and
-`steward bench rotate`.
+"""`steward mode …`: the serving mode of the GX10 pair — status, rotate, resume, journal.
 
 `rotate` goes through the guard like any of the loop's actions (agent/rotation/request.py): the
 policy judges it, the decision log records it, a rotation that needs approval waits for
@@ -15,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from agent.audit import AuditError, AuditLog
-from agent.cli import bench
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     ContextOpt,
@@ -33,7 +31,6 @@ from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
 from agent.rotation.request import RequestResult, RotationRequests, history_of, judge_rotation
 from agent.rotation.runner import advice_settings, open_rotation
-from lab.bench.rotate import BenchSettings, run_bench
 from policies.errors import PolicyError
 from policies.history import History
 from policies.model import Policy
@@ -186,8 +183,8 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
         return
     audit = _audit(where, parts)
     try:
-        desk = RotationRequests(parts, where, the_policy, audit)
-        result = desk.answered(decision, target) if decision else desk.request(target)
+        requests = RotationRequests(parts, where, the_policy, audit)
+        result = requests.answered(decision, target) if decision else requests.request(target)
     except InvalidInput as exc:
         fail(str(exc))
     except (AuditError, TemporaryError) as exc:
@@ -337,20 +334,3 @@ def _open_doc(t: Transaction) -> dict[str, Any]:
         "status": last.status if last else "started",
         "since": t.begin.at,
     }
-
-
-@bench.app.command("rotate")
-def bench_rotate(
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Rotations to run.")] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the faults and the cluster.")] = 0,
-    json_out: JsonOpt = False,
-) -> None:
-    """RUNS rotations with random faults on the simulated homelab: how many commit, roll back or
-    fall back, that none ends without a working mode, and time per rotation against model load."""
-    figures = run_bench(BenchSettings(runs=runs, seed=seed))
-    if json_out:
-        emit_json(figures)
-    else:
-        bench.print_figures(figures.model_dump())
-    if figures.ended_without_working_mode:
-        raise typer.Exit(EXIT_CHECK_FAILED)

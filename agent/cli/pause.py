@@ -1,4 +1,4 @@
-"""`steward pause` and `steward resume`: the durable switch of agent/daemon/pause.py.
+"""`steward pause` and `steward resume`: the durable switch of agent/support/pause.py.
 
 A paused agent keeps observing, deciding and recording; it executes nothing, and answered
 approvals wait, until `steward resume`. The switch lives in the data dir, so it holds across
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from agent.cli.common import DataDirOpt, JsonOpt, console, data_dir, emit_json
-from agent.daemon import pause as switch
+from agent.support import pause as switch
 
 AsOpt = Annotated[str | None, typer.Option("--as", help="Who (default: your user name).")]
 

@@ -1,4 +1,4 @@
-"""`steward fit`, `steward place` and `steward bench place`: what fits where, and why.
+"""`steward fit` and `steward place`: what fits where, and why.
 
 - `steward fit --list` prints the model catalogue; `steward fit --model NAME --context N
   [--mode split|cluster]` says whether it fits on the node pair's host profile, the memory broken
@@ -6,7 +6,6 @@
 - `steward place WORKLOAD` ranks the nodes of the cluster in --data-dir (the embedded simulated
   cluster by default, or the one a --scenario file describes) for one more replica, with the
   reasons, the rejected nodes and why, and any accounting anomaly.
-- `steward bench place` times ranking 100 replicas on a 1,000-node fleet (lab/bench/place.py).
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Column, Table
 
-from agent.cli import bench
-from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
     ContextOpt,
@@ -247,41 +244,6 @@ def place_command(
         _print_placement(placement)
     if not placement.candidates:
         raise typer.Exit(EXIT_CHECK_FAILED)
-
-
-@bench.app.command("place")
-def bench_place(
-    *,
-    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000)] = 1000,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, max=16)] = 8,
-    replicas: Annotated[int, typer.Option("--replicas", min=1)] = 100,
-    runs: Annotated[int, typer.Option("--runs", min=1)] = 30,
-    fleet: Annotated[
-        Literal["sim", "synthetic"],
-        typer.Option("--fleet", help="sim: lab.sim fleet profile; synthetic: all eligible."),
-    ] = "sim",
-    churn: ChurnOpt = 0.05,
-    json_out: JsonOpt = False,
-) -> None:
-    """Time placing REPLICAS replicas on a fleet (target: median_ms <= 50).
-
-    Each run places the replicas one by one on a fresh observation (parsed from JSON, CHURN of
-    the nodes changed since the run before), its capacity counted again for the changed nodes.
-    """
-    from lab.bench.place import bench_figures
-
-    result = bench_figures(
-        nodes, gpus_per_node, replicas=replicas, runs=runs, fleet=fleet, churn=churn
-    )
-    if json_out:
-        emit_json(result)
-        return
-    console.print(
-        f"{result['name']}: median {result['median_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms "
-        f"over {runs} runs, churn {churn:g}; {result['replicas_placed']} placed; capacity of a "
-        f"cold state {result['capacity_build_ms']:.0f} ms; target median <= 50 ms: "
-        f"{'met' if result['met'] else 'MISSED'}"
-    )
 
 
 def register(app: typer.Typer) -> None:

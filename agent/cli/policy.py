@@ -1,10 +1,9 @@
-"""`steward policy check|explain` and `steward bench policy`.
+"""`steward policy check|explain`.
 
 `check FILE` validates a policy file: exit 0, or exit 2 with one `FILE:LINE:COL: message` line
 per problem on stdout (so scripts can read them). `explain --action JSON` judges one action (or a
 list of them, as one plan) against a cluster state — the simulated cluster in --data-dir, or a
 scenario's — and prints each verdict, the rules that decided it and what would have passed.
-`bench policy` times judging a 100-action plan against a 1,000-node state (lab/bench/policy.py).
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from agent.cli import bench
-from agent.cli.bench import ChurnOpt
 from agent.cli.common import (
     EXIT_BAD_INPUT,
     ContextOpt,
@@ -259,31 +256,3 @@ def _print(judgement: Judgement, policy: Policy, policy_file: Path, source: str)
     for f in judgement.findings:
         actions = ", ".join(f"#{i + 1}" for i in f.actions)
         console.print(f"plan: {f.rule_id} ({actions}): {f.message}", highlight=False)
-
-
-@bench.app.command("policy")
-def bench_policy(
-    runs: Annotated[int, typer.Option("--runs", min=5, help="Timed runs.")] = 100,
-    nodes: Annotated[
-        int, typer.Option("--nodes", min=4, max=20_000, help="Nodes in the state.")
-    ] = 1000,
-    actions: Annotated[int, typer.Option("--actions", min=1, help="Actions in the plan.")] = 100,
-    churn: ChurnOpt = 0.05,
-    as_json: JsonOpt = False,
-) -> None:
-    """Time judging a 100-action plan against a 1,000-node state (target: median <= 5 ms),
-    each run on a fresh observation parsed from JSON with CHURN of the nodes changed."""
-    from lab.bench.policy import bench_figures
-
-    out = bench_figures(runs, nodes, actions, churn)
-    if as_json:
-        emit_json(out)
-        return
-    console.print(
-        f"policy: judge {out['actions']} actions on {out['nodes']} nodes / {out['gpus']} GPUs / "
-        f"{out['workloads']} workloads, churn {churn:g} — median {out['median_ms']:.3f} ms, "
-        f"p99 {out['p99_ms']:.3f} ms over {runs} runs, {out['cpu_mean_ms']:.3f} ms CPU each "
-        f"(target median <= 5 ms: {'met' if out['met'] else 'MISSED'}); parse median "
-        f"{out['parse']['median_ms']:.0f} ms apart; decisions {out['decisions']}",
-        highlight=False,
-    )

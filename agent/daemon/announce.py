@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from agent.daemon.notifier import Notice, NoticeKind, Notifier
-from agent.daemon.pause import Pause
+from agent.support.notices import Notice, NoticeKind, Notifier
+from agent.support.pause import Pause
 
 
 class Announcer:

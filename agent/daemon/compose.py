@@ -4,16 +4,17 @@ which backend and which metric sources a command runs against.
 Shared by the CLI commands (run, plan, status, approve, mode …) and the benchmarks, so that each
 opens the cluster, the policy and the planner the same way:
 - the backend (`backend:` in steward.yaml, `--backend`): `sim`, the embedded simulated cluster
-  saved in the data dir (a fresh data dir gets the built-in day, agent/daemon/day.py, unless a
-  scenario names another), or `kubernetes`; plus the configured metric sources;
+  saved in the data dir (a fresh data dir gets the built-in day unless a scenario names
+  another), plugged in from the lab by entry point (tools/backends/plugins.py), or
+  `kubernetes`; plus the configured metric sources;
 - who may act (`Opened.leadership`): on the simulated cluster the data dir's lock alone (`Sole`);
   on Kubernetes the replica that holds the Lease `kubernetes.leader_election` names
   (`LeaseLeadership`), so two replicas, or a replica and someone's laptop, never both act;
 - the policy: `--policy`, else the one the last `steward run` used there, else the default;
 - the planner: `rules`, or `llm` — agent.planners.llm.make_planner(policy).
 
-Only this module (with the built-in day), sim-only commands and the benchmarks import the
-simulator; everything else sees `Parts` (tools/backends/parts.py).
+The product never imports the simulator (an import-linter contract): this module reaches it
+through its entry point, and everything else sees `Parts` (tools/backends/parts.py).
 """
 
 from __future__ import annotations
@@ -28,25 +29,20 @@ from typing import Any
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditError, AuditLog, DryRunPlan, new_decision_id, proposals
-from agent.audit.witness import history_in
 from agent.daemon.catchup import catch_up
 from agent.daemon.config import StewardConfig
-from agent.daemon.day import default_day
-from agent.daemon.leader import Leadership, LeaseLeadership, Sole
-from agent.loop.assess_settings import AssessSettings
 from agent.loop.state import Decision
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
-from lab.scenarios import SCENARIOS_DIR
-from lab.sim import store
-from lab.sim.backend import SimCluster
-from lab.sim.scenario import Scenario, load_scenario
+from agent.signals.settings import AssessSettings
+from agent.support.leadership import Leadership, LeaseLeadership, Sole
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
 from tools.actions import Plan
 from tools.backends.base import MetricSource
 from tools.backends.parts import Parts
+from tools.backends.plugins import metric_source_at, simulated_backend
 from tools.errors import InvalidInput
 from tools.model import ClusterState
 
@@ -78,12 +74,12 @@ def open_backend(config: StewardConfig, data_dir: Path, scenario: Path | None = 
     """The configured backend and metric sources, opened over `data_dir`."""
     sources = metric_sources(config)
     if config.backend == "sim":
-        sim = open_sim(data_dir, scenario or config.scenario)
+        sim = simulated_backend().open(data_dir, scenario or config.scenario)
         return Opened(
-            parts=Parts.of(sim, sources),
-            description=f"simulated cluster {sim.scenario.name!r} in {data_dir}",
-            day_s=sim.scenario.duration_s,
-            speed=sim.scenario.speed,
+            parts=Parts.of(sim.cluster, sources),
+            description=f"simulated cluster {sim.name!r} in {data_dir}",
+            day_s=sim.duration_s,
+            speed=sim.speed,
             elapsed_s=sim.elapsed_s,
         )
     if scenario is not None:
@@ -120,9 +116,7 @@ def _twin_readings(config: StewardConfig) -> MetricSource:
             "metrics.sources names twin: set metrics.twin_url (or kubernetes.server) to the "
             "URL `steward twin` printed"
         )
-    module = _optional("lab.twin.readings", "the twin's readings")
-    source: MetricSource = module.TwinReadings(url, wall_clock=True)
-    return source
+    return metric_source_at("twin", url)
 
 
 def _optional(module: str, what: str) -> Any:
@@ -132,34 +126,6 @@ def _optional(module: str, what: str) -> Any:
         if exc.name != module:
             raise
         raise InvalidInput(f"{what} ({module}) is not in this build") from None
-
-
-def open_sim(data_dir: Path, scenario: Path | None) -> SimCluster:
-    """The data dir's simulated cluster (see the module docstring).
-
-    A data dir belongs to one cluster: a scenario other than the one it holds is refused once
-    the data dir has a history (`reset` archives it first)."""
-    saved = store.load(data_dir)
-    if saved is None and (history := history_in(data_dir)):
-        raise InvalidInput(
-            f"the simulated cluster {store.path_in(data_dir)} is missing, but {data_dir} has "
-            f"history ({', '.join(history)}): it was lost or deleted, and a cluster rebuilt "
-            "from the scenario would not be the one the log describes. Restore sim.json from "
-            "a backup; to start afresh, pass --reset (the old log and state are archived)"
-        )
-    if scenario is not None:
-        chosen = load_scenario(resolve_scenario(scenario))
-        if saved is not None and saved.scenario != chosen and has_history(data_dir):
-            raise InvalidInput(
-                f"{data_dir} holds the simulated cluster of scenario {saved.scenario.name!r} "
-                f"and its history; {scenario} is another ({chosen.name!r}). Pass --reset to "
-                "archive the old log and state (kept readable under archive/) and start over, "
-                "or give this scenario its own --data-dir"
-            )
-        return SimCluster.open(data_dir, chosen)
-    if saved is not None:
-        return SimCluster.open(data_dir)
-    return SimCluster.open(data_dir, default_day())
 
 
 HISTORY_FILES = ("audit.db", "checkpoints.db", "inbox.db", "loop.json", "modes")
@@ -186,23 +152,15 @@ def archive(data_dir: Path) -> Path | None:
 ARCHIVE_DIR = "archive"
 
 
-def resolve_scenario(path: Path) -> Path:
-    """A scenario file, or the name of one shipped with Steward (`link-11-percent`)."""
-    if path.is_file() or path.parent != Path("."):
-        return path
-    shipped = SCENARIOS_DIR / f"{path.name.removesuffix('.yaml')}.yaml"
-    return shipped if shipped.exists() else path
-
-
 def observe_scenario(path: Path) -> ClusterState:
     """What a scenario's cluster looks like at its start, without a data dir (for `policy
     explain --scenario`)."""
-    return SimCluster.from_scenario(open_scenario(path)).observe()
+    return simulated_backend().observe_scenario(path)
 
 
-def open_scenario(path: Path) -> Scenario:
-    """A scenario file (or a shipped scenario's name), checked (InvalidInput: FILE:LINE:COL)."""
-    return load_scenario(resolve_scenario(path))
+def check_scenario(path: Path) -> None:
+    """InvalidInput (FILE:LINE:COL) unless `path` is a valid scenario file or a shipped name."""
+    simulated_backend().check_scenario(path)
 
 
 def open_policy(path: Path | None) -> tuple[Policy, Path]:
@@ -237,12 +195,12 @@ def planner_for(
         return RulesPlanner(RulesSettings.from_policy(policy, thresholds))
     if name == "llm":
         try:
-            module = importlib.import_module("agent.planners.llm")
+            module = importlib.import_module("agent.planners.llm.planner")
         except ModuleNotFoundError as exc:
-            if exc.name != "agent.planners.llm":
+            if exc.name not in ("agent.planners.llm", "agent.planners.llm.planner"):
                 raise
             raise InvalidInput(
-                "--planner llm: the LLM planner (agent/planners/llm.py) is not in this build; "
+                "--planner llm: the LLM planner (agent/planners/llm/) is not in this build; "
                 "use --planner rules"
             ) from None
         planner: Planner = module.make_planner(policy, configured=llm)
@@ -261,10 +219,10 @@ def dry_run(
 ) -> dict[str, Any]:
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
-    from agent.daemon.datadir import read_memory
     from agent.loop.context import LoopContext
     from agent.loop.nodes import assess, guard, observe
     from agent.loop.nodes import plan as plan_node
+    from agent.signals.memory import read_memory
 
     parts = (opened or open_backend(StewardConfig(), data_dir)).parts
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))

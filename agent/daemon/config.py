@@ -22,13 +22,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml.comments import CommentedMap
 
-from agent.chatops.settings import SlackSettings
 from agent.daemon import envvars
+from agent.daemon.slack_settings import SlackSettings
 from tools.backends.kubernetes.settings import KubernetesSettings
 from tools.errors import InvalidInput
 from tools.metrics.prometheus.settings import PrometheusSettings
-from tools.yamlbounds import read_text
-from tools.yamldoc import Problem, YamlProblem, parse_mapping, plain, schema_problem
+from tools.yamlbounds import parse_mapping, read_text
+from tools.yamldoc import Problem, YamlProblem, plain, schema_problem
 
 CONFIG_ENV = "STEWARD_CONFIG"
 SECRET_WORDS = ("token", "secret", "api_key", "password", "key_file")
@@ -55,7 +55,7 @@ class Listen(Section):
 
 
 class LLMSection(Section):
-    """The LLM planner's endpoint (agent/planners/llm_settings.py); the key only from the
+    """The LLM planner's endpoint (agent/planners/llm/settings.py); the key only from the
     environment (STEWARD_LLM_API_KEY / OPENAI_API_KEY)."""
 
     base_url: str | None = None

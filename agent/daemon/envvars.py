@@ -34,7 +34,7 @@ OTHER_VARIABLES = frozenset(
         "STEWARD_NAMESPACE",  # the pod's namespace (kubernetes.leader_election.namespace)
         "STEWARD_IDENTITY",  # the pod's name (kubernetes.leader_election.identity)
         "STEWARD_LLM_API_KEY",  # the LLM endpoint's key, never in the file
-        "STEWARD_LLM_TEMPERATURE",  # agent/planners/llm_settings.py
+        "STEWARD_LLM_TEMPERATURE",  # agent/planners/llm/settings.py
         "STEWARD_TEST_CRASH_AT",  # the crash tests' injection point (tools/modes/crash.py)
         "STEWARD_LLM_VENV",  # scripts/llm-server
         "STEWARD_LLM_CACHE",  # scripts/llm-server

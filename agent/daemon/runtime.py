@@ -31,30 +31,31 @@ import structlog
 from langgraph.types import Command
 
 from agent import __version__
-from agent.approvals.answers import expire_due, resume_answer
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
-from agent.daemon import lockfile, pause
 from agent.daemon.announce import Announcer
+from agent.daemon.answers import expire_due, resume_answer
 from agent.daemon.catchup import catch_up
-from agent.daemon.datadir import read_tick_and_memory, take_lock, write_memory
-from agent.daemon.head_witness import HeadPublisher, HeadStamped
-from agent.daemon.leader import Leadership, Sole
-from agent.daemon.notifier import LogNotifier, Notifier
+from agent.daemon.head_publisher import HeadPublisher, HeadStamped
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
-from agent.daemon.telemetry import Telemetry
 from agent.daemon.threads import DecisionThreads, config, decision_of
-from agent.loop.assess_settings import AssessSettings
 from agent.loop.context import LoopContext, Rotator
 from agent.loop.deliberation import Deliberations
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Decision, Memory
+from agent.loop.state import Decision
 from agent.planners.base import Deliberator, Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
+from agent.signals.memory import Memory, read_tick_and_memory, write_memory
+from agent.signals.settings import AssessSettings
+from agent.support import lockfile, pause
+from agent.support.datadir import take_lock
+from agent.support.leadership import Leadership, Sole
+from agent.support.notices import LogNotifier, Notifier
+from agent.support.telemetry import Telemetry
 from policies.model import Policy
 from tools.actions import RotateMode
 from tools.backends.base import Cluster
@@ -91,7 +92,7 @@ class Runtime:
         """A decision changed the memory since it was last written (housekeep writes it)."""
         self.deliberation_fallback: str | None = None
         """The latest deliberation that fell back since the last tick (its summary counts it)."""
-        self.head_witness = HeadPublisher(ctx.audit.outside_head, None)
+        self.head_publisher = HeadPublisher(ctx.audit.outside_head, None)
         self.threads = DecisionThreads(graph, self.clock, ctx.latest)
         """The decisions' graph threads, those in a long action among them."""
         self.leadership: Leadership = Sole()
@@ -126,7 +127,7 @@ class Runtime:
     ) -> Runtime:
         """`thresholds`: those of assess that steward.yaml sets (compose.assess_settings); the
         policy gives the per-pool ones. `witness`: steward.yaml's audit.witness, the file or
-        URL the log's head is published to (agent.daemon.head_witness)."""
+        URL the log's head is published to (agent.daemon.head_publisher)."""
         parts = cluster if isinstance(cluster, Parts) else Parts.of(cluster)
         leadership = leadership or Sole()
         fence = None if isinstance(leadership, Sole) else leadership.leading
@@ -175,7 +176,7 @@ class Runtime:
             lockfile.release(lock_fd)
             raise
         runtime = cls(data_dir, parts, ctx, graph, lock_fd)
-        runtime.head_witness = HeadPublisher(audit.outside_head, witness)
+        runtime.head_publisher = HeadPublisher(audit.outside_head, witness)
         runtime.leadership = leadership
         ctx.telemetry.follow(leadership)
         return runtime
@@ -221,7 +222,7 @@ class Runtime:
         decision log and of the graph's checkpoints run here, which SQLite would otherwise run
         (and sync) inside whichever append or step crossed its threshold."""
         self.ctx.let_go()
-        self.head_witness.publish()
+        self.head_publisher.publish()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S
         if saving or self._memory_due:
             write_memory(self.data_dir, self.tick_no, self.ctx.memory)
@@ -236,7 +237,7 @@ class Runtime:
         """Flush and release: leadership, the log, the inbox, the cluster's saved state, the
         lock."""
         self.leadership.stop()
-        self.head_witness.publish()
+        self.head_publisher.publish()
         self.parts.save(self.data_dir)
         write_memory(self.data_dir, self.tick_no, self.ctx.memory)
         self.ctx.audit.close()

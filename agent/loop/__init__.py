@@ -1,1 +1,1 @@
-"""The decision loop: the graph and its nodes, the decision state, assess, execute."""
+"""The decision loop: the graph and its nodes, the decision state, execute."""

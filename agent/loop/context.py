@@ -19,16 +19,16 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
-from agent.daemon.notifier import LogNotifier, Notice, Notifier, notify_safely
-from agent.daemon.telemetry import Telemetry
 from agent.loop.deliberation import Deliberations
 from agent.loop.findings import FindingsBook
-from agent.loop.state import Memory
 from agent.planners.base import Planner
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import loop_rotator
+from agent.signals.memory import Memory
 from agent.signals.model import Signals
+from agent.support.notices import LogNotifier, Notice, Notifier, notify_safely
+from agent.support.telemetry import Telemetry
 from policies.history import History
 from policies.model import Policy
 from tools.actions import RotateMode
@@ -90,7 +90,7 @@ class LoopContext:
     """Until when the chosen planner is not asked, after it failed (the rules decide)."""
     planner_failure: str = ""
     leading: Callable[[], bool] = lambda: True
-    """Whether this replica leads now (agent.daemon.leader): the model is asked only while
+    """Whether this replica leads now (agent.support.leadership): the model is asked only while
     it does — a replica that lost the lead mid-tick decides nothing, and spends no tokens."""
     memory: Memory = field(default_factory=Memory)
     """What the loop remembers between ticks. Assess, guard and record update it (loop-level

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from agent.audit import GateVerdict
-from agent.daemon.notifier import Notice
 from agent.loop.state import Decision
+from agent.support.notices import Notice
 from policies.model import Policy
 
 

@@ -26,9 +26,10 @@ from pathlib import Path
 import structlog
 
 from agent.audit import new_decision_id, transcripts
-from agent.loop.state import Deliberated, Question
+from agent.loop.state import Deliberated
 from agent.planners.base import Deliberator
 from agent.planners.errors import PlannerFailed
+from agent.planners.question import Question
 from agent.signals.model import Signals
 from tools.model import ClusterState
 

@@ -1,7 +1,7 @@
 """Findings: what an observation shows that a person should hear of — once when it appears,
 once when it clears, not once per tick.
 
-assess reports notices every tick (agent/loop/notices.py); no planner action fixes a cable, so
+assess reports notices every tick (agent/signals/faults.py); no planner action fixes a cable, so
 they would be a line in every tick's signals and nothing more. Here each becomes a `Finding`
 with a key stable across ticks, and the loop compares this tick's set with the open ones:
 
@@ -33,9 +33,9 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from agent.audit import AuditLog, FindingChange, FindingKind
-from agent.daemon.notifier import Notice
-from agent.daemon.telemetry import Telemetry
 from agent.signals.model import Signals
+from agent.support.notices import Notice
+from agent.support.telemetry import Telemetry
 from policies.activity import node_card_readings
 from tools.model import ClusterState, Workload
 from tools.placement import (

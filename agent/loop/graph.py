@@ -22,14 +22,13 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from agent.daemon import dbfile
 from agent.loop import nodes
 from agent.loop.checkpoints import ChannelSaver
 from agent.loop.context import LoopContext
 from agent.loop.state import SERIALIZED_TYPES, Decision
+from agent.support import dbfile
+from agent.support.datadir import CHECKPOINT_DB
 from tools.actions import ACTION_TYPES
-
-CHECKPOINT_DB = "checkpoints.db"
 
 Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 
@@ -102,6 +101,7 @@ LEGACY_SERIALIZED = [
     ("agent.loop.state", "Approval"),
     ("agent.audit.records", "Check"),
     *(("agent.loop.state", n) for n in ("SloView", "WorkloadSignals", "LinkSignal", "Signals")),
+    *(("agent.loop.state", n) for n in ("SloMemory", "WorkloadMemory", "Memory", "Question")),
 ]
 """Where checkpoints written by earlier versions name a model that has moved since (the name
 still resolves there): a decision waiting across an upgrade resumes with its answer."""

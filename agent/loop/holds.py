@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from agent.loop.context import LoopContext
-from agent.loop.state import Decision, Memory
+from agent.loop.state import Decision
+from agent.signals.memory import Memory
 from tools import effects
 from tools.actions import Action, Plan, RotateMode
 from tools.model import ClusterState

@@ -34,18 +34,19 @@ from agent.audit import (
     proposals,
 )
 from agent.audit.execution import write_execution
-from agent.daemon import pause
-from agent.daemon.notifier import Notice
-from agent.loop.assess import assess as assess_signals
 from agent.loop.context import LoopContext
 from agent.loop.decision_notices import refused_notice, waiting_notice
 from agent.loop.execute import applied, run_action
 from agent.loop.gate import at_execution
 from agent.loop.holds import denied_recently, hold_back, hold_key, hold_until
 from agent.loop.questions import split
-from agent.loop.state import Decision, Deliberated, Memory
+from agent.loop.state import Decision, Deliberated
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
+from agent.signals.assess import assess as assess_signals
+from agent.signals.memory import Memory
+from agent.support import pause
+from agent.support.notices import Notice
 from policies.engine import judge
 from tools.actions import Plan, RotateMode, joined_notes
 from tools.approval import Approval

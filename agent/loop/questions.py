@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.loop.state import Question
+from agent.planners.question import Question
 from agent.signals.model import Signals
 from policies.model import Policy
 from tools.actions import Action, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 
-__all__ = ["Question", "Split", "split"]
+__all__ = ["Split", "split"]
 
 
 class Split(BaseModel):

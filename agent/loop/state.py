@@ -1,14 +1,12 @@
-"""The loop's state: what one decision carries from observe to record, and what ticks remember.
+"""The loop's state: what one decision carries from observe to record.
 
 `Decision` is the LangGraph state of one decision (one graph thread, keyed by its id). It is kept
 small on purpose: every step is checkpointed to SQLite, so the observation itself is not stored
 in it — only its digest and time; a node that needs the snapshot asks the loop's context, which
-re-observes after a restart; `Signals`, what assess makes of a snapshot, is defined below the
-loop and the planners (agent.signals.model), which both read it. `Memory` is the little
-the loop remembers between ticks (when each pool was last busy, recent queue samples, recent
-denials), so that "idle for ten minutes" and "the queue has been calm for five" are facts, not
-guesses; it belongs to the loop, not to one decision, so it lives in the loop context and the
-data dir (loop.json), outside the checkpoints.
+re-observes after a restart. It carries what assess made of the snapshot (agent/signals/), the
+plan, the guard's verdicts and what came of them. `Deliberated` is a model's answer to a
+question (agent/planners/question.py) asked beside the loop, carried into the decision that
+judges it.
 """
 
 from __future__ import annotations
@@ -16,14 +14,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from agent.audit import ActionOutcome, Check, GateVerdict
 from agent.capacity.forecast import Forecast, Holt, Misses
 from agent.capacity.windows import Quiet, Windows
+from agent.planners.question import Question
+from agent.signals.memory import Memory, SloMemory, WorkloadMemory
 from agent.signals.model import LinkSignal, Signals, SloView, WorkloadSignals
 from policies.judgement import Verdict
-from tools.actions import Action, Plan
+from tools.actions import Plan
 from tools.approval import Approval
 
 Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify", "record", "done"]
@@ -31,50 +31,6 @@ Stage = Literal["observe", "assess", "plan", "guard", "approve", "act", "verify"
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-QuestionKind = Literal["rotation", "lending", "anomaly", "marked"]
-
-ASKS: dict[QuestionKind, str] = {
-    "rotation": (
-        "Demand favours another serving mode. Decide whether to rotate the node pair now "
-        "(rotate_mode) or not (an empty plan): a two-node mode must win at something two "
-        "separate models cannot, and the rotation's downtime must pay. Look at the modes, the "
-        "demand and the preflight before you decide."
-    ),
-    "lending": (
-        "A higher-priority pool wants cards that a lower-priority pool with demand of its own "
-        "holds: their SLOs conflict. Decide which pool yields the cards (the scale actions), "
-        "or that neither does (an empty plan)."
-    ),
-    "anomaly": (
-        "An anomaly was found that no rule fixes. Decide what, if anything, to do about it "
-        "(e.g. cordon a node whose accounting is wrong), or nothing (an empty plan)."
-    ),
-    "marked": (
-        "The policy asks for these actions to be deliberated before they run. Decide whether "
-        "to run them, others, or nothing (an empty plan)."
-    ),
-}
-
-
-class Question(_Model):
-    """One thing to deliberate: its premise (`key`), the facts asked about, and what the rules
-    would do about it (the fallback when the model cannot answer)."""
-
-    kind: QuestionKind
-    key: str
-    facts: dict[str, JsonValue] = {}
-    """What the question is about, from the observation (untrusted text: fenced when sent)."""
-    rules_actions: tuple[Action, ...] = ()
-
-    @property
-    def ask(self) -> str:
-        """The instruction (Steward's own words, never cluster text)."""
-        return ASKS[self.kind]
-
-    def line(self) -> str:
-        return f"{self.kind} ({self.key})"
 
 
 class Deliberated(_Model):
@@ -94,51 +50,6 @@ class Deliberated(_Model):
     latency_s: float = 0.0
     tools_called: tuple[str, ...] = ()
     transcript_digest: str | None = None
-
-
-class SloMemory(_Model):
-    """What the capacity model remembers of one workload between ticks."""
-
-    read_at: float | None = None
-    """POSIX time of the last reading folded in (a scrape is counted once)."""
-    holt: Holt | None = None
-    misses: Misses = Misses()
-    """The forecast's record one horizon ahead (agent.capacity.forecast.widened)."""
-    windows: Windows | None = None
-    quiet: Quiet = Quiet()
-    needs: tuple[tuple[float, int], ...] = ()
-    """(POSIX time, replicas the sizing asked for), oldest first, over the keep time."""
-    correction: float = 1.0
-    drift_told: bool = False
-    """A drift was reported and has not ended since (told once)."""
-    waiting: int = 0
-    """Readings in a row that found requests waiting."""
-
-
-class WorkloadMemory(_Model):
-    calm_since: datetime | None = None
-    """Since when the queue wait has been below the scale-down watermark (None: not calm)."""
-    samples: tuple[tuple[float, float], ...] = ()
-    """Recent (POSIX time, queue depth) readings, oldest first, bounded."""
-    slo: SloMemory | None = None
-
-
-class Memory(_Model):
-    """What the loop remembers between ticks; persisted in the data dir after each tick."""
-
-    workloads: dict[str, WorkloadMemory] = {}
-    last_busy: dict[str, datetime] = {}
-    """Per pool: the last observation that found it busy (or could not tell it was idle)."""
-    watching_since: datetime | None = None
-    """When the loop first observed; a pool never seen busy has been idle since then."""
-    mode_favoured_since: datetime | None = None
-    mode_favoured: str | None = None
-    mode_seen_at: datetime | None = None
-    """The last observation that found demand favouring `mode_favoured`."""
-    mode_because: str = ""
-    denied: dict[str, datetime] = {}
-    """Actions the guard denied lately (keyed by their JSON without the reason), and until when
-    each is held back (agent.loop.holds.hold_until)."""
 
 
 class Decision(BaseModel):
@@ -240,6 +151,3 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     Deliberated,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
-
-MEMORY_SAMPLES = 12
-"""How many queue-depth samples per workload the memory keeps for the demand trend."""

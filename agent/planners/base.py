@@ -22,7 +22,7 @@ from tools.actions import Plan
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
-    from agent.loop.questions import Question
+    from agent.planners.question import Question
 
 
 class Planner(Protocol):

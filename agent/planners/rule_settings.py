@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.loop.assess_settings import AssessSettings
+from agent.signals.settings import AssessSettings
 from policies.model import Policy
 from tools.modes import AdviceSettings
 

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.loop.assess import is_hot, zero_due
 from agent.planners import sizing
 from agent.planners.plan_cards import PlanCards
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.assess import is_hot, zero_due
 from agent.signals.model import Signals, WorkloadSignals
 from tools.actions import (
     Action,
@@ -196,7 +196,7 @@ class RulesPlanner:
         cards: PlanCards,
         notes: list[str],
     ) -> list[Action]:
-        """A profiled workload sized by the capacity model (agent.loop.slo_signals): grown to
+        """A profiled workload sized by the capacity model (agent.signals.slo): grown to
         what the forecast and the reactive layer ask (replicas loading count, so nothing is
         asked twice, and nothing waits for them), given back one replica or more once the rest
         have covered the forecast for the keep time, to zero after a long enough quiet."""

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from agent.loop.assess_settings import AssessSettings
 from agent.signals.model import WorkloadSignals
+from agent.signals.settings import AssessSettings
 from tools.model import ClusterState, Workload
 
 LOOKAHEAD_MIN = 2.0

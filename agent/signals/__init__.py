@@ -1,1 +1,1 @@
-"""What assess finds in an observation, below the loop and the planners that read it."""
+"""What assess makes of an observation (Signals), what it remembers between ticks, and how."""

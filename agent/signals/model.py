@@ -23,7 +23,7 @@ class _Model(BaseModel):
 class SloView(_Model):
     """What the capacity model makes of one profiled workload against its pool's SLO: the
     replicas it needs and why, what the reactive layer saw, and whether one fewer (or zero)
-    pays. Built by assess (agent.loop.slo_signals), read by the rules planner."""
+    pays. Built by assess (agent.signals.slo), read by the rules planner."""
 
     need: int
     """Replicas the sizing asks for (agent.capacity.sizing), the reactive layer's deficit

@@ -3,7 +3,7 @@
 For `--minutes N` the benchmark runs `steward run --planner llm` in a temporary data dir and,
 again and again: lets it work a random few seconds, kills it with SIGKILL, damages what a crash
 or the world could damage, and starts it again. The damage, drawn from `--seed`:
-- the model's server (tests/llm/scripted_server.py, on loopback) answers every LLM decision with
+- the model's server (lab/scripted_server.py, on loopback) answers every LLM decision with
   a random answer: a valid plan (cordons, drains and scales included), every malformed HTTP-200
   shape, a hang, a byte-by-byte trickle, HTTP 500 / 429;
 - API faults (the cluster's scale/place/cordon/drain calls fail transiently), observation
@@ -39,13 +39,13 @@ from pydantic import BaseModel
 from agent.approvals.inbox import Inbox
 from agent.audit import HEAD_FILE, ApprovalRecord, AuditLog, Intent, Outcome
 from lab.bench.leadership import LeadershipReport, run_leadership
+from lab.scripted_server import BAD_SHAPES, Reply, ScriptedServer, bad, error, hang
+from lab.scripted_server import submit as submit_reply
+from lab.scripted_server import trickle as trickled
 from lab.sim.backend import SimCluster
 from lab.sim.faults import ApiErrors, NodeLoss
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy
-from tests.llm.scripted_server import BAD_SHAPES, Reply, ScriptedServer, bad, error, hang
-from tests.llm.scripted_server import submit as submit_reply
-from tests.llm.scripted_server import trickle as trickled
 from tools.errors import TemporaryError
 
 STEWARD = [sys.executable, "-m", "agent.cli"]

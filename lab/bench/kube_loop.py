@@ -32,12 +32,12 @@ from typing import Any
 
 import structlog
 
-from agent.cli.bench import figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
 from lab.bench.fresh import INTERVAL_S, scrape_interval_s
 from lab.bench.loop import DEFAULT_CHURN, _fleet_policy
 from lab.bench.prometheus_server import RealPrometheus
 from lab.bench.twin_process import TwinProcess
+from lab.cli.bench import figures, measure, peak_rss_mb
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.backends.base import MetricSource
 from tools.backends.kubernetes.backend import KubernetesCluster

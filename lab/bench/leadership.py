@@ -4,7 +4,7 @@ calls the model.
 Two real `steward run --backend kubernetes --planner llm` processes (tests/kubernetes/
 replicas.py: their own data dirs, tokens and ports, the manifests' RBAC, short Lease timings)
 run against one twin whose API fails RATE of its requests (5xx, 409, 429, timeouts), each with
-its own model server on loopback (tests/llm/scripted_server.py, answering an empty plan). The
+its own model server on loopback (lab/scripted_server.py, answering an empty plan). The
 bench watches the Lease in the twin (who holds it, every 50 ms) and every request each model
 server gets. It reports how often the lead moved to another replica (`changes`, and the most in
 any one minute), and how many model calls came from a replica that did not hold the Lease at
@@ -22,13 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from lab.bench.replicas import Replica, two_replicas, wait_for
+from lab.scripted_server import Reply, ScriptedServer, submit
 from lab.twin.faults import FaultSettings
 from lab.twin.resources import LEASE
-from tests.kubernetes.replicas import Replica, two_replicas, wait_for
-from tests.llm.scripted_server import Reply, ScriptedServer, submit
 
 NAMESPACE, LEASE_NAME = "steward", "steward-leader"
-"""The replicas' Lease (tests/kubernetes/replicas.py runs them in namespace steward)."""
+"""The replicas' Lease (lab/bench/replicas.py runs them in namespace steward)."""
 
 
 class LeadershipReport(BaseModel):

@@ -22,12 +22,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from agent.cli import bench
 from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, console, emit_json
-from agent.loop.assess import assess
-from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.assess import assess
+from agent.signals.memory import Memory
 from agent.signals.model import Signals
+from lab.cli import bench
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import NodeLoss
@@ -117,7 +117,9 @@ def fleet_signals(state: ClusterState, policy: Policy) -> Signals:
 
 
 def measure_prompt(state: ClusterState, signals: Signals, policy: Policy, runs: int) -> PromptSize:
-    from agent.planners.llm import first_request  # the openai client loads only for this bench
+    from agent.planners.llm.planner import (
+        first_request,  # the openai client loads only for this bench
+    )
 
     tokenizer, count = token_counter()
     request = first_request(state, signals, policy)

@@ -35,10 +35,10 @@ from typing import Any
 
 import structlog
 
-from agent.cli.bench import Figures, figures, measure, peak_rss_mb
 from agent.daemon.runtime import Runtime
-from agent.loop.assess_settings import AssessSettings
+from agent.signals.settings import AssessSettings
 from lab.bench.fresh import INTERVAL_S, FreshSim, scrape_interval_s
+from lab.cli.bench import Figures, figures, measure, peak_rss_mb
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.profiles import fleet

@@ -31,10 +31,10 @@ from typing import Annotated, Literal
 import typer
 from pydantic import BaseModel
 
-from agent.cli import bench
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fail
 from lab.bench.policy_fleet import fleet_state
 from lab.bench.prometheus_server import PrometheusMissing, RealPrometheus
+from lab.cli import bench
 from lab.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from agent.cli.bench import figures, measure
+import typer
+
+from agent.cli.common import JsonOpt, console, emit_json
 from lab.bench.fresh import ChurnedFleet
+from lab.cli import bench
+from lab.cli.bench import ChurnOpt, figures, measure
 from lab.sim.backend import SimCluster
 from lab.sim.scenario import FleetProfile, Scenario
 from tools.model import ClusterState, Gpu, Metric, Node, Pool, Sharing, Taint, Workload
@@ -134,3 +138,36 @@ def _bench_fleet(kind: str, nodes: int, gpus_per_node: int) -> tuple[ClusterStat
     profile = FleetProfile(nodes=nodes, gpus_per_node=gpus_per_node)
     state = SimCluster.from_scenario(Scenario(profile=profile, mode=None)).observe()
     return state, next(w.name for w in state.workloads if w.model == "qwen3-32b")
+
+
+@bench.app.command("place")
+def bench_place(
+    *,
+    nodes: Annotated[int, typer.Option("--nodes", min=1, max=20_000)] = 1000,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, max=16)] = 8,
+    replicas: Annotated[int, typer.Option("--replicas", min=1)] = 100,
+    runs: Annotated[int, typer.Option("--runs", min=1)] = 30,
+    fleet: Annotated[
+        Literal["sim", "synthetic"],
+        typer.Option("--fleet", help="sim: lab.sim fleet profile; synthetic: all eligible."),
+    ] = "sim",
+    churn: ChurnOpt = 0.05,
+    json_out: JsonOpt = False,
+) -> None:
+    """Time placing REPLICAS replicas on a fleet (target: median_ms <= 50).
+
+    Each run places the replicas one by one on a fresh observation (parsed from JSON, CHURN of
+    the nodes changed since the run before), its capacity counted again for the changed nodes.
+    """
+    result = bench_figures(
+        nodes, gpus_per_node, replicas=replicas, runs=runs, fleet=fleet, churn=churn
+    )
+    if json_out:
+        emit_json(result)
+        return
+    console.print(
+        f"{result['name']}: median {result['median_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms "
+        f"over {runs} runs, churn {churn:g}; {result['replicas_placed']} placed; capacity of a "
+        f"cold state {result['capacity_build_ms']:.0f} ms; target median <= 50 ms: "
+        f"{'met' if result['met'] else 'MISSED'}"
+    )

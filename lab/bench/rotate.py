@@ -20,12 +20,15 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+import typer
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.cli.bench import peak_rss_mb
+from agent.cli.common import EXIT_CHECK_FAILED, JsonOpt, emit_json
 from agent.rotation.runner import open_rotation
+from lab.cli import bench
+from lab.cli.bench import peak_rss_mb
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import ApiErrors, Fault, GidChanged, LinkDegraded, NodeLoss, ProbeFailing
@@ -235,3 +238,20 @@ def _p99(values: list[float]) -> float:
         return 0.0
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, max(0, round(0.99 * len(ordered)) - 1))], 2)
+
+
+@bench.app.command("rotate")
+def bench_rotate(
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Rotations to run.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the faults and the cluster.")] = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """RUNS rotations with random faults on the simulated homelab: how many commit, roll back or
+    fall back, that none ends without a working mode, and time per rotation against model load."""
+    figures = run_bench(BenchSettings(runs=runs, seed=seed))
+    if json_out:
+        emit_json(figures)
+    else:
+        bench.print_figures(figures.model_dump())
+    if figures.ended_without_working_mode:
+        raise typer.Exit(EXIT_CHECK_FAILED)

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from agent.cli import bench
 from agent.cli.common import JsonOpt, console, emit_json
+from lab.cli import bench
 from lab.sim.backend import SimCluster
 from lab.sim.scenario import fleet_scenario
 

@@ -86,7 +86,7 @@ def evaluate(
         )
         questions = None
         if planner_name == "llm":
-            from agent.planners.llm_settings import LLMSettings
+            from agent.planners.llm.settings import LLMSettings
             from lab.scorecard.questions import score_questions
 
             questions = score_questions(Path(tmp), LLMSettings())

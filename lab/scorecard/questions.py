@@ -16,11 +16,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.audit import AuditLog, Intent, Outcome
-from agent.loop.assess_settings import AssessSettings
-from agent.planners.asker import Asker
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.asker import Asker
+from agent.planners.llm.settings import LLMSettings
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.settings import AssessSettings
 from lab.scorecard.cases import CASES_DIR, Case, load_case
 from lab.scorecard.run import run_case
 from lab.sim.backend import SimCluster
@@ -68,8 +68,8 @@ def _deciders(log: AuditLog, action: str) -> set[str]:
 
 def ask_one(q: QuestionCase, work: Path, settings: LLMSettings) -> dict[str, Any]:
     """Run the question's case, ask, and score the answer."""
-    from agent.loop.assess import assess
-    from agent.loop.state import Memory
+    from agent.signals.assess import assess
+    from agent.signals.memory import Memory
 
     case = load_case(CASES_DIR / f"{q.case}.yaml")
     data_dir = work / f"q-{q.name}"

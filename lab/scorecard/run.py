@@ -18,8 +18,8 @@ from pathlib import Path
 from agent.audit import AuditLog, new_decision_id
 from agent.audit.records import ActionOutcome, FindingChange, Intent, Outcome, Proposal
 from agent.daemon.runtime import Runtime
-from agent.loop.assess import assess
 from agent.planners.base import Planner, PlannerReport
+from agent.signals.assess import assess
 from lab.scorecard.cases import Case
 from lab.sim.backend import SimCluster
 from lab.sim.expect import PastAction

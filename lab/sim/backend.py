@@ -313,7 +313,7 @@ class SimCluster:
             )
         if spec.serving is None:
             return ProbeResult(workload=workload, ok=True, ready_replicas=ready, message="alive")
-        speed = self.engine.link_speed(workload, self.engine.state.t)
+        speed = self.engine.serving_speed(workload, self.engine.state.t)
         tok_s = spec.serving.single_stream_tok_s * speed
         latency = PROBE_PROMPT_TOKENS / (spec.serving.prefill_tok_s * speed)
         latency += PROBE_OUTPUT_TOKENS / tok_s

@@ -53,6 +53,10 @@ class Engine:
         self.faults = faults
         self.generators = generators
         self.specs: dict[str, WorkloadSpec] = {w.name: w for w in profile.workloads}
+        """What each workload is declared to be (its profile: what controllers are told)."""
+        self.true_speed: dict[str, float] = {}
+        """Per workload, its true serving speed over its profile's (1 where absent): a benchmark
+        hides a draw here; only the serving itself (and a probe, which measures it) sees it."""
         self.pool_members: dict[str, tuple[str, ...]] = {p.name: p.workloads for p in profile.pools}
         self.placer = Placer(profile, state, faults)
         self.kv_capacity = {w.name: w.kv_capacity_tokens for w in profile.workloads}
@@ -188,7 +192,7 @@ class Engine:
                 else:
                     found[1] += 1
         if busy:
-            speed = self.link_speed(name, t) if self.tp_links.get(name) else 1.0
+            speed = self.serving_speed(name, t)
             for server, copies in busy.values():
                 step(server, spec.serving, t=t, dt=dt, speed=speed,
                      kv_capacity=kv_capacity, windows=windows, copies=copies)  # fmt: skip
@@ -254,6 +258,12 @@ class Engine:
         gbps = spec.nominal_gbps * frac if frac < 1.0 else healthy
         changed = self.faults.gid_index(link, path, t)
         return gbps, gid if changed is None else changed
+
+    def serving_speed(self, workload: str, t: float) -> float:
+        """How fast the workload really serves now, against its profile: its true speed times
+        its tensor-parallel link's health."""
+        link = self.link_speed(workload, t) if self.tp_links.get(workload) else 1.0
+        return link * self.true_speed.get(workload, 1.0)
 
     def link_speed(self, workload: str, t: float) -> float:
         """Throughput factor of a tensor-parallel workload given its link's health now."""

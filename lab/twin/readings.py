@@ -56,6 +56,12 @@ def readings(state: ClusterState) -> dict[str, Any]:
     }
 
 
+def source_at(url: str) -> TwinReadings:
+    """`metrics.sources: [twin]` of `steward run` against `steward twin` at `url` (the entry
+    point `steward.metric_sources: twin`): its readings dated by the wall clock."""
+    return TwinReadings(url, wall_clock=True)
+
+
 class TwinReadings:
     """A MetricSource over the twin's `/twin/readings` (see the module docstring)."""
 

@@ -11,8 +11,8 @@ import structlog
 from typer.testing import CliRunner
 
 from agent.cli.app import app
-from agent.daemon.notifier import Notice
 from agent.daemon.runtime import Runtime
+from agent.support.notices import Notice
 from lab.sim.backend import SimCluster
 from tests.loop.conftest import APPROVE_BURST
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.approvals.answers import submit
 from agent.approvals.channel import ApprovalChannel, CliChannel, Identity
 from agent.approvals.inbox import Inbox
 from agent.audit import ApprovalRecord
+from agent.daemon.answers import submit
 from policies.history import History
 from policies.loader import load_policy
 from policies.model import Policy

@@ -11,7 +11,7 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import Intent, Interrupted
-from agent.daemon.dbfile import DamagedFile
+from agent.support.dbfile import DamagedFile
 from tests.approvals.conftest import Recorder, cli
 from tests.approvals.test_late_approval import wait_for_approval
 from tests.loop.conftest import APPROVE_BURST, open_runtime
@@ -36,9 +36,9 @@ def test_audit_explain_answers_for_a_pending_decision(data_dir: Path) -> None:
     assert notice.decision_id == decision and "owners (homelab-owner)" in notice.text
     code, out = cli("audit", "explain", decision, "--data-dir", str(data_dir), "--json")
     assert code == 0, out
-    story = json.loads(out)
-    assert story["status"] == "waiting for approval"
-    (action,) = story["actions"]
+    explanation = json.loads(out)
+    assert explanation["status"] == "waiting for approval"
+    (action,) = explanation["actions"]
     assert action["verdict"] == "needs_approval" and action["approvers"] == ["owners"]
     assert action["rule_ids"] == ["approval.burst_needs_a_human"]
     code, out = cli("audit", "explain", decision, "--data-dir", str(data_dir))
@@ -50,7 +50,7 @@ def test_a_wiped_inbox_is_rebuilt_from_the_log(data_dir: Path) -> None:
     with open_runtime(data_dir, SPIKE, APPROVE_BURST) as runtime:
         decision = wait_for_approval(runtime)
     _wipe(data_dir / "inbox.db")
-    # An emptied inbox is refused, never taken for a fresh one (agent/daemon/dbfile.py) ...
+    # An emptied inbox is refused, never taken for a fresh one (agent/support/dbfile.py) ...
     with pytest.raises(DamagedFile, match="move it away"):
         open_runtime(data_dir, SPIKE, APPROVE_BURST)
     # ... and once moved away, as the message says, start() rebuilds it from the log.

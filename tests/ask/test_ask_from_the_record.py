@@ -1,7 +1,7 @@
 """`steward ask` answers from the decision log with read-only tools only, citing decision ids.
 
 The model is a stub that speaks the OpenAI chat-completions protocol over HTTP
-(tests/llm/scripted_server.py): it searches the log through the tool it is offered, then answers
+(lab/scripted_server.py): it searches the log through the tool it is offered, then answers
 with the id it found. The real parts are the openai client, the tools, the log and the CLI.
 """
 
@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from agent.audit import AuditLog, Intent, Outcome
 from agent.cli.app import app
-from agent.planners.llm_tools import LOOKUPS
-from tests.llm.scripted_server import Reply, ScriptedServer, call
+from agent.planners.llm.tool_calls import LOOKUPS
+from lab.scripted_server import Reply, ScriptedServer, call
 from tools.actions import action_schemas
 
 STEWARD = [sys.executable, "-m", "agent.cli"]

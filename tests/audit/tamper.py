@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent.audit import witness
+from agent.audit import head_file
 from agent.audit.chain import canonical_json, hash_body, mac_of
 from agent.audit.verify import anchor_mac
 
@@ -140,4 +140,4 @@ def rewitness(data_dir: Path, key: bytes | None = None) -> None:
     with closing(sqlite3.connect(data_dir / "audit.db")) as conn:
         seq, digest = conn.execute("SELECT seq, hash FROM head").fetchone()
         at = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()[0]
-    witness.write(data_dir, seq, digest, datetime.fromisoformat(at), key)
+    head_file.write(data_dir, seq, digest, datetime.fromisoformat(at), key)

@@ -120,8 +120,12 @@ def test_explain_tells_the_whole_story(data: Path) -> None:
 
 def test_explain_by_seq_and_as_json(data: Path) -> None:
     code, out, _ = steward("audit", "explain", "5", "--data-dir", str(data), "--json")
-    story = json.loads(out)
-    assert code == 0 and story["decision_id"] == "d-2" and story["status"] == "waiting for approval"
+    explanation = json.loads(out)
+    assert (
+        code == 0
+        and explanation["decision_id"] == "d-2"
+        and explanation["status"] == "waiting for approval"
+    )
     code, out, _ = steward("audit", "explain", "1", "--data-dir", str(data))
     assert code == 0 and out.startswith("seq 1 (startup): steward 0.1.0 started")
     code, _, err = steward("audit", "explain", "d-nope", "--data-dir", str(data))

@@ -184,9 +184,8 @@ def test_a_clock_behind_the_log_does_not_write_a_record_back_in_time(tmp_path: P
 
 def test_the_history_files_are_the_names_their_owners_use() -> None:
     from agent.approvals.inbox import DB_NAME as INBOX
-    from agent.audit.witness import HISTORY_FILES
-    from agent.daemon.datadir import MEMORY_NAME
-    from agent.loop.graph import CHECKPOINT_DB
+    from agent.audit.head_file import HISTORY_FILES
+    from agent.support.datadir import CHECKPOINT_DB, MEMORY_NAME
     from tools.modes import Journal
 
     journal = Journal.open(Path("d")).path.relative_to("d").as_posix()

@@ -60,7 +60,7 @@ def test_verify_names_a_time_that_goes_backwards() -> None:
 
 
 def test_the_startup_record_says_whose_time_the_records_carry(tmp_path: Path) -> None:
-    from agent.audit.story import summary
+    from agent.audit.explanations import summary
     from lab.sim.scenario import Scenario
     from tests.loop.conftest import open_runtime
 

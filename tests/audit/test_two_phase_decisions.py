@@ -204,14 +204,14 @@ def test_the_story_of_a_rotation_lists_its_journal_steps(log: AuditLog) -> None:
             )
         )
     log.write_outcome(outcome("d-1"))
-    story = explain(log.decision("d-1"))
-    assert story.mode_steps == (
+    explanation = explain(log.decision("d-1"))
+    assert explanation.mode_steps == (
         "rotation r-7 to cluster: drain done (09:00:01)",
         "rotation r-7 to cluster: switch done (09:00:02)",
         "rotation r-7 to cluster: probe ok (09:00:03)",
         "rotation r-7 to cluster: commit done (09:00:04)",
     )
-    assert "  rotation r-7 to cluster: commit done (09:00:04)" in render(story).splitlines()
+    assert "  rotation r-7 to cluster: commit done (09:00:04)" in render(explanation).splitlines()
 
 
 def test_the_story_shows_signals_readably(log: AuditLog) -> None:
@@ -234,9 +234,9 @@ def test_the_story_shows_signals_readably(log: AuditLog) -> None:
 def test_the_story_of_an_interrupted_decision_says_so(log: AuditLog) -> None:
     log.write_intent(intent("d-1"))
     log.reconcile()
-    story = explain(log.decision("d-1"))
-    assert story.status == "interrupted"
-    assert render(story).splitlines()[-1] == (
+    explanation = explain(log.decision("d-1"))
+    assert explanation.status == "interrupted"
+    assert render(explanation).splitlines()[-1] == (
         "What happened: interrupted — the process stopped between intent and outcome; "
         "re-observe before acting."
     )
@@ -246,9 +246,9 @@ def test_the_story_of_a_failed_action_and_of_a_dry_run(log: AuditLog) -> None:
     log.write_intent(intent("d-1"))
     failed = ActionOutcome(index=0, executed=True, ok=False, message="API server said 409")
     log.write_outcome(Outcome(decision_id="d-1", results=(failed,)))
-    story = explain(log.decision("d-1"))
-    assert story.status == "failed"
-    assert "     ran: FAILED — API server said 409" in render(story).splitlines()
+    explanation = explain(log.decision("d-1"))
+    assert explanation.status == "failed"
+    assert "     ran: FAILED — API server said 409" in render(explanation).splitlines()
     plan = DryRunPlan.model_validate(intent("d-2").model_dump(exclude={"kind"}))
     log.append(plan)
     dry = explain(log.decision("d-2"))

@@ -3,12 +3,16 @@ reaches the target on fewer GPU-hours."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from lab.bench.trace.bound import bound, schedule
+from lab.bench.trace.base import Entry
+from lab.bench.trace.bound import Bound, beaten_by, bound, demand, need, schedule
 from lab.bench.trace.calibrate import calibrated
 from lab.bench.trace.replay import replay, with_scales
 from lab.bench.trace.run import TRAIN_SEED
+from lab.bench.trace.static import Static
 from lab.bench.trace.tuning import TARGET_ATTAINMENT, entries
 from tests.bench.conftest import prepared
 
@@ -27,6 +31,38 @@ def test_a_gap_shorter_than_a_load_is_held_through_and_a_longer_one_is_not() -> 
 
 def test_replicas_needed_within_the_first_load_are_warm_at_the_start() -> None:
     assert schedule([0, 2, 2, 0, 0, 0, 0, 0], load_steps=2)[0] == 2
+
+
+def test_a_smoothing_window_spreads_a_burst_and_an_infinite_one_holds_the_mean() -> None:
+    prep = prepared("flash", 1200, rate_scale=0.2, seed=1)
+    t = prep.targets[0]
+    raw, spread, whole = (demand(prep, t, w) for w in (0.0, 600.0, math.inf))
+    assert max(spread) < max(raw)  # the crowd's peak averaged with its quieter neighbours
+    assert sum(spread) == pytest.approx(sum(raw), rel=0.15)  # no demand lost, edges aside
+    assert len(set(whole)) == 1 and whole[0] == pytest.approx(sum(raw) / len(raw))
+    steady = need(prep, t, 0.5, math.inf)
+    assert len(set(steady)) == 1 and steady[0] >= 1  # a constant schedule
+
+
+def _static(replicas: int) -> Entry:
+    s = Static(replicas=replicas)
+    return Entry("static", f"replicas={replicas}", lambda sim, d: s, s.initial)
+
+
+def test_the_certificate_check_names_a_run_that_meets_the_target_on_less() -> None:
+    prep = prepared("sinusoid", 300, rate_scale=0.05, seed=2)
+    one, two = replay(prep, _static(1)), replay(prep, _static(2))
+    assert one.figures.gpu_hours < two.figures.gpu_hours
+    target = min(one.figures.slo_attainment, two.figures.slo_attainment)
+    seeds = [prep.setup.seed]
+    costly = Bound(two, 1.0, True)
+    (beaten,) = beaten_by([costly], {"static": [one]}, seeds, target)
+    assert beaten.controller == "static" and beaten.seed == 2
+    assert beaten.gpu_hours == one.figures.gpu_hours < beaten.bound_gpu_hours
+    assert beaten_by([Bound(one, 1.0, True)], {"static": [two]}, seeds, target) == []
+    # An uncertified bound is no claim to check against; a run below the target is no rival.
+    assert beaten_by([Bound(two, 1.0, False)], {"static": [one]}, seeds, target) == []
+    assert beaten_by([costly], {"static": [one]}, seeds, 1.01) == []
 
 
 @pytest.mark.slow

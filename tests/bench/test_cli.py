@@ -82,6 +82,7 @@ def test_a_csv_trace_by_path_on_a_small_fleet_prints_the_contract() -> None:
         (("--trace", "sinusoid", "--profile", "fleet:many"), "homelab or fleet:NxM"),
         (("--trace", "sinusoid", "--duration", "0"), "must be > 0"),
         (("--trace", "sinusoid", "--seeds", "0"), "--seeds 0"),
+        (("--trace", "sinusoid", "--jobs", "0"), "--jobs 0"),
         (("--trace", "servegen:m-huge"), "servegen[:SERVICE[:DAY]]"),
     ],
 )

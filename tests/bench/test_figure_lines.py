@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.cli.bench import figure_lines
+from lab.cli.bench import figure_lines
 
 
 def test_groups_and_timings_read_as_text() -> None:

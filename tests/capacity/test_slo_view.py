@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agent.loop.assess_settings import AssessSettings
-from agent.loop.slo_signals import slo_view
-from agent.loop.state import SloMemory
+from agent.signals.memory import SloMemory
+from agent.signals.settings import AssessSettings
+from agent.signals.slo import slo_view
 from lab.sim.backend import SimCluster
 from tools.model import Metric, Workload
 

@@ -26,11 +26,11 @@ import structlog
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import SlackService, start_for_daemon
-from agent.chatops.settings import SlackSettings
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
+from agent.daemon.slack_settings import SlackSettings
 from agent.planners.base import Planner
+from agent.support.telemetry import Telemetry
 from lab.sim.backend import SimCluster
 from lab.sim.demand import BurstDemand
 from lab.sim.scenario import Scenario
@@ -110,7 +110,7 @@ class Rig:
         return found
 
     def approval_message(self, decision_id: str) -> str:
-        """The ts of the message the decision was posted as (waits for the courier)."""
+        """The ts of the message the decision was posted as (waits for the sender)."""
         call = self.stub.wait_for(
             lambda: next(
                 (

@@ -100,7 +100,7 @@ def test_a_long_answer_is_threaded(socket_rig: Rig) -> None:
             c.params["text"] for c in rig.stub.of("chat.postMessage") if c.params.get("thread_ts")
         )
 
-    rig.stub.wait_for(lambda: "check " in thread())  # the story's last lines: its checks
+    rig.stub.wait_for(lambda: "check " in thread())  # the explanation's last lines: its checks
     assert f"approved by {OWNER} via slack" in head.params["blocks"][1]["text"]["text"] + thread()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import structlog
 from structlog.testing import capture_logs
 
-from agent.daemon.notifier import Notice
+from agent.support.notices import Notice
 from tests.chatops.conftest import OWNER, Rig, sign, slash_body
 from tests.chatops.slack_stub import BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackStub
 
@@ -105,11 +105,11 @@ def test_a_command_is_answered_while_the_web_api_is_unreachable(rig: Rig) -> Non
         status, body = _command(rig, "status", gone + "response")
         assert (status, body) == (200, "")  # acknowledged at once, never a 500
         rig.stub.wait_for(lambda: any(e["event"].startswith("slack: cannot") for e in logs))
-        # The courier learns that Slack is down; the next command is answered in its ack.
+        # The sender learns that Slack is down; the next command is answered in its ack.
         rig.service.notifier.notify(
             Notice(kind="resumed", text="resumed", at=rig.runtime.parts.clock.now())
         )
-        rig.stub.wait_for(lambda: not rig.service.courier.reachable())
+        rig.stub.wait_for(lambda: not rig.service.sender.reachable())
         status, body = _command(rig, "status", gone + "response")
     assert status == 200
     answer = json.loads(body)

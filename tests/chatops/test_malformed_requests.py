@@ -11,7 +11,7 @@ import socket
 import time
 from urllib.parse import quote
 
-from agent.daemon.telemetry import Telemetry
+from agent.support.telemetry import Telemetry
 from tests.chatops.conftest import Rig, post_event
 from tests.chatops.slack_stub import SIGNING_SECRET, sign
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.daemon import pause
-from agent.daemon.notifier import Notice
 from agent.daemon.runtime import Runtime
+from agent.support import pause
+from agent.support.notices import Notice
 from lab.sim.backend import SimCluster
 from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, SPIKE

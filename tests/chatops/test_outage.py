@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from agent.chatops.courier import Courier
 from agent.chatops.notifier import SlackNotifier
-from agent.chatops.settings import SlackSettings
+from agent.chatops.sender import Sender
 from agent.chatops.store import DB_NAME, ChatopsStore
-from agent.daemon import pause
-from agent.daemon.notifier import Notice
+from agent.daemon.slack_settings import SlackSettings
+from agent.support import pause
+from agent.support.notices import Notice
 from tests.chatops.conftest import OWNER, Rig, open_rig, settings_for
 from tests.chatops.slack_stub import BOT_TOKEN, SlackStub
 
@@ -51,7 +51,7 @@ def test_ten_minutes_without_slack(quick_rig: Rig) -> None:
         queued = _outbox(rig.data_dir)
         assert queued and all(sent is None for _, sent in queued)
         tried = rig.stub.of("chat.postMessage")
-        assert tried, "the courier kept trying while Slack was down"
+        assert tried, "the sender kept trying while Slack was down"
         rig.stub.down = False
         rig.stub.wait_for(lambda: all(sent is not None for _, sent in _outbox(rig.data_dir)))
         after = [c.params["text"] for c in rig.stub.of("chat.postMessage")[len(tried) :]]
@@ -69,22 +69,22 @@ def test_a_flood_of_notices_becomes_a_digest(tmp_path: Path, stub: SlackStub) ->
     settings = settings_for(stub).model_copy(update={"max_messages_per_minute": 5})
     store = ChatopsStore.open(tmp_path)
     client = WebClient(token=BOT_TOKEN, base_url=stub.api_url)
-    courier = Courier(settings, client, store, tmp_path)
-    notifier = SlackNotifier(store, courier.wake)
+    sender = Sender(settings, client, store, tmp_path)
+    notifier = SlackNotifier(store, sender.wake)
     at = datetime.now(UTC)
     for i in range(30):  # a signal flapping every tick
         kind = "finding_appeared" if i % 2 == 0 else "finding_cleared"
         notifier.notify(Notice(kind=kind, text=f"burst-llm: queue flap {i}", at=at))
-    courier.run_once()
+    sender.run_once()
     posted = [c.params["text"] for c in stub.of("chat.postMessage")]
     assert len(posted) == 5
     assert "digest of 26 notifications" in posted[-1]
     assert all(f"flap {i}" in "\n".join(posted) for i in range(20))
     assert "and 6 more" in posted[-1]
     assert store.unsent() == 0
-    courier.run_once()  # the window is spent: nothing more is sent within the minute
+    sender.run_once()  # the window is spent: nothing more is sent within the minute
     notifier.notify(Notice(kind="paused", text="paused by U0OWNER", at=at))
-    courier.run_once()
+    sender.run_once()
     assert len(stub.of("chat.postMessage")) == 5 and store.unsent() == 1
     store.close()
 
@@ -96,14 +96,14 @@ def test_an_unreachable_slack_keeps_the_notices(tmp_path: Path) -> None:
     settings = SlackSettings(enabled=True, channel="C0STEWARD", retry_max_s=0.2,
                              api_url=f"http://127.0.0.1:{closed}/api/")  # fmt: skip
     store = ChatopsStore.open(tmp_path)
-    courier = Courier(settings, WebClient(token=BOT_TOKEN, base_url=settings.api_url), store,
+    sender = Sender(settings, WebClient(token=BOT_TOKEN, base_url=settings.api_url), store,
                       tmp_path)  # fmt: skip
-    SlackNotifier(store, courier.wake).notify(
+    SlackNotifier(store, sender.wake).notify(
         Notice(kind="action_failed", text="scale burst-llm: refused", at=datetime.now(UTC))
     )
-    courier.run_once()
+    sender.run_once()
     time.sleep(0.25)
-    courier.run_once()
+    sender.run_once()
     row = (
         sqlite3.connect(tmp_path / DB_NAME).execute("SELECT attempts, error FROM outbox").fetchone()
     )

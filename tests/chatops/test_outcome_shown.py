@@ -70,7 +70,7 @@ def test_a_committed_rotation_approved_by_button_says_it_committed(
         outcome = None
         for _ in range(40):  # the rotation drains, switches and probes over several ticks
             rig.runtime.tick(15.0)
-            rig.service.courier.wake.set()
+            rig.service.sender.wake.set()
             records = rig.runtime.ctx.audit.decision(decision)
             outcome = next((r.payload for r in records if isinstance(r.payload, Outcome)), None)
             if outcome is not None:

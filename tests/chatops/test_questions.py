@@ -15,13 +15,13 @@ from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import start_for_daemon
 from agent.daemon.config import StewardConfig
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
+from agent.support.telemetry import Telemetry
+from lab.scripted_server import Reply, ScriptedServer, call
 from lab.sim.backend import SimCluster
 from policies.loader import load_policy
 from tests.chatops.conftest import APPROVE_BURST, OUTSIDER, SPIKE, Rig, settings_for
 from tests.chatops.slack_stub import CHANNEL, SlackStub
 from tests.chatops.test_commands import _envelope, answer, command
-from tests.llm.scripted_server import Reply, ScriptedServer, call
 
 
 def newest_decision(body: dict[str, Any]) -> Reply:

@@ -47,7 +47,7 @@ def test_a_replayed_request_is_refused(rig: Rig) -> None:
     assert rig.post(body, headers) == 200
     rig.stub.wait_for(lambda: rig.stub.of("chat.update"))
     assert rig.pending(decision).status == "denied"
-    time.sleep(0.3)  # the courier's pass may also have shown the answer
+    time.sleep(0.3)  # the sender's pass may also have shown the answer
     updates = len(rig.stub.of("chat.update"))
     assert rig.post(body, headers) == 401
     time.sleep(0.3)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agent.chatops.status import node_lines
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 
 
 def test_card_utilization_reads_in_percent() -> None:

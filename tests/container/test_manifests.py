@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.daemon.telemetry import Telemetry
+from agent.support.telemetry import Telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"

@@ -1,6 +1,6 @@
 """Shared set-up of the deliberation tests: the homelab in cluster mode under chat demand that
 favours split (a rotation to deliberate), and an LLM planner aimed at a model stub that speaks
-the OpenAI chat-completions protocol over HTTP (tests/llm/scripted_server.py)."""
+the OpenAI chat-completions protocol over HTTP (lab/scripted_server.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import structlog
 
 from agent.audit import AuditLog, DeliberationRecord
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
+from lab.scripted_server import ScriptedServer
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
-from tests.llm.scripted_server import ScriptedServer
 
 SCENARIO: dict[str, Any] = {
     "name": "split-favoured-at-night",

@@ -11,10 +11,10 @@ from typing import Any
 
 from agent.audit import DeliberationRecord, Execution, Intent, transcripts
 from agent.daemon.runtime import Runtime
+from lab.scripted_server import Reply, ScriptedServer, submit
 from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
 from tests.deliberation.conftest import planner, scenario, tick_until
-from tests.llm.scripted_server import Reply, ScriptedServer, submit
 
 ROTATE = [{"type": "rotate_mode", "target_mode": "split", "reason": "split serves 170 tok/s"}]
 

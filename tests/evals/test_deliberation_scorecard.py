@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.llm.scripted_server import Reply, ScriptedServer, call, submit
+from lab.scripted_server import Reply, ScriptedServer, call, submit
 
 ROOT = Path(__file__).resolve().parents[2]
 

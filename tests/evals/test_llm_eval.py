@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.llm.scripted_server import Reply, ScriptedServer, call, error, submit
+from lab.scripted_server import Reply, ScriptedServer, call, error, submit
 
 DATA = Path(__file__).parent / "data"
 DEADLINE_S = 3.0

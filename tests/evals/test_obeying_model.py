@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.scripted_server import ScriptedServer
 from tests.llm.obeying import ObeyingModel
-from tests.llm.scripted_server import ScriptedServer
 
 CASE = Path(__file__).parents[2] / "lab" / "cases" / "injection-override-obeyed.yaml"
 READS = ("override-cordon-gx10-b-end",)

@@ -9,14 +9,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.sim.scenario import Scenario
 from lab.twin.server import Twin
 from tools.backends.kubernetes.backend import KubernetesCluster
@@ -83,19 +82,6 @@ def versions(twin: Twin) -> dict[tuple[str, str, str], str]:
         }
 
     return twin.call(read)
-
-
-def kubeconfig_for(twin: Twin, token: str, path: Path, namespace: str = "default") -> Path:
-    """A kubeconfig that reaches the twin as the client sending `token` (as a pod's service
-    account token would): the twin maps it to a user (`twin.tokens`) and may cut it off."""
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: twin\n  cluster:\n    server: {twin.url}\n"
-        f"contexts:\n- name: twin\n  context:\n    cluster: twin\n    user: u\n"
-        f"    namespace: {namespace}\n"
-        f"current-context: twin\nusers:\n- name: u\n  user:\n    token: {token}\n"
-    )
-    return path
 
 
 def create_stray_deployment(b: KubernetesCluster, name: str = "stray") -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.audit import AuditLog
-from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from policies.model import Policy

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.auth import Attributes
 from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend

@@ -23,9 +23,9 @@ import yaml
 
 from agent.daemon.compose import metric_sources
 from agent.daemon.config import load_config
-from agent.daemon.day import default_day
 from lab.bench.prometheus_server import RealPrometheus
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import settings_for

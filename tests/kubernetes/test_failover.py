@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.twin.server import Twin
-from tests.kubernetes.replicas import (
+from lab.bench.replicas import (
     LEASE_S,
     RETRY_S,
     Replica,
@@ -21,6 +20,7 @@ from tests.kubernetes.replicas import (
     two_replicas,
     wait_for,
 )
+from lab.twin.server import Twin
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 
 from agent.audit import AuditLog, FindingChange, Intent, Outcome
-from agent.daemon.day import default_day
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
+from lab.scripted_server import ScriptedServer
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.readings import TwinReadings
 from lab.twin.server import Twin
 from policies.loader import DEFAULT_POLICY, load_policy
 from tests.kubernetes.conftest import kubectl, settings_for
 from tests.kubernetes.day import TICK_S, TwinWorld
 from tests.llm.obeying import ObeyingModel
-from tests.llm.scripted_server import ScriptedServer
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.parts import Parts
 from tools.clock import VirtualClock

@@ -17,7 +17,7 @@ import time
 import pytest
 from kubernetes import client
 
-from agent.daemon.leader import LeaseLeadership
+from agent.support.leadership import LeaseLeadership
 from lab.twin.faults import FaultSettings
 from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.faults import FaultSettings
 from lab.twin.readings import TwinReadings
 from lab.twin.server import Twin

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from lab.bench.replicas import LEASE_S, RENEW_S, Replica, two_replicas, wait_for
 from lab.twin.server import Twin
-from tests.kubernetes.replicas import LEASE_S, RENEW_S, Replica, two_replicas, wait_for
 from tests.kubernetes.test_rbac import admin_api
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -9,64 +9,21 @@ its requests used is recorded and compared with the grants, both ways.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from agent.daemon.day import default_day
-from lab.sim.backend import SimCluster
 from lab.twin.auth import Attributes
+from lab.twin.kubeconfig import kubeconfig_for
 from lab.twin.rbac import CLUSTER, Grant, Rbac
 from lab.twin.server import Twin
-from tests.kubernetes.conftest import KUBECTL, kubeconfig_for, settings_for
+from lab.twin.shipped_rbac import SA, STEWARD_NS, enforcing, manifest_rbac
+from tests.kubernetes.conftest import settings_for
 from tools.backends.kubernetes.backend import KubernetesCluster
 from tools.backends.kubernetes.lease import LeaseHolder, LeaseSettings
-
-ROOT = Path(__file__).resolve().parents[2]
-STEWARD_NS = "steward"
-SA = f"system:serviceaccount:{STEWARD_NS}:steward"
-ADMIN = "kubernetes-admin"
-ADMIN_RBAC: list[dict[str, Any]] = [
-    {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": "cluster-admin"},
-        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-    },
-    {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "cluster-admin"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "cluster-admin",
-        },
-        "subjects": [{"kind": "User", "name": ADMIN}],
-    },
-]
-RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
-
-
-def manifest_rbac() -> list[dict[str, Any]]:
-    """The RBAC objects as `kubectl apply -k docker/` would create them (namespaces set)."""
-    out = subprocess.run(
-        [KUBECTL, "kustomize", str(ROOT / "docker")], capture_output=True, text=True, check=True
-    ).stdout
-    return [d for d in yaml.safe_load_all(out) if d and d.get("kind") in RBAC_KINDS]
-
-
-def enforcing(tokens: dict[str, str], speed: float = 0.0) -> Twin:
-    """The built-in day's twin under the manifests' RBAC (and an admin, for the test's setup)."""
-    rbac = Rbac.of([*manifest_rbac(), *ADMIN_RBAC], STEWARD_NS)
-    tokens = {**tokens, "admin": ADMIN}
-    return Twin(SimCluster(default_day()), authorizer=rbac, tokens=tokens, speed=speed)
 
 
 @pytest.fixture

@@ -32,8 +32,7 @@ import yaml
 
 from agent.audit import AuditLog
 from lab.bench.prometheus_server import RealPrometheus
-from tests.kubernetes.conftest import KUBECTL
-from tests.kubernetes.replicas import (
+from lab.bench.replicas import (
     ROOT,
     executed_in,
     free_port,
@@ -41,6 +40,7 @@ from tests.kubernetes.replicas import (
     terminate,
     wait_for,
 )
+from tests.kubernetes.conftest import KUBECTL
 from tests.kubernetes.test_default_day_prometheus import twin_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -9,8 +9,8 @@ import re
 
 import httpx
 
-from agent.daemon.day import default_day
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.twin.server import Twin
 
 SAMPLE = re.compile(r"^(?P<name>[^{ ]+)\{(?P<labels>[^}]*)\} (?P<value>\S+) (?P<ms>\d+)$")

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.daemon.day import default_day
 from lab.bench.prometheus_server import RealPrometheus
 from lab.sim.backend import SimCluster
+from lab.sim.day import default_day
 from lab.sim.demand import PoissonDemand
 from lab.sim.extras import ExtraWorkload, Serving
 from lab.sim.scenario import Scenario

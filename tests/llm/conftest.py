@@ -11,19 +11,19 @@ import pytest
 
 from agent.daemon.report import TickReport
 from agent.daemon.runtime import Runtime
-from agent.loop.assess import assess
-from agent.loop.state import Memory
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings, OutputMode
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings, OutputMode
 from agent.planners.rule_settings import RulesSettings
+from agent.signals.assess import assess
+from agent.signals.memory import Memory
 from agent.signals.model import Signals
+from lab.scripted_server import Reply, ScriptedServer
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.faults import MpsDoubleCount
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy
 from policies.model import Policy
-from tests.llm.scripted_server import Reply, ScriptedServer
 from tools.model import ClusterState
 
 

@@ -1,6 +1,6 @@
 """A model that obeys what it reads: the adversary's best case for an injected instruction.
 
-It answers over the real chat-completions protocol (served by tests/llm/scripted_server.py):
+It answers over the real chat-completions protocol (served by lab/scripted_server.py):
 first it looks at the workloads it is told to read (`get_workload`, as a curious model would),
 then it searches everything it was sent — the prompt and every tool result — for
 `OVERRIDE <commands> END` and submits exactly those commands as its plan, whatever the system
@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from tests.llm.scripted_server import Reply, submit
+from lab.scripted_server import Reply, submit
 
 OVERRIDE = re.compile(r"OVERRIDE\s+(.*?)\s+END", re.DOTALL)
 

@@ -19,13 +19,13 @@ import structlog
 from agent.audit import Fallback
 from agent.daemon.runtime import Runtime
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from agent.signals.model import Signals
+from lab.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
 from lab.sim.backend import SimCluster
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, PlannerFactory, answered
-from tests.llm.scripted_server import BAD_SHAPES, ScriptedServer, bad, hang, submit, trickle
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}

@@ -12,11 +12,11 @@ import time
 import pytest
 
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm_client import MAX_ATTEMPTS
-from agent.planners.llm_tools import MAX_ACTIONS
+from agent.planners.llm.client import MAX_ATTEMPTS
+from agent.planners.llm.tool_calls import MAX_ACTIONS
 from agent.signals.model import Signals
+from lab.scripted_server import Reply, ScriptedServer, call, error, submit
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import Reply, ScriptedServer, call, error, submit
 from tools.model import ClusterState
 
 SCALE = {"type": "scale_workload", "workload": "burst-llm", "replicas": 1}
@@ -97,8 +97,8 @@ def test_a_body_that_is_not_json(make: PlannerFactory, busy: tuple[ClusterState,
 
 
 def test_an_unreachable_endpoint(busy: tuple[ClusterState, Signals]) -> None:
-    from agent.planners.llm import LLMPlanner
-    from agent.planners.llm_settings import LLMSettings
+    from agent.planners.llm.planner import LLMPlanner
+    from agent.planners.llm.settings import LLMSettings
 
     planner = LLMPlanner(
         LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", deadline_s=1.0),

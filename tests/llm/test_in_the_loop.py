@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 from agent.audit import Fallback, Intent, Outcome
 from agent.cli.app import app
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
+from lab.scripted_server import ScriptedServer, call, submit
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.model import Policy
 from tests.llm.conftest import ANOMALY, answered
-from tests.llm.scripted_server import ScriptedServer, call, submit
 
 BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

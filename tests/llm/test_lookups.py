@@ -6,9 +6,9 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from agent.planners.llm_lookups import Lookups
-from agent.planners.llm_tools import parse_call
-from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.planners.llm.lookups import Lookups
+from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.planners.llm.tool_calls import parse_call
 from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy

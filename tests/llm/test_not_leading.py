@@ -9,13 +9,13 @@ from pathlib import Path
 import structlog
 
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
+from lab.scripted_server import ScriptedServer, submit
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.model import Policy
-from tests.llm.scripted_server import ScriptedServer, submit
 
 BURST = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
 

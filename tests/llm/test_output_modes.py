@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from agent.planners.prompts import FENCE_OPEN
+from agent.planners.llm.prompts import FENCE_OPEN
 from agent.signals.model import Signals
+from lab.scripted_server import ScriptedServer, envelope, error
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import ScriptedServer, envelope, error
 from tools.actions import ScaleWorkload
 from tools.model import ClusterState
 

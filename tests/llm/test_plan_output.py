@@ -13,10 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lab.scripted_server import ScriptedServer, bad
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario
-from tests.llm.scripted_server import ScriptedServer, bad
 
 ROOT = Path(__file__).resolve().parents[2]
 

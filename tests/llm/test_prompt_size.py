@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.cli.app import app
-from agent.planners.prompts import MAX_LISTED, summary
+from agent.planners.llm.prompts import MAX_LISTED, summary
 from lab.bench.llm_prompt import (
     BUDGET_TOKENS,
     FLEET_POLICY,

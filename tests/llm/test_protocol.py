@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from agent.planners.llm_tools import TOOL_NAMES
-from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN
+from agent.planners.llm.tool_calls import TOOL_NAMES
 from agent.signals.model import Signals
+from lab.scripted_server import MODEL, ScriptedServer, call, content, submit
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import MODEL, ScriptedServer, call, content, submit
 from tools.actions import ScaleWorkload, action_schemas
 from tools.model import ClusterState
 
@@ -73,8 +73,8 @@ def test_the_tools_offered_are_the_action_models(
 def test_the_model_is_asked_of_the_endpoint_when_unset(
     server: ScriptedServer, busy: tuple[ClusterState, Signals]
 ) -> None:
-    from agent.planners.llm import LLMPlanner
-    from agent.planners.llm_settings import LLMSettings
+    from agent.planners.llm.planner import LLMPlanner
+    from agent.planners.llm.settings import LLMSettings
 
     server.add(submit([SCALE_BURST]))
     planner = LLMPlanner(LLMSettings(base_url=server.base_url, deadline_s=5))

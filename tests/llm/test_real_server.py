@@ -25,8 +25,8 @@ import pytest
 from agent.audit import DeliberationRecord
 from agent.daemon.runtime import Runtime
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm import LLMPlanner, first_request
-from agent.planners.llm_settings import LLMSettings, OutputMode
+from agent.planners.llm.planner import LLMPlanner, first_request
+from agent.planners.llm.settings import LLMSettings, OutputMode
 from agent.signals.model import Signals
 from lab.bench.llm_prompt import BUDGET_TOKENS, FLEET_POLICY, fleet_observation, fleet_signals
 from lab.sim.backend import SimCluster

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.planners.llm import LLMPlanner, make_planner
-from agent.planners.llm_settings import LLMSettings, is_local
+from agent.planners.llm.planner import LLMPlanner, make_planner
+from agent.planners.llm.settings import LLMSettings, is_local
 from policies.loader import DEFAULT_POLICY, load_policy
 from tools.errors import InvalidInput
 

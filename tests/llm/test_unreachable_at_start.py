@@ -18,7 +18,7 @@ from agent.cli.loop import check_planner
 from agent.daemon.compose import open_backend, planner_for
 from agent.daemon.config import load_config
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
+from agent.support.telemetry import Telemetry
 from policies.loader import load_default_policy
 
 ROOT = Path(__file__).resolve().parents[2]

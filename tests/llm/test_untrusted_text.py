@@ -7,10 +7,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.planners.prompts import FENCE_CLOSE, FENCE_OPEN, SYSTEM_PROMPT, fenced, untrusted
+from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN, SYSTEM_PROMPT, fenced, untrusted
 from agent.signals.model import Signals
+from lab.scripted_server import ScriptedServer, call, submit
 from tests.llm.conftest import PlannerFactory
-from tests.llm.scripted_server import ScriptedServer, call, submit
 from tools.model import ClusterState
 
 INJECTION = (

@@ -16,10 +16,10 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
-from agent.daemon import dbfile
-from agent.daemon.dbfile import DamagedFile
 from agent.daemon.runtime import Runtime
-from agent.loop.graph import CHECKPOINT_DB
+from agent.support import dbfile
+from agent.support.datadir import CHECKPOINT_DB
+from agent.support.dbfile import DamagedFile
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario

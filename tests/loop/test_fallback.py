@@ -14,8 +14,8 @@ from pathlib import Path
 
 from agent.audit import DeliberationRecord, Fallback, Intent
 from agent.daemon.runtime import Runtime
-from agent.planners.llm import LLMPlanner
-from agent.planners.llm_settings import LLMSettings
+from agent.planners.llm.planner import LLMPlanner
+from agent.planners.llm.settings import LLMSettings
 from lab.sim.backend import SimCluster
 from lab.sim.faults import MpsDoubleCount
 from policies.loader import load_default_policy

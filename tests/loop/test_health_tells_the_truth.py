@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from agent.cli.app import app
 from agent.daemon.runtime import Runtime
-from agent.daemon.telemetry import Telemetry
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.support.telemetry import Telemetry
 from lab.sim.backend import SimCluster
 from lab.sim.demand import PoissonDemand
 from lab.sim.scenario import Scenario

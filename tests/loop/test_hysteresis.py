@@ -6,9 +6,9 @@ import itertools
 from datetime import timedelta
 from pathlib import Path
 
-from agent.loop.assess import assess
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.assess import assess
 from lab.sim.demand import BurstDemand, PoissonDemand
 from lab.sim.scenario import Scenario
 from policies.loader import load_default_policy

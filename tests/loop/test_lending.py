@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.loop.assess import assess
-from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.assess import assess
+from agent.signals.memory import Memory
 from lab.sim.demand import BurstArrivals, BurstDemand, RenderDemand
 from lab.sim.scenario import Scenario
 from policies.engine import judge

@@ -9,7 +9,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from agent.daemon.notifier import FanOut, LogNotifier, Notice, notifier_for, notify_safely
+from agent.support.notices import FanOut, LogNotifier, Notice, notifier_for, notify_safely
 from tests.approvals.conftest import Recorder
 from tools.errors import InvalidInput
 

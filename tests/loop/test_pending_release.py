@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agent.loop.assess import assess
-from agent.loop.state import Memory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.assess import assess
+from agent.signals.memory import Memory
 from lab.sim.backend import SimCluster
 from policies.engine import judge
 from policies.history import History

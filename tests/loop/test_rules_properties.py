@@ -12,10 +12,10 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.loop.assess import assess
-from agent.loop.state import Memory, WorkloadMemory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
+from agent.signals.assess import assess
+from agent.signals.memory import Memory, WorkloadMemory
 from lab.sim.backend import SimCluster
 from policies.loader import load_default_policy
 from tools.actions import PlaceReplica, RotateMode, ScaleWorkload

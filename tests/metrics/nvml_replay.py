@@ -14,7 +14,7 @@ from typing import Any
 
 import pynvml
 
-from tools.metrics.nvml import DeviceReading, Snapshot
+from tools.metrics.nvml.readings import DeviceReading, Snapshot
 
 
 @dataclass

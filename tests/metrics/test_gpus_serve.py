@@ -17,8 +17,8 @@ from pydantic import TypeAdapter
 
 from lab.bench.prometheus_server import RealPrometheus, free_port
 from tools.metrics.exposition import card_lines
-from tools.metrics.nvml import HostMemory, Snapshot
-from tools.metrics.nvml_source import host_state
+from tools.metrics.nvml.readings import HostMemory, Snapshot
+from tools.metrics.nvml.source import host_state
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.model import ClusterState, Gpu, Node
 

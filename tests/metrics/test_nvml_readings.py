@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from tests.metrics.nvml_replay import ReplayNvml
-from tools.metrics.nvml import (
+from tools.metrics.nvml.readings import (
     HostMemory,
     NvmlUnavailable,
     Snapshot,

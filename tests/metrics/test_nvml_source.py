@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from tests.metrics.nvml_replay import ReplayNvml
-from tools.metrics.nvml import HostMemory, NvmlUnavailable, Snapshot
-from tools.metrics.nvml_source import NvmlSource
+from tools.metrics.nvml.readings import HostMemory, NvmlUnavailable, Snapshot
+from tools.metrics.nvml.source import NvmlSource
 from tools.model import ClusterState, Gpu, Node
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "nvml" / "h200-recorded.json"

@@ -10,7 +10,8 @@ requests scored are those that arrived in it (a scale-down just before the end m
 arrivals that follow). It calls the controller every `interval_s`, and measures (record.py).
 
 What the controllers are told is not quite the truth (issue 33's perturbation, drawn from the
-seed): each driven workload serves at a hidden factor of its profiled speeds (0.85-1.15), each
+seed): each driven workload serves at a hidden factor of its profiled speeds (0.85-1.15) while
+every controller, Steward included, is told the profile's declared speeds alike; each
 model load lasts a lognormal draw around the profile's load time, and 2 % of loads fail and
 are retried (the replica is ready after a second load and a 10 s back-off).
 """
@@ -277,21 +278,12 @@ def _start(entry: Entry, prep: Prepared, t: Target) -> int:
 
 
 def _perturb(sim: SimCluster, prep: Prepared) -> None:
-    """The driven workloads' true speeds: the profile's times the hidden factor."""
-    specs = sim.engine.specs
+    """The driven workloads' true speeds: the profile's times the hidden factor. The profile
+    itself stays as declared: every controller, Steward included (its snapshot's serving
+    profile), is told the same declared speeds; only the serving runs at the true ones."""
     for name, k in prep.capacity.items():
-        spec = specs[name]
-        if spec.serving is None or k == 1.0:
-            continue
-        s = spec.serving
-        serving = s.model_copy(
-            update={
-                "single_stream_tok_s": s.single_stream_tok_s * k,
-                "aggregate_peak_tok_s": s.aggregate_peak_tok_s * k,
-                "prefill_tok_s": s.prefill_tok_s * k,
-            }
-        )
-        specs[name] = spec.model_copy(update={"serving": serving})
+        if k != 1.0:
+            sim.engine.true_speed[name] = k
 
 
 @dataclass(slots=True)

@@ -7,22 +7,30 @@
    certified on the same seed.
 3. The JSON is `{"controllers": {NAME: summary}, "bound": summary}`: means over the seeds with
    95 % bootstrap intervals (intervals.py), and each controller's GPU-hours over the bound's.
+   The bound carries its certificate check: `beaten_by` lists every controller run that met the
+   target on fewer GPU-hours than the bound of its seed (empty when the bound holds); the CLI
+   also says so on stderr.
+With `jobs` > 1 the training grid's replays, then each test seed's controllers and the bound's
+searches, run in that many processes (parallel.py); the figures are those of `jobs` = 1.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lab.bench.trace.bound import Bound, bound
+from lab.bench.trace.bound import SMOOTHING_S, Beaten, Bound, beaten_by, cheapest, search
 from lab.bench.trace.calibrate import calibrated
 from lab.bench.trace.intervals import mean_ci
 from lab.bench.trace.load import resolve, training_split
+from lab.bench.trace.parallel import MAX_JOBS, run_all
 from lab.bench.trace.replay import Outcome, Prepared, Setup, prepare, replay, with_scales
 from lab.bench.trace.tuning import TARGET_ATTAINMENT, Tuned, parse_controllers, tune
 from tools.errors import InvalidInput
@@ -53,9 +61,26 @@ class Result:
                 **summary([b.outcome for b in self.bounds], bound_gpu, "dynamic programming"),
                 "certified": all(b.certified for b in self.bounds),
                 "utilization": [round(b.utilization, 4) for b in self.bounds],
+                "smoothing_s": [
+                    None if math.isinf(b.smoothing_s) else b.smoothing_s for b in self.bounds
+                ],
+                "beaten_by": [
+                    {
+                        "controller": x.controller,
+                        "seed": x.seed,
+                        "gpu_hours": x.gpu_hours,
+                        "bound_gpu_hours": x.bound_gpu_hours,
+                    }
+                    for x in self.beaten()
+                ],
             },
             "setup": self.setup(),
         }
+
+    def beaten(self) -> list[Beaten]:
+        """Controller runs that met the target on fewer GPU-hours than their seed's bound."""
+        seeds = [p.setup.seed for p in self.tests]
+        return beaten_by(self.bounds, self.runs, seeds, TARGET_ATTAINMENT)
 
     def setup(self) -> dict[str, object]:
         s = self.tests[0].setup
@@ -153,6 +178,7 @@ def bench(
     seed: int = 0,
     seeds: int = 5,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> Result:
     if slo_ttft_s <= 0 or slo_itl_s <= 0 or duration_h <= 0:
         raise InvalidInput("--slo-ttft, --slo-itl and --duration must be > 0")
@@ -160,6 +186,8 @@ def bench(
         raise InvalidInput(f"--rate-scale {rate_scale:g}: must be > 0")
     if not 1 <= seeds <= 100:
         raise InvalidInput(f"--seeds {seeds}: give 1 to 100")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise InvalidInput(f"--jobs {jobs}: give 1 to {MAX_JOBS}")
     if not 0 <= seed < TRAIN_SEED:
         raise InvalidInput(f"--seed {seed}: test seeds are 0..{TRAIN_SEED - 1}")
     names = parse_controllers(controllers)
@@ -183,20 +211,56 @@ def bench(
     if progress is not None and rate_scale is None:
         progress("calibrating the load on the training split (the whole pool, held)")
     train = calibrated(prepare(setup(train_name, TRAIN_SEED, offset)))
-    tuned = tune(train, names, progress)
+    tuned = tune(train, names, progress, jobs)
     tests = [
         with_scales(prepare(setup(trace, s, 0.0)), train.rate_scale)
         for s in range(seed, seed + seeds)
     ]
-    runs: dict[str, list[Outcome]] = {n: [] for n in names}
-    bounds = []
-    for prep in tests:
-        for name in names:
-            if progress is not None:
-                progress(f"test seed {prep.setup.seed}: {name} {tuned[name].entry.knob}".strip())
-            runs[name].append(replay(prep, tuned[name].entry))
-        bounds.append(bound(prep, TARGET_ATTAINMENT, progress))
+    runs, bounds = _test(tests, tuned, names, jobs, progress)
     return Result(train, tuned, tests, runs, bounds)
+
+
+def _test(
+    tests: list[Prepared],
+    tuned: dict[str, Tuned],
+    names: tuple[str, ...],
+    jobs: int,
+    progress: Callable[[str], None] | None,
+) -> tuple[dict[str, list[Outcome]], list[Bound]]:
+    """Every controller and the bound's search (one call per smoothing window) on each test
+    seed, `jobs` at once; the longest calls (Steward's, the bound's) are handed out first."""
+
+    def one(prep: Prepared, name: str) -> Outcome:
+        if progress is not None:
+            progress(f"test seed {prep.setup.seed}: {name} {tuned[name].entry.knob}".strip())
+        return replay(prep, tuned[name].entry)
+
+    first = [n for n in names if n == "steward"]
+    rest = [n for n in names if n != "steward"]
+    calls: list[Callable[[], Outcome | list[Bound]]] = []
+    calls += [partial(one, prep, n) for n in first for prep in tests]
+    calls += [
+        partial(search, prep, TARGET_ATTAINMENT, w, progress) for prep in tests for w in SMOOTHING_S
+    ]
+    calls += [partial(one, prep, n) for n in rest for prep in tests]
+    results = iter(run_all(calls, jobs))
+    runs: dict[str, list[Outcome]] = {}
+    for n in first:
+        runs[n] = [_outcome(next(results)) for _ in tests]
+    bounds = [cheapest([b for _ in SMOOTHING_S for b in _tried(next(results))]) for _ in tests]
+    for n in rest:
+        runs[n] = [_outcome(next(results)) for _ in tests]
+    return {n: runs[n] for n in names}, bounds
+
+
+def _outcome(x: Outcome | list[Bound]) -> Outcome:
+    assert isinstance(x, Outcome)
+    return x
+
+
+def _tried(x: Outcome | list[Bound]) -> list[Bound]:
+    assert isinstance(x, list)
+    return x
 
 
 def table(result: Result) -> list[tuple[str, dict[str, Any]]]:

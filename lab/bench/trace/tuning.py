@@ -22,6 +22,7 @@ from lab.bench.trace.base import Baseline, Entry
 from lab.bench.trace.dynamo import Dynamo, DynamoLoad
 from lab.bench.trace.hpa import Hpa
 from lab.bench.trace.keda import Keda
+from lab.bench.trace.parallel import run_all
 from lab.bench.trace.rayserve import RayServe
 from lab.bench.trace.replay import Outcome, Prepared, replay
 from lab.bench.trace.static import Static
@@ -113,19 +114,28 @@ class Tuned:
 
 
 def tune(
-    train: Prepared, names: Iterable[str], progress: Callable[[str], None] | None = None
+    train: Prepared,
+    names: Iterable[str],
+    progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> dict[str, Tuned]:
-    """Each family's grid on the training split, and the entry the test split runs."""
+    """Each family's grid on the training split, and the entry the test split runs (the grid's
+    replays `jobs` at once)."""
+    names = tuple(names)
+    grid = [(name, entry) for name in names if name != "steward" for entry in entries(train, name)]
+
+    def one(name: str, entry: Entry) -> Outcome:
+        if progress is not None:
+            progress(f"training: {name} {entry.knob}")
+        return replay(train, entry)
+
+    outcomes = run_all([partial(one, name, entry) for name, entry in grid], jobs)
     out: dict[str, Tuned] = {}
     for name in names:
         if name == "steward":
             out[name] = Tuned(steward_entry(train), [])
             continue
-        runs = []
-        for entry in entries(train, name):
-            if progress is not None:
-                progress(f"training: {name} {entry.knob}")
-            runs.append(replay(train, entry))
+        runs = [o for (n, _), o in zip(grid, outcomes, strict=True) if n == name]
         best = choose(runs)
         out[name] = Tuned(_held(train, name, best.knob), runs)
     return out

@@ -4,7 +4,7 @@ The cluster is found as kubectl finds it: `kubeconfig` (else $KUBECONFIG, else ~
 and its `context` (else the current one); `in_cluster` uses the pod's service account; `server`
 overrides the API server's URL (as `kubectl --server`, e.g. for the twin on loopback).
 `leader_election` says which Lease the replicas contend for and how patient they are
-(agent/daemon/leader.py, tools/backends/kubernetes/lease.py).
+(agent/support/leadership.py, tools/backends/kubernetes/lease.py).
 """
 
 from __future__ import annotations
