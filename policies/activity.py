@@ -32,6 +32,8 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when the readings cannot tell (see the module docstring)."""
     limits = policy.activity
     threshold = limits.busy_utilization_percent
+    by_node: dict[str, Cards] = {}
+    """Each node's cards, read once in this call: a node holds many replicas."""
     seen = False
     unknown = False
     # Once the answer is unknown: the nodes with a busy card, the only ones that can change it.
@@ -58,10 +60,13 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
             for node_name in replica.nodes:
                 if busy_nodes is not None and node_name not in busy_nodes:
                     continue  # the answer is None now unless a card is busy: none is here
-                node = state.node(node_name)
-                if node is None:
-                    continue
-                fresh, busy, unread_cards = _cards(node, threshold)
+                cards_here = by_node.get(node_name)
+                if cards_here is None:
+                    node = state.node(node_name)
+                    if node is None:
+                        continue
+                    cards_here = by_node[node_name] = _cards(node, threshold)
+                fresh, busy, unread_cards = cards_here
                 if busy and not busy.isdisjoint(cards):
                     return True
                 if not seen and not fresh.isdisjoint(cards):
@@ -82,6 +87,8 @@ def unread(
     count = 0
     named: list[str] = []
     oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
+    by_node: dict[str, CardReadings] = {}
+    """Each node's card readings, read once in this call: a node holds many replicas."""
 
     def note(what: str, metric: Metric) -> None:
         nonlocal count
@@ -105,10 +112,13 @@ def unread(
             if not cards:
                 continue
             for node_name in replica.nodes:
-                here = state.node(node_name)
-                if here is None:
-                    continue
-                unseen, fresh_at, fresh_since = node_card_readings(here)
+                found = by_node.get(node_name)
+                if found is None:
+                    here = state.node(node_name)
+                    if here is None:
+                        continue
+                    found = by_node[node_name] = node_card_readings(here)
+                unseen, fresh_at, fresh_since = found
                 if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
                     continue  # every card of the replica here reads fresh, and young enough
                 if len(named) >= limit and unseen.issuperset(cards):
