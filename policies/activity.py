@@ -9,20 +9,18 @@ counts as idle, so no pool is taken to zero on readings nobody can trust (a rend
 cards went unread is not idle because nothing waits behind it). Render and batch workloads
 have no request queue: a missing one is normal for them; a stale one is not.
 
-Both passes run every tick over every replica of a fleet (3,300 on 1,000 nodes), so what they
-read of a node is derived once per version of it and tabled once per observation, and they stop
-looking where the answer can no longer change (a pool already unknown is busy only through a
-busy card; a replica whose cards all read fresh has nothing to name).
+Both passes run every tick over every replica of a fleet, so they read only the nodes the
+pool's replicas run on, and stop looking where the answer can no longer change (a pool already
+unknown is busy only through a busy card; a replica whose cards all read fresh has nothing to
+name).
 """
 
 from __future__ import annotations
 
 import math
-from typing import cast
 
 from policies.model import Policy
 from tools.model import ClusterState, Metric, Node, Workload
-from tools.node_table import NodeTable
 
 QUEUELESS_KINDS = frozenset({"render", "batch"})
 """Kinds whose replicas work through jobs, not a request queue (a missing queue is normal)."""
@@ -34,7 +32,8 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
     """True busy, False idle, None when the readings cannot tell (see the module docstring)."""
     limits = policy.activity
     threshold = limits.busy_utilization_percent
-    by_node = _readings(threshold)(state)
+    by_node: dict[str, Cards] = {}
+    """Each node's cards, read once in this call: a node holds many replicas."""
     seen = False
     unknown = False
     # Once the answer is unknown: the nodes with a busy card, the only ones that can change it.
@@ -63,7 +62,10 @@ def pool_busy(state: ClusterState, pool: str, policy: Policy) -> bool | None:
                     continue  # the answer is None now unless a card is busy: none is here
                 cards_here = by_node.get(node_name)
                 if cards_here is None:
-                    continue
+                    node = state.node(node_name)
+                    if node is None:
+                        continue
+                    cards_here = by_node[node_name] = _cards(node, threshold)
                 fresh, busy, unread_cards = cards_here
                 if busy and not busy.isdisjoint(cards):
                     return True
@@ -85,7 +87,8 @@ def unread(
     count = 0
     named: list[str] = []
     oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
-    by_node = card_readings(state)
+    by_node: dict[str, CardReadings] = {}
+    """Each node's card readings, read once in this call: a node holds many replicas."""
 
     def note(what: str, metric: Metric) -> None:
         nonlocal count
@@ -111,7 +114,10 @@ def unread(
             for node_name in replica.nodes:
                 found = by_node.get(node_name)
                 if found is None:
-                    continue
+                    here = state.node(node_name)
+                    if here is None:
+                        continue
+                    found = by_node[node_name] = node_card_readings(here)
                 unseen, fresh_at, fresh_since = found
                 if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
                     continue  # every card of the replica here reads fresh, and young enough
@@ -146,25 +152,12 @@ Cards = tuple[frozenset[str], frozenset[str], frozenset[str]]
 cards whose utilization is stale or missing."""
 
 
-def _readings(threshold: float) -> NodeTable[Cards]:
-    """Per node, which cards read fresh, which busy and which not at all: derived once per
-    version of the node (between two scrapes a node keeps its version, so a 1,000-node fleet
-    reads only the nodes scraped since, however the observation was built), one table per
-    threshold."""
-    found = _by_threshold.get(threshold)
-    if found is None:
-
-        def cards(node: Node) -> Cards:
-            fresh = [g for g in node.gpus if g.utilization.usable]
-            busy = (g.uuid for g in fresh if (g.utilization.value or 0.0) > threshold)
-            unread_cards = (g.uuid for g in node.gpus if not g.utilization.usable)
-            return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
-
-        found = _by_threshold[threshold] = NodeTable(cards, readings=True)
-    return found
-
-
-_by_threshold: dict[float, NodeTable[Cards]] = {}
+def _cards(node: Node, threshold: float) -> Cards:
+    """Which of the node's cards read fresh, which busy (above `threshold`), which not at all."""
+    fresh = [g for g in node.gpus if g.utilization.usable]
+    busy = (g.uuid for g in fresh if (g.utilization.value or 0.0) > threshold)
+    unread_cards = (g.uuid for g in node.gpus if not g.utilization.usable)
+    return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
 
 CardReadings = tuple[frozenset[str], dict[str, float], float]
@@ -172,7 +165,10 @@ CardReadings = tuple[frozenset[str], dict[str, float], float]
 fresh one, and the oldest of those times (infinity when none is fresh)."""
 
 
-def _derive_card_readings(node: Node) -> CardReadings:
+def node_card_readings(node: Node) -> CardReadings:
+    """The node's card readings: for naming the readings that hold a pool (a replica's cards
+    are checked a set at a time, one card at a time only where one is unread), and for the
+    loop's stale-metrics finding."""
     unseen = frozenset(g.uuid for g in node.gpus if not g.utilization.usable)
     fresh_at: dict[str, float] = {}
     for g in node.gpus:
@@ -183,18 +179,11 @@ def _derive_card_readings(node: Node) -> CardReadings:
     return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
 
 
-card_readings: NodeTable[CardReadings] = NodeTable(_derive_card_readings, readings=True)
-"""Every node's card readings by name, derived once per version of the node: for naming the
-readings that hold a pool (a replica's cards are then checked a set at a time, and one card at a
-time only where one is unread), and for the loop's stale-metrics finding."""
-
-
 def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:
-    """The nodes with a card above `threshold`, once per observation: once a pool's answer is
-    unknown, only those can change it."""
-    key = ("policies.activity", "busy", threshold)
-    found = state.derived.get(key)
-    if found is None:
-        cards = _readings(threshold)(state)
-        found = state.derived[key] = frozenset(n for n, (_, busy, _) in cards.items() if busy)
-    return cast(frozenset[str], found)
+    """The nodes with a card above `threshold`: once a pool's answer is unknown, only those can
+    change it."""
+    return frozenset(
+        node.name
+        for node in state.nodes
+        if any(g.utilization.usable and (g.utilization.value or 0.0) > threshold for g in node.gpus)
+    )

@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from tools.actions import Action
-from tools.bases import Versioned
 from tools.effects import effect
 from tools.model import ActiveMode, ClusterState, Node
 
@@ -74,9 +73,6 @@ def _nodes(state: ClusterState, node: Node) -> ClusterState:
 
 
 def _new(model: M, **update: Any) -> M:
-    """A validated copy with fields replaced (not model_copy, which keeps cached indexes); a
-    changed node or workload is of unknown version: its producer's no longer names it."""
+    """A validated copy with fields replaced (not model_copy, which keeps cached indexes)."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
-    if isinstance(model, Versioned) and "version" not in update:
-        update["version"] = ""
     return type(model).model_validate({**fields, **update})

@@ -46,7 +46,6 @@ from policies.rules.ledger import Denial, Ledger, effect_of
 from tools.actions import Action, DrainNode, NoOp, Plan, RotateMode, ScaleWorkload
 from tools.effects import Effect, action_key
 from tools.model import ClusterState
-from tools.trusted import trusted
 
 __all__ = ["RULE_IDS", "Decision", "Finding", "Judgement", "Verdict", "judge"]
 
@@ -346,18 +345,15 @@ def _verdict(  # noqa: PLR0917 - one call shape, internal
     retry_at: datetime | None = None,
 ) -> Verdict:
     # Every value is made here, of its declared type: nothing for validation to check.
-    return trusted(
-        Verdict,
-        {
-            "index": index,
-            "action": action,
-            "decision": decision,
-            "rule_ids": rule_ids,
-            "message": message,
-            "allowed_instead": instead,
-            "approvers": approvers,
-            "retry_at": retry_at,
-        },
+    return Verdict.model_construct(
+        index=index,
+        action=action,
+        decision=decision,
+        rule_ids=rule_ids,
+        message=message,
+        allowed_instead=instead,
+        approvers=approvers,
+        retry_at=retry_at,
     )
 
 

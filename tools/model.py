@@ -3,9 +3,7 @@
 A `ClusterState` is one observation: nodes and their cards, workloads and their queues, the
 serving modes and which one is active, and the links between nodes. It is immutable; the next
 observation is a new object. Every measured value is a `Metric` that carries its freshness, so a
-stale or missing reading is visible as such and never stands in for a real one. Nodes and
-workloads carry their producer's `version`, so that what is derived from one is reused for as
-long as it does not change — across observations, also when each is parsed afresh.
+stale or missing reading is visible as such and never stands in for a real one.
 
 Everything else — the policy engine, placement, the planners, the audit log and the LLM prompt —
 reads this one model.
@@ -17,14 +15,13 @@ import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, Self
+from typing import Any, Literal, NamedTuple, Self
 
 from pydantic import Field
 
 from tools import metric as reading
-from tools.bases import Frozen, Versioned
-from tools.derived import NodeFacts, NodeIndex, content_digest, node_digest, workload_digest
-from tools.node_table import NodeTable
+from tools.bases import Frozen
+from tools.labels import matches
 
 Metric = reading.Metric
 MetricStatus = reading.MetricStatus
@@ -85,7 +82,7 @@ class SchedulerView(Frozen):
     gpu_allocated: int = Field(ge=0)
 
 
-class Node(Versioned):
+class Node(Frozen):
     name: str
     labels: dict[str, str] = {}
     taints: tuple[Taint, ...] = ()
@@ -102,15 +99,6 @@ class Node(Versioned):
     """GB10-style: CPU and GPU share one memory; GPU memory figures come from the host."""
     gpus: tuple[Gpu, ...] = ()
     scheduler: SchedulerView | None = None
-    version: str = ""
-    """Changes whenever anything above does (see `Versioned`): a fresh `new_version()` each
-    time a producer rebuilds the node — the simulator on a change, the Kubernetes backend when
-    what the node reads (its object but for heartbeats, its ResourceSlice, its pods'
-    resourceVersions) changed. A metric source that merges readings into the node keeps it and
-    sets `readings_version`."""
-    readings_version: str = ""
-    """The version of the card readings a metric source merged into the node (a fresh one each
-    merge); "" when the readings are the producer's own, which `version` covers."""
 
     @property
     def schedulable(self) -> bool:
@@ -145,7 +133,7 @@ class ServingProfile(Frozen):
     """From placement to ready (model load, graph capture), as profiled."""
 
 
-class Workload(Versioned):
+class Workload(Frozen):
     name: str
     kind: WorkloadKind
     pool: str
@@ -186,10 +174,6 @@ class Workload(Versioned):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     """Free text from the cluster. Untrusted: never read as instructions."""
-    version: str = ""
-    """Changes whenever anything above does, as `Node.version`."""
-    readings_version: str = ""
-    """As `Node.readings_version`: the version of the serving readings a metric source merged."""
 
     @property
     def cards(self) -> int:
@@ -260,16 +244,12 @@ class ClusterState(Frozen):
     links: tuple[Link, ...] = ()
 
     @cached_property
-    def _nodes(self) -> NodeIndex:
-        """The nodes by name, with their facts: the one pass over them an observation needs
-        (on a freshly parsed one every node is new to the processor's caches, and touching each
-        once costs more than what is then read of it)."""
-        return NodeIndex(self.nodes)
+    def _nodes_by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}
 
-    @property
-    def node_index(self) -> NodeIndex:
-        """The nodes by name, with their names and versions in order (tools.derived)."""
-        return self._nodes
+    @cached_property
+    def _facts(self) -> dict[str, NodeFacts]:
+        return {n.name: node_facts(n) for n in self.nodes}
 
     @cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
@@ -280,10 +260,6 @@ class ClusterState(Frozen):
         return {p.name: p for p in self.pools}
 
     @cached_property
-    def _pool_nodes(self) -> dict[str, frozenset[str]]:
-        return {}
-
-    @cached_property
     def _workloads_by_pool(self) -> dict[str, list[Workload]]:
         by_pool: dict[str, list[Workload]] = {}
         for w in self.workloads:
@@ -291,41 +267,29 @@ class ClusterState(Frozen):
         return by_pool
 
     def nodes_with_model(self, model: str) -> frozenset[str]:
-        """The nodes carrying a card of this model, worked out once per observation (each
-        node's models once per version of it)."""
-        return self._nodes.with_model(model)
-
-    @cached_property
-    def derived(self) -> dict[object, Any]:
-        """What other modules work out from this whole observation, under keys of their own
-        (tools.placement.statecache): once per observation, kept with it, never copied."""
-        return {}
+        """The nodes carrying a card of this model."""
+        return frozenset(name for name, f in self._facts.items() if model in f.models)
 
     def pool_nodes(self, pool: str) -> frozenset[str]:
-        """The nodes a pool's node selector matches (every node when it has none), worked out
-        once per observation."""
-        found = self._pool_nodes.get(pool)
-        if found is None:
-            spec = self.pool(pool)
-            found = self._pool_nodes[pool] = self._nodes.matching(
-                spec.node_selector if spec else {}
-            )
-        return found
+        """The nodes a pool's node selector matches (every node when it has none)."""
+        spec = self.pool(pool)
+        selector = spec.node_selector if spec else {}
+        return frozenset(name for name, f in self._facts.items() if matches(f.labels, selector))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""
         copy = super().model_copy(update=update, deep=deep)
-        for index in (*_INDEXES, "derived"):
+        for index in _INDEXES:
             copy.__dict__.pop(index, None)
         return copy
 
     def node(self, name: str) -> Node | None:
-        return self._nodes.by_name.get(name)
+        return self._nodes_by_name.get(name)
 
     def node_facts(self, name: str) -> NodeFacts | None:
-        """What is read of the node on every judgement (tools.derived.NodeFacts), or None if
-        there is no such node."""
-        return self._nodes.facts.get(name)
+        """What is read of the node on every judgement (`NodeFacts`), or None if there is no
+        such node."""
+        return self._facts.get(name)
 
     def workload(self, name: str) -> Workload | None:
         return self._workloads_by_name.get(name)
@@ -356,33 +320,51 @@ class ClusterState(Frozen):
 
     def digest(self) -> str:
         """A SHA-256 of this observation's content, for the audit log: of the canonical JSON of
-        all but its nodes and workloads, then of each node's and workload's own SHA-256
-        (tools.derived.content_digest, once per version of it: at 1,000 nodes the whole JSON
-        costs ~95 ms, every tick that acts). The producers' versions are left out."""
+        all but its nodes and workloads, then of each node's and workload's own SHA-256."""
         found = hashlib.sha256(self.model_dump_json(exclude=set(_PARTS)).encode())
         found.update(f"|{len(self.nodes)}|{len(self.workloads)}|".encode())
-        digests = node_digests(self)
-        if len(digests) == len(self.nodes):
-            found.update(b"".join(digests.values()))  # in the nodes' order, as below
-        else:  # a name twice: every node hashed, as the table holds one per name
-            for node in self.nodes:
-                found.update(node_digest(node))
-        for workload in self.workloads:
-            found.update(workload_digest(workload))
+        for part in (*self.nodes, *self.workloads):
+            found.update(hashlib.sha256(part.model_dump_json().encode()).digest())
         return found.hexdigest()
 
 
 _INDEXES = (
-    "_nodes",
+    "_nodes_by_name",
+    "_facts",
     "_workloads_by_name",
     "_workloads_by_pool",
     "_pool_cards",
     "_pools_by_name",
-    "_pool_nodes",
 )
 _PARTS = frozenset({"nodes", "workloads"})
 """What `digest` hashes one object at a time."""
 
 
-node_digests: NodeTable[bytes] = NodeTable(content_digest, readings=True)
-"""Every node's content digest by name, stepped across observations (tools.node_table)."""
+class NodeFacts(NamedTuple):
+    """What is read of a node on every judgement (policy rules, placement, the planners)."""
+
+    ready: bool
+    schedulable: bool
+    """Takes work as observed: ready, not cordoned, no NoSchedule/NoExecute taint."""
+    serviceable: bool
+    """Takes work, or would once uncordoned (a cordon a plan may lift)."""
+    models: frozenset[str]
+    """The models of its cards."""
+    labels: Mapping[str, str]
+
+
+def node_facts(node: Node) -> NodeFacts:
+    tainted = any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints)
+    serviceable = node.ready and not tainted
+    return NodeFacts(
+        ready=node.ready,
+        schedulable=serviceable and not node.cordoned,
+        serviceable=serviceable,
+        models=frozenset(g.model for g in node.gpus),
+        labels=dict(node.labels),
+    )
+
+
+def placed_on(workload: Workload) -> frozenset[str]:
+    """The nodes a workload's replicas run on."""
+    return frozenset(n for r in workload.placement for n in r.nodes)

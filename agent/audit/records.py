@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
 
@@ -25,7 +25,6 @@ from tools.actions import Action, Plan
 from tools.approval import Approval, Channel
 from tools.backends.base import ActionResult
 from tools.results import Check
-from tools.trusted import trusted
 
 SCHEMA_VERSION = 1
 GENESIS_HASH = "0" * 64
@@ -44,19 +43,7 @@ Kind = Literal[
     "finding",
     "deliberation",
 ]
-KINDS: tuple[Kind, ...] = (
-    "startup",
-    "intent",
-    "approval",
-    "execution",
-    "outcome",
-    "plan",
-    "fallback",
-    "interrupted",
-    "mode_step",
-    "finding",
-    "deliberation",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -92,15 +79,12 @@ def proposals(plan: Plan, verdicts: Sequence[PolicyVerdict]) -> tuple[Proposal, 
     # The plan's actions and the engine's verdicts are validated models already: a proposal
     # made of their fields needs no validating again (200 of them in a fleet's calm spell).
     return tuple(
-        trusted(
-            Proposal,
-            {
-                "action": action,
-                "verdict": v.decision,
-                "rule_ids": tuple(v.rule_ids),
-                "message": v.message,
-                "approvers": tuple(v.approvers),
-            },
+        Proposal.model_construct(
+            action=action,
+            verdict=v.decision,
+            rule_ids=tuple(v.rule_ids),
+            message=v.message,
+            approvers=tuple(v.approvers),
         )
         for action, v in zip(plan.actions, verdicts, strict=True)
     )
@@ -412,7 +396,7 @@ class Record(BaseModel):
 def decision_of(payload: Payload) -> str | None:
     # Not getattr(..., None): on a payload without the field pydantic raises inside, and a
     # tick that records a hundred findings asked twice per record.
-    if "decision_id" not in type(payload).__pydantic_fields__:
+    if "decision_id" not in type(payload).model_fields:
         return None
     found: str | None = getattr(payload, "decision_id")  # noqa: B009 - typed per payload class
     return found

@@ -81,7 +81,7 @@ class ChatopsStore:
         conn.execute("PRAGMA journal_mode = WAL")
         # NORMAL: in WAL mode a commit survives the process being killed (kill -9), which is
         # what this file must outlive; FULL would also survive a power cut at an fsync per
-        # notice (8 ms median here), paid on the tick thread. What a power cut could cost is
+        # notice, paid on the tick thread. What a power cut could cost is
         # a notice the decision log and the daemon's log still hold, or a reposted approval.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.executescript(_SCHEMA)

@@ -38,7 +38,6 @@ from agent.daemon.announce import Announcer
 from agent.daemon.answers import expire_due, resume_answer
 from agent.daemon.catchup import catch_up
 from agent.daemon.head_publisher import HeadPublisher, HeadStamped
-from agent.daemon.heap import settle_heap, tidy_heap
 from agent.daemon.report import RunSummary, TickReport, log_fields, report_of, standby_report
 from agent.daemon.threads import DecisionThreads, config, decision_of
 from agent.loop.context import LoopContext, Rotator
@@ -58,7 +57,6 @@ from agent.support.leadership import Leadership, Sole
 from agent.support.notices import LogNotifier, Notifier
 from agent.support.telemetry import Telemetry
 from policies.model import Policy
-from policies.rules.census import census
 from tools.actions import RotateMode
 from tools.backends.base import Cluster
 from tools.backends.parts import Parts
@@ -207,7 +205,6 @@ class Runtime:
                 clock=self.clock.kind,
             )
         )
-        settle_heap()
         return finished + closed
 
     @property
@@ -219,28 +216,13 @@ class Runtime:
         """Between two decisions: save the simulated cluster and the loop's memory, at most
         every SAVE_EVERY_S (both are soft state a restart can afford to find a second old; act
         saves the cluster after its actions), and the memory at once after a decision (its
-        recent denials and calm spells: ~6 ms at 1,000 nodes that the decision no longer waits
-        for). It runs after the decision, not inside it: `steward status` reading the cluster
-        lags by up to SAVE_EVERY_S, the decision itself does not wait for the write. The
-        garbage collector runs here too, when due (agent.daemon.heap.tidy_heap), after the last
-        decision's observation is let go (LoopContext.let_go); and so do the WAL checkpoints of
-        the decision log and of the graph's checkpoints, which SQLite would otherwise run (and
-        sync) inside whichever append or step crossed its threshold.
-
-        Before the observation is let go, its digest is taken (`ClusterState.digest`): what it
-        hashes is each node and workload once per version, so a later tick that acts — whose
-        intent and execution records carry its observation's digest — hashes only what
-        changed since, not the whole cluster (~100 ms at 1,000 nodes) while its decision
-        waits. So is its workloads' census (policies.rules.census): a later tick that acts
-        counts again only if a workload's shape changed since, not every replica of the fleet
-        while its guard judges."""
-        latest = self.ctx.latest()
-        if latest is not None:
-            latest.digest()
-            census(latest.workloads)
+        recent denials and calm spells), so that the decision does not wait for the write:
+        `steward status` reading the cluster lags by up to SAVE_EVERY_S. The last decision's
+        observation is let go here (LoopContext.let_go), and the WAL checkpoints of the
+        decision log and of the graph's checkpoints run here, which SQLite would otherwise run
+        (and sync) inside whichever append or step crossed its threshold."""
         self.ctx.let_go()
         self.head_publisher.publish()
-        tidy_heap()
         saving = time.monotonic() - self._saved_at >= SAVE_EVERY_S
         if saving or self._memory_due:
             write_memory(self.data_dir, self.tick_no, self.ctx.memory)

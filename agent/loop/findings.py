@@ -36,7 +36,7 @@ from agent.audit import AuditLog, FindingChange, FindingKind
 from agent.signals.model import Signals
 from agent.support.notices import Notice
 from agent.support.telemetry import Telemetry
-from policies.activity import card_readings
+from policies.activity import node_card_readings
 from tools.model import ClusterState, Workload
 from tools.placement import (
     default_catalog,
@@ -83,12 +83,12 @@ def findings_of(
         name = entry.split("/", 1)[0]
         text = f"{name}: demand metrics stale or missing ({entry})"
         found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
-    # The card readings of every node, read once per version of it (the same table
-    # policies.activity holds a pool on): no pass over the nodes themselves.
-    now = state.observed_at.timestamp()  # once: a datetime's timestamp() costs ~2 µs
-    for name, (unread, _, oldest) in card_readings(state).items():
+    # The card readings policies.activity holds a pool on.
+    now = state.observed_at.timestamp()
+    for node in state.nodes:
+        unread, _, oldest = node_card_readings(node)
         if unread or now - oldest > max_age_s:
-            found.append(_node_stale(name))
+            found.append(_node_stale(node.name))
     for workload in state.workloads:
         found += _workload_findings(workload, state)
     if any(n.cordoned for n in state.nodes):  # a cluster without cordons pays nothing here

@@ -247,7 +247,7 @@ def approve(d: Decision, ctx: LoopContext) -> Update:
     # may approve), so `steward audit explain` answers for it; written once (the node runs again
     # from here when resumed).
     if not any(r.kind == "intent" for r in ctx.audit.decision(d.decision_id)):
-        # The simulated cluster is not saved here (3 MB at 1,000 nodes, ~50 ms): nothing ran
+        # The simulated cluster is not saved here (megabytes at a fleet's size): nothing ran
         # since its last save but time, and whoever opens it next brings it up to the log's
         # last time first (agent.daemon.catchup: a restart, `steward approve`), so no answer is
         # judged on a world older than this decision.

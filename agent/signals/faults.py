@@ -1,4 +1,4 @@
-"""Notices: what assess reports that no planner action fixes — shared-card accounting, links.
+"""Faults assess reports that no planner action fixes: shared-card accounting, degraded links.
 
 A card counted twice by the scheduler (the seeds' MPS fault) and a link path running at a
 fraction of its nominal speed or on a changed RoCE GID index are facts to show, log and let the
@@ -12,9 +12,7 @@ from collections import Counter
 from itertools import chain
 
 from agent.signals.model import LinkSignal
-from tools.derived import Derived
 from tools.model import ClusterState, Node, Workload
-from tools.node_table import NodeTable
 
 
 def sharing_suspects(state: ClusterState) -> ClusterState:
@@ -23,20 +21,12 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     A node whose scheduler count does not exceed what it advertises, and whose cards are each
     exclusive with at most one client, cannot hold one; skipping those keeps a 1,000-node tick
     cheap. Placement's `sharing_anomalies` then judges the rest exactly as it would the whole.
-    What a node or a workload says by itself is worked out once per version of it, and the
-    nodes are not read at all but for the suspects (tools.node_table).
     """
-    uses = Counter(chain.from_iterable(_placed_cards(w) for w in state.workloads))
+    uses = Counter(chain.from_iterable(_cards_placed(w) for w in state.workloads))
     shared = {uuid for uuid, count in uses.items() if count > 1}
-    names = [
-        name
-        for name, (suspect, cards) in _by_itself(state).items()
-        if suspect or (shared and not cards.isdisjoint(shared))
-    ]
-    if len(names) == len(state.nodes):
+    suspects = tuple(node for node in state.nodes if _suspect(node, shared))
+    if len(suspects) == len(state.nodes):
         return state
-    node = state.node
-    suspects = tuple(found for found in map(node, names) if found is not None)
     return ClusterState.model_construct(
         observed_at=state.observed_at,
         source=state.source,
@@ -49,21 +39,19 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     )
 
 
-def _suspect_by_itself(node: Node) -> tuple[bool, frozenset[str]]:
-    """Whether the node is a suspect whatever the workloads say, and its cards' UUIDs."""
+def _suspect(node: Node, shared: set[str]) -> bool:
+    """Whether an accounting anomaly is possible on the node: its scheduler counts more than it
+    advertises, a card is shared or has several clients, or a card is placed twice (`shared`)."""
     view = node.scheduler
-    overcounted = view is not None and view.gpu_allocated > view.gpu_allocatable
-    shared = any(g.sharing.mode != "exclusive" or len(g.clients) > 1 for g in node.gpus)
-    return overcounted or shared, frozenset(g.uuid for g in node.gpus)
+    if view is not None and view.gpu_allocated > view.gpu_allocatable:
+        return True
+    return any(
+        g.sharing.mode != "exclusive" or len(g.clients) > 1 or g.uuid in shared for g in node.gpus
+    )
 
 
 def _cards_placed(workload: Workload) -> tuple[str, ...]:
     return tuple(uuid for r in workload.placement for uuid in r.gpus)
-
-
-_by_itself = NodeTable(_suspect_by_itself, readings=False)
-"""Every node's own say, by name, once per version of it."""
-_placed_cards = Derived(_cards_placed, readings=False)
 
 
 def degraded_links(state: ClusterState, min_fraction: float) -> tuple[LinkSignal, ...]:

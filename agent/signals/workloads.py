@@ -16,7 +16,6 @@ from agent.signals.settings import AssessSettings
 from agent.signals.slo import slo_view
 from policies.activity import QUEUELESS_KINDS
 from tools.model import Metric, Workload
-from tools.trusted import trusted
 
 
 def signals_of(
@@ -58,9 +57,7 @@ def signals_of(
     view, slo_memory = slo_view(workload, now, mem.slo, settings)
     if view is not None:
         signal = signal.model_copy(update={"slo": view})
-    memory = trusted(
-        WorkloadMemory, {"calm_since": calm_since, "samples": samples, "slo": slo_memory}
-    )
+    memory = WorkloadMemory.model_construct(calm_since=calm_since, samples=samples, slo=slo_memory)
     return signal, memory
 
 
@@ -81,24 +78,21 @@ def _signals(
 ) -> WorkloadSignals:
     # Every value is of its declared type here (the workload's fields are validated, the
     # readings are floats): built without validating 200 of them again every tick.
-    return trusted(
-        WorkloadSignals,
-        {
-            "workload": workload.name,
-            "pool": workload.pool,
-            "kind": workload.kind,
-            "desired_replicas": workload.desired_replicas,
-            "ready_replicas": workload.ready_replicas,
-            "queue_depth": queue_depth,
-            "queue_wait_s": queue_wait_s,
-            "tokens_per_s": tokens_per_s,
-            "slo_wait_s": slo,
-            "demand_trend": demand_trend,
-            "idle_for_s": idle_for_s,
-            "calm_for_s": calm_for_s,
-            "stale": stale,
-            "slo": None,
-        },
+    return WorkloadSignals.model_construct(
+        workload=workload.name,
+        pool=workload.pool,
+        kind=workload.kind,
+        desired_replicas=workload.desired_replicas,
+        ready_replicas=workload.ready_replicas,
+        queue_depth=queue_depth,
+        queue_wait_s=queue_wait_s,
+        tokens_per_s=tokens_per_s,
+        slo_wait_s=slo,
+        demand_trend=demand_trend,
+        idle_for_s=idle_for_s,
+        calm_for_s=calm_for_s,
+        stale=stale,
+        slo=None,
     )
 
 

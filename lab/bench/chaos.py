@@ -146,6 +146,8 @@ def run_chaos(
         problems.append(
             f"leadership: {leaders.model_calls_not_leading} model call(s) while not leading"
         )
+    if not sum(leaders.model_calls.values()):
+        problems.append("leadership: no model call at all, so none could come while not leading")
     if leaders.max_changes_per_minute > 1:
         problems.append(
             f"leadership: the lead moved {leaders.max_changes_per_minute} times in one minute"

@@ -7,17 +7,15 @@ that speed. So the benchmarks observe through this module:
 
 - `FreshSim` is the simulated cluster observed as a real backend would hand it over: each new
   snapshot dumped to JSON and parsed back (`ClusterState.model_validate_json`), so no object is
-  shared with any earlier observation — only the producer's versions say what did not change.
+  shared with any earlier observation.
   A fleet whose nodes are scraped every `INTERVAL_S / churn` seconds (staggered; workloads as
   usual) changes `churn` of its nodes per tick.
 - `ChurnedFleet` does the same for a fixed synthetic fleet (`bench policy`, `bench place`): each
-  observation changes `churn` of the nodes (a new power reading on each of their cards, and a
-  new version), and is parsed afresh from JSON.
+  observation changes `churn` of the nodes (a new power reading on each of their cards), and is
+  parsed afresh from JSON.
 
 What parsing costs is timed apart (`parse` figures): it is the backend's work, paid once per
-observation at the edge, and the loop never validates the state again after it. `FreshSim` also
-times tools.parsing.StateParser on successive snapshots (`parse_by_version`): what a backend
-pays that validates only the nodes and workloads of a new version.
+observation at the edge, and the loop never validates the state again after it.
 """
 
 from __future__ import annotations
@@ -28,9 +26,7 @@ from typing import Any
 
 from lab.sim.backend import SimCluster
 from lab.sim.scenario import Scenario
-from tools.bases import new_version
 from tools.model import ClusterState, Gpu, Metric, Node
-from tools.parsing import StateParser
 
 INTERVAL_S = 15.0
 """The loop's tick: 15 s of world time between two decisions."""
@@ -65,48 +61,29 @@ class FreshSim(SimCluster):
         self.parse_ms: list[float] = []
         """How long each parse took (dumping the snapshot not counted)."""
         self.changed: list[float] = []
-        """Per parse: the share of nodes whose version differs from the previous one's."""
+        """Per parse: the share of nodes that differ from the previous observation's."""
 
     def prepare(self) -> ClusterState:
         snapshot = super().observe()
         if snapshot is not self._source or self._fresh is None:
             text = snapshot.model_dump_json()
-            versions = _versions(self._fresh)
+            before = {n.name: n for n in self._fresh.nodes} if self._fresh is not None else {}
             self._fresh = None  # one fresh observation alive at a time, as in a backend
             start = time.perf_counter()
             fresh = parse(text)
             self.parse_ms.append((time.perf_counter() - start) * 1000)
-            self.changed.append(_changed_share(versions, fresh))
+            self.changed.append(_changed_share(before, fresh))
             self._source, self._fresh = snapshot, fresh
         return self._fresh
-
-    def by_version_ms(self, observations: int) -> list[float]:
-        """How long tools.parsing.StateParser takes on the next `observations` snapshots, a
-        tick apart: what a backend pays that validates only the nodes and workloads of a new
-        version (the world moves on; run it after the ticks)."""
-        parser = StateParser()
-        parser.parse(SimCluster.observe(self).model_dump_json())
-        samples = []
-        for _ in range(observations):
-            self.advance(INTERVAL_S)
-            text = SimCluster.observe(self).model_dump_json()
-            start = time.perf_counter()
-            parser.parse(text)
-            samples.append((time.perf_counter() - start) * 1000)
-        return samples
 
     def observe(self) -> ClusterState:
         return self.prepare()
 
 
-def _versions(state: ClusterState | None) -> dict[str, str]:
-    return {n.name: n.version for n in state.nodes} if state is not None else {}
-
-
-def _changed_share(before: dict[str, str], after: ClusterState) -> float:
+def _changed_share(before: dict[str, Node], after: ClusterState) -> float:
     if not before or not after.nodes:
         return 1.0
-    changed = sum(1 for n in after.nodes if not n.version or before.get(n.name) != n.version)
+    changed = sum(1 for n in after.nodes if before.get(n.name) != n)
     return changed / len(after.nodes)
 
 
@@ -121,14 +98,10 @@ class ChurnedFleet:
         if not 0.0 <= churn <= 1.0:
             raise ValueError(f"churn {churn:g} is not in [0, 1]")
         self.churn = churn
-        nodes = [n if n.version else n.model_copy(update={"version": new_version()})
-                 for n in state.nodes]  # fmt: skip
+        nodes = list(state.nodes)
         self._nodes = nodes
         self._texts = [n.model_dump_json() for n in nodes]
-        # Workloads keep theirs, as a real backend's do (resourceVersion) while they do not change.
-        workloads = tuple(w if w.version else w.model_copy(update={"version": new_version()})
-                          for w in state.workloads)  # fmt: skip
-        head = state.model_copy(update={"nodes": (), "workloads": workloads}).model_dump_json()
+        head = state.model_copy(update={"nodes": ()}).model_dump_json()
         marker = '"nodes":[]'
         cut = head.index(marker)
         self._before, self._after = head[:cut] + '"nodes":[', "]" + head[cut + len(marker) :]
@@ -155,10 +128,10 @@ class ChurnedFleet:
 
 
 def changed(node: Node, turn: int) -> Node:
-    """`node` after a scrape that read its cards' power a watt apart, at a new version."""
+    """`node` after a scrape that read its cards' power a watt apart."""
     step = 1.0 if turn % 2 == 0 else -1.0
     gpus = tuple(_rescraped(g, step) for g in node.gpus)
-    return node.model_copy(update={"gpus": gpus, "version": new_version()})
+    return node.model_copy(update={"gpus": gpus})
 
 
 def _rescraped(gpu: Gpu, step: float) -> Gpu:

@@ -1,10 +1,13 @@
 """`steward bench chaos --api-faults RATE`: two replicas under a failing API, who leads and who
 calls the model.
 
-Two real `steward run --backend kubernetes --planner llm` processes (tests/kubernetes/
-replicas.py: their own data dirs, tokens and ports, the manifests' RBAC, short Lease timings)
+Two real `steward run --backend kubernetes --planner llm` processes (lab/bench/replicas.py:
+their own data dirs, tokens and ports, the manifests' RBAC, short Lease timings)
 run against one twin whose API fails RATE of its requests (5xx, 409, 429, timeouts), each with
-its own model server on loopback (lab/scripted_server.py, answering an empty plan). The
+its own model server on loopback (lab/scripted_server.py, answering each question with the
+rules' own actions, as a compliant model would: lab/rules_proposal.py), under the shipped
+policy with every scale and placement marked for deliberation (`deliberate:`), so that the
+model is asked, beside the loop, whenever the day moves a replica. The
 bench watches the Lease in the twin (who holds it, every 50 ms) and every request each model
 server gets. It reports how often the lead moved to another replica (`changes`, and the most in
 any one minute), and how many model calls came from a replica that did not hold the Lease at
@@ -23,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lab.bench.replicas import Replica, two_replicas, wait_for
+from lab.rules_proposal import rules_would
 from lab.scripted_server import Reply, ScriptedServer, submit
 from lab.twin.faults import FaultSettings
 from lab.twin.resources import LEASE
@@ -54,12 +58,13 @@ def run_leadership(minutes: float, rate: float, seed: int) -> LeadershipReport:
     with (
         tempfile.TemporaryDirectory(prefix="steward-leaders-") as scratch,
         two_replicas(Path(scratch)) as (twin, a, b, policy),
-        ScriptedServer(responder=_empty) as model_a,
-        ScriptedServer(responder=_empty) as model_b,
+        ScriptedServer(responder=_agree) as model_a,
+        ScriptedServer(responder=_agree) as model_b,
     ):
         servers = {a.name: model_a, b.name: model_b}
+        asking = _deliberating(policy)
         for replica in (a, b):
-            _start(replica, policy, servers[replica.name].base_url)
+            _start(replica, asking, servers[replica.name].base_url)
         wait_for("a replica leads", lambda: a.leading() or b.leading(), 120)
         twin.configure_faults(FaultSettings(rate=rate, timeout_s=1.5, seed=seed))
         holders, started = _watch(twin, minutes * 60.0)
@@ -69,8 +74,17 @@ def run_leadership(minutes: float, rate: float, seed: int) -> LeadershipReport:
     return _report(minutes, rate, injected, holders, started=started, calls=calls)
 
 
-def _empty(body: dict[str, Any]) -> Reply:
-    return submit([], "nothing to change")
+def _deliberating(policy: Path) -> Path:
+    """`policy` with scales and placements marked for deliberation: under two speeds the model
+    is asked only questions, and without one the bench would count no model call at all."""
+    path = policy.with_name("deliberating-" + policy.name)
+    path.write_text(policy.read_text() + "\ndeliberate: [scale_workload, place_replica]\n")
+    return path
+
+
+def _agree(body: dict[str, Any]) -> Reply:
+    said = "\n".join(str(m.get("content")) for m in body.get("messages") or ())
+    return submit(rules_would(said), "as the rules would")
 
 
 def _start(replica: Replica, policy: Path, model_url: str) -> None:

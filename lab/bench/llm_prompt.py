@@ -102,8 +102,7 @@ def everything_wrong(state: ClusterState, signals: Signals) -> tuple[ClusterStat
         f"{n.name}: scheduler counts 16 GPUs used of 8 (MPS counted twice)" for n in nodes
     )
     return (
-        # Its fields only: iterating a state also yields what was derived from it and kept
-        # with it (ClusterState.derived), which is no field of a new one.
+        # Its fields only: iterating a state also yields the indexes it worked out for itself.
         ClusterState(
             **{**{f: getattr(state, f) for f in ClusterState.model_fields}, "nodes": nodes}
         ),

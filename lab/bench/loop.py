@@ -20,9 +20,7 @@ decision log with fsync, the simulated cluster saved when something changed):
   own work;
 - `idle` — one tick on the homelab with no demand: it ends after assess (target <= 10 ms);
 - `peak_rss_mb` — the process's peak memory over both (target <= 250 MB).
-`sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards, and
-`parse_by_version`, after the rest, what tools.parsing.StateParser takes on successive
-snapshots (validating only the nodes and workloads of a new version).
+`sim` times, apart, what the simulator spends letting 15 s pass and observing 8,000 cards.
 """
 
 from __future__ import annotations
@@ -82,8 +80,7 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         parses = len(sim.parse_ms)
         simulated = measure("sim", lambda: _sim_tick(sim), runs)
         idle_tick, _ = _ticks(Path(tmp) / "idle", Scenario(mode="cluster"), None, runs, "idle")
-        peak = peak_rss_mb()  # the agent's: the parser below keeps a copy of its own
-        by_version = figures("parse_by_version", sim.by_version_ms(min(runs, BY_VERSION_RUNS)))
+        peak = peak_rss_mb()
     return {
         "name": "loop",
         "nodes": nodes,
@@ -96,7 +93,6 @@ def bench_figures(nodes: int, runs: int, churn: float = DEFAULT_CHURN) -> dict[s
         "tick_cpu": figures("tick_cpu", cpu_ms).model_dump(),
         "parse": parsed.model_dump(),
         "housekeep": housekept.model_dump(),
-        "parse_by_version": by_version.model_dump(),
         "observations": {
             "node_scrape_interval_s": scrape_every,
             "nodes_changed_median": changed[len(changed) // 2],
@@ -122,9 +118,6 @@ def max_age_s(scrape_every_s: float) -> float:
     (churn 5 %) most of the fleet would read stale: every pool held, a thousand findings
     flapping, and no tick deciding anything."""
     return max(AssessSettings().metric_max_age_s, STALE_AFTER_INTERVALS * scrape_every_s)
-
-
-BY_VERSION_RUNS = 20
 
 
 def _between(runtime: Runtime, sim: FreshSim, housekeep_ms: list[float]) -> None:

@@ -12,8 +12,8 @@ to cards and workloads and building the new observation — is timed apart from 
 (HTTP, Prometheus's evaluation, decoding), which a deployment's network and Prometheus
 dominate; decoding is reported on its own too. Each join's observation is kept until the next
 tick's answers come, as the loop keeps its observation through a tick: freeing the last one
-is not the join's work. The joins are timed once the process's heap has settled, after
-`STEADY_AFTER` untimed ones, as a daemon's runs. Target: the join's p99 within 100 ms at 1,000
+is not the join's work. The joins are timed after `STEADY_AFTER` untimed ones, as a
+daemon's run. Target: the join's p99 within 100 ms at 1,000
 nodes / 8,000 cards.
 """
 
@@ -32,7 +32,6 @@ import typer
 from pydantic import BaseModel
 
 from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, JsonOpt, console, emit_json, fail
-from agent.daemon.heap import settle_heap, tidy_heap
 from lab.bench.policy_fleet import fleet_state
 from lab.bench.prometheus_server import PrometheusMissing, RealPrometheus
 from lab.cli import bench
@@ -288,12 +287,7 @@ def _measure(
         start = time.perf_counter()
         tick["answers"] = decoded_answers(recorded, source.families)
         decode.append((time.perf_counter() - start) * 1000)
-        # The daemon's garbage-collection policy (agent/daemon/heap.py), as `steward run`
-        # applies it: settled once after start-up, the young generations collected between
-        # two ticks.
-        tidy_heap()
 
-    settle_heap()
     join = bench.measure(
         "metrics-join",
         lambda: kept.append(source.merge(bare, tick["answers"])),

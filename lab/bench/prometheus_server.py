@@ -42,9 +42,11 @@ class RealPrometheus:
         jobs: list[dict[str, Any]] | None = None,
         storage: dict[str, Any] | None = None,
         flags: tuple[str, ...] = (),
+        rules: tuple[Path, ...] = (),
     ) -> None:
         """`jobs` replaces the one job over `targets` with these scrape configs; `storage` is
-        the configuration's `storage` section; `flags` go on the command line."""
+        the configuration's `storage` section; `flags` go on the command line; `rules` are
+        rule files to load (evaluated every `interval`)."""
         self.workdir = workdir
         self.port = port or free_port()
         self.config = workdir / "prometheus.yml"
@@ -62,6 +64,8 @@ class RealPrometheus:
         }
         if storage:
             config["storage"] = storage
+        if rules:
+            config["rule_files"] = [str(path) for path in rules]
         self.config.write_text(yaml.safe_dump(config))
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -99,6 +103,21 @@ class RealPrometheus:
                 )
             time.sleep(0.1)
         raise RuntimeError("prometheus did not become ready within 30 s")
+
+    def wait_for_rules(self, timeout_s: float = 30.0) -> None:
+        """Wait until every loaded rule has been evaluated once, without error."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            groups = httpx.get(f"{self.url}/api/v1/rules", timeout=5).json()["data"]["groups"]
+            rules = [rule for group in groups for rule in group["rules"]]
+            bad = [r for r in rules if r.get("health") == "err"]
+            if bad:
+                raise RuntimeError(f"rule {bad[0]['name']} fails: {bad[0].get('lastError')}")
+            if rules and all(r.get("health") == "ok" for r in rules):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("the rules were not evaluated in time")
+            time.sleep(0.2)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

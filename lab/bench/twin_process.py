@@ -26,9 +26,12 @@ class TwinProcess:
     """A `Twin` of the bench fleet of `nodes` nodes in a child process (see the module
     docstring). Use as a context manager."""
 
-    def __init__(self, nodes: int, scrape_every_s: float) -> None:
+    def __init__(self, nodes: int, scrape_every_s: float, *, stamped: bool = True) -> None:
+        """`stamped`: the exporters write the simulated time on every sample (False: none, and
+        Prometheus dates each scrape on the wall clock, as real exporters are dated)."""
         self.nodes = nodes
         self.scrape_every_s = scrape_every_s
+        self.stamped = stamped
         self.url = ""
         self._proc: Any = None
         self._http = httpx.Client(timeout=60.0)
@@ -38,7 +41,7 @@ class TwinProcess:
         mine, theirs = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(
             target=_serve,
-            args=(self.nodes, self.scrape_every_s, theirs),
+            args=(self.nodes, self.scrape_every_s, self.stamped, theirs),
             name="steward-bench-twin",
             daemon=True,
         )
@@ -77,7 +80,7 @@ class TwinProcess:
         return int(body["resourceVersion"])
 
 
-def _serve(nodes: int, scrape_every_s: float, tell: Connection) -> None:
+def _serve(nodes: int, scrape_every_s: float, stamped: bool, tell: Connection) -> None:
     """The child: build the fleet, serve it, send the URL, serve until terminated."""
     import structlog
 
@@ -87,6 +90,7 @@ def _serve(nodes: int, scrape_every_s: float, tell: Connection) -> None:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     twin = Twin(SimCluster(_fleet(nodes, scrape_every_s)))
+    twin.exporters.stamped = stamped
     twin.start()
     tell.send(twin.url)
     tell.close()

@@ -1,15 +1,9 @@
-"""Snapshots: the frozen `ClusterState` built from the simulator's plain state, cheaply.
+"""Snapshots: the frozen `ClusterState` built from the simulator's plain state.
 
-Building 8,000 `Gpu` and 24,000 `Metric` objects per observation would cost ~40 ms; a tick
-changes a few of them (the nodes scraped in it, the workloads whose replicas moved). So the
-builder keeps the previous snapshot's frozen objects and rebuilds only what the engine marked
-dirty, interning identical `Metric` objects on the way; everything else is shared between
-successive snapshots (they are immutable, so sharing is safe). A rebuilt node or workload gets
-a new `version` (tools.model.new_version: unique in the process, so two simulated clusters never
-hand out one version for different content); one that is shared keeps its own. A workload whose
-serving readings alone changed (its queue moves every tick) keeps its `version` and gets a new
-`readings_version`, as under a metric source, so that what is derived from its shape — its
-pool's sums, the nodes it runs on — is not worked out again.
+A tick changes a few nodes (those scraped in it) and workloads (those whose replicas moved), so
+the builder keeps the previous snapshot's frozen objects and rebuilds only what the engine
+marked dirty, interning identical `Metric` objects on the way; everything else is shared
+between successive snapshots (they are immutable, so sharing is safe).
 
 Freshness: a reading is fresh until 2.5 scrape intervals old, then stale (its last value kept),
 and missing after five minutes (Prometheus' lookback): a lost node's readings are never invented.
@@ -20,7 +14,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tools.bases import new_version
 from tools.metric import MetricStatus, made
 from tools.model import (
     ActiveMode,
@@ -36,7 +29,6 @@ from tools.model import (
     Taint,
     Workload,
 )
-from tools.trusted import trusted
 
 if TYPE_CHECKING:
     from lab.sim.engine import Engine
@@ -82,9 +74,7 @@ class SnapshotBuilder:
         ] = {}
         self._state: ClusterState | None = None
         self._version = -1
-        self._shapes: dict[str, tuple[tuple[object, ...], str]] = {}
         self._profiles: dict[str, ServingProfile] = {}
-        """Per workload: what its `version` covers (all but its readings), and that version."""
 
     def at(self, t: float) -> datetime:
         dt = self._times.get(t)
@@ -207,20 +197,17 @@ class SnapshotBuilder:
                 power = metrics.get((s.power_w, t, status, "dcgm")) or interned(
                     s.power_w, t, status, "dcgm"
                 )
-            gpu = trusted(
-                Gpu,
-                {
-                    "uuid": uuid,
-                    "index": placer.card_index[uuid],
-                    "model": card.model,
-                    "node": name,
-                    "memory_total_bytes": total_m,
-                    "memory_used_bytes": used,
-                    "utilization": util,
-                    "power_w": power,
-                    "sharing": card.sharing,
-                    "clients": clients,
-                },
+            gpu = Gpu.model_construct(
+                uuid=uuid,
+                index=placer.card_index[uuid],
+                model=card.model,
+                node=name,
+                memory_total_bytes=total_m,
+                memory_used_bytes=used,
+                utilization=util,
+                power_w=power,
+                sharing=card.sharing,
+                clients=clients,
             )
             gpu_cache[uuid] = (s, clients, status, gpu)
             gpus.append(gpu)
@@ -234,28 +221,23 @@ class SnapshotBuilder:
         if run.cordoned:
             taints += (UNSCHEDULABLE,)
         mem = run.memory_sample
-        return trusted(
-            Node,
-            {
-                "name": name,
-                "labels": dict(spec.labels),
-                "taints": taints,
-                "cordoned": run.cordoned,
-                "cordoned_by_steward": run.cordoned_by_steward,
-                "ready": not run.lost,
-                "memory_total_bytes": spec.memory_bytes,
-                "memory_used_bytes": self.metric(
-                    float(mem[1]) if mem else None,
-                    mem[0] if mem else None,
-                    "node-exporter",
-                    self.node_stale_after_s,
-                ),
-                "unified_memory": spec.unified_memory,
-                "gpus": tuple(gpus),
-                "scheduler": scheduler,
-                "version": new_version(),  # rebuilt: something in it may have changed
-                "readings_version": "",  # its readings are the simulator's own
-            },
+        return Node.model_construct(
+            name=name,
+            labels=dict(spec.labels),
+            taints=taints,
+            cordoned=run.cordoned,
+            cordoned_by_steward=run.cordoned_by_steward,
+            ready=not run.lost,
+            memory_total_bytes=spec.memory_bytes,
+            memory_used_bytes=self.metric(
+                float(mem[1]) if mem else None,
+                mem[0] if mem else None,
+                "node-exporter",
+                self.node_stale_after_s,
+            ),
+            unified_memory=spec.unified_memory,
+            gpus=tuple(gpus),
+            scheduler=scheduler,
         )
 
     def _status(self, t: float | None) -> MetricStatus:
@@ -278,46 +260,34 @@ class SnapshotBuilder:
 
         placement = tuple(self._placement(r) for r in run.replicas)
         ready = sum(1 for r in run.replicas if r.phase == "ready")
-        shape = (spec, run.desired, ready, placement, run.accepting)
-        known = self._shapes.get(name)
-        if known is not None and known[0][0] is spec and known[0][1:] == shape[1:]:
-            version, readings_version = known[1], new_version()  # only its readings changed
-        else:
-            version, readings_version = new_version(), ""
-            self._shapes[name] = (shape, version)
-        return trusted(
-            Workload,
-            {
-                "name": name,
-                "kind": spec.kind,
-                "pool": spec.pool,
-                "desired_replicas": run.desired,
-                "ready_replicas": ready,
-                "cards_per_replica": spec.cards_per_replica,
-                "nodes_per_replica": spec.nodes_per_replica,
-                "model": spec.model,
-                "context_length": spec.context_length,
-                "queue_depth": m(1),
-                "queue_wait_s": m(2),
-                "tokens_per_s": m(3),
-                "ttft_s": m(4),
-                "itl_s": m(9),
-                "prompt_tokens_per_s": m(10),
-                "requests_per_s": m(11),
-                "kv_cache_usage": m(8),
-                "rated_tok_s": spec.serving.aggregate_peak_tok_s if spec.serving else None,
-                "serving_profile": self._profile(spec),
-                "requests_running": m(5),
-                "context_refused_tokens": m(6),
-                "longest_request_tokens": m(7),
-                "placement": placement,
-                "labels": dict(spec.labels),
-                "annotations": dict(spec.annotations)
-                if run.accepting
-                else {**spec.annotations, CLOSED: "false"},
-                "version": version,
-                "readings_version": readings_version,
-            },
+        return Workload.model_construct(
+            name=name,
+            kind=spec.kind,
+            pool=spec.pool,
+            desired_replicas=run.desired,
+            ready_replicas=ready,
+            cards_per_replica=spec.cards_per_replica,
+            nodes_per_replica=spec.nodes_per_replica,
+            model=spec.model,
+            context_length=spec.context_length,
+            queue_depth=m(1),
+            queue_wait_s=m(2),
+            tokens_per_s=m(3),
+            ttft_s=m(4),
+            itl_s=m(9),
+            prompt_tokens_per_s=m(10),
+            requests_per_s=m(11),
+            kv_cache_usage=m(8),
+            rated_tok_s=spec.serving.aggregate_peak_tok_s if spec.serving else None,
+            serving_profile=self._profile(spec),
+            requests_running=m(5),
+            context_refused_tokens=m(6),
+            longest_request_tokens=m(7),
+            placement=placement,
+            labels=dict(spec.labels),
+            annotations=dict(spec.annotations)
+            if run.accepting
+            else {**spec.annotations, CLOSED: "false"},
         )
 
     def _profile(self, spec: WorkloadSpec) -> ServingProfile | None:

@@ -15,9 +15,8 @@ from typing import NamedTuple
 from policies.rules.census import Census, census
 from policies.rules.context import Context
 from tools.actions import Action
-from tools.derived import NodeFacts
 from tools.effects import Effect, effect, node_of, workload_of
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, NodeFacts, Workload
 
 
 class Denial(NamedTuple):

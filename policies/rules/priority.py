@@ -38,8 +38,7 @@ from tools.actions import (
     ScaleWorkload,
     UncordonNode,
 )
-from tools.derived import placed_on
-from tools.model import ClusterState, Workload
+from tools.model import ClusterState, Workload, placed_on
 
 PRIORITY_PREEMPTION = "pool.priority_preemption"
 WAIVABLE = frozenset({pools.IDLE_BEFORE_ZERO, slo.QUEUE_WAIT})

@@ -22,6 +22,7 @@ from lab.twin.faults import FaultSettings
 from lab.twin.server import Twin
 from tests.kubernetes.conftest import open_backend
 from tools.backends.kubernetes.lease import LeaseHolder, LeaseSettings
+from tools.backends.kubernetes.settings import KubernetesSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 SCALE = 10.0
@@ -71,3 +72,48 @@ def test_the_lead_changes_at_most_once_a_minute_at_40_percent_faults(twin: Twin)
     moved = [b for a, b in itertools.pairwise(leaders) if a != b]
     assert len(moved) <= MINUTES, f"the lead moved {len(moved)} times: {changes}"
     assert all(r.leading() is False for r in replicas)  # both released at the stop
+
+
+def test_a_lapse_that_a_renewal_ends_keeps_the_lead_where_it_was(twin: Twin) -> None:
+    """Every write to the Lease fails for longer than the renew deadline: the leader stops
+    acting (the fence), keeps trying, and once a write comes through — before the Lease's
+    duration is up — it leads again; the Lease never changed hands and the standby never led."""
+    backend = open_backend(twin)
+    api = client.CoordinationV1Api(backend.api)
+    replicas = []
+    for name in ("steward-0", "steward-1"):
+        settings = LeaseSettings(
+            identity=name, duration_s=3.0, renew_deadline_s=1.0, retry_s=0.2, timeout_s=0.25
+        )
+        replicas.append(LeaseLeadership(LeaseHolder(api, settings), name, settings.retry_s))
+    leader, standby = replicas
+    try:
+        leader.start()
+        time.sleep(0.3)
+        standby.start()
+        time.sleep(0.5)
+        assert leader.leading() and not standby.leading()
+        twin.configure_faults(FaultSettings(rate=1.0, kinds=("5xx",), methods=("PUT",)))
+        time.sleep(1.5)  # past the renew deadline, within the Lease's duration
+        lapsed = leader.leading()
+        twin.configure_faults(FaultSettings())
+        time.sleep(0.6)
+        assert not lapsed  # fenced while it could not renew ...
+        assert leader.leading() and not standby.leading()  # ... and leading again after
+        assert leader.holder.holder == standby.holder.holder == "steward-0"  # type: ignore[attr-defined]
+        assert leader.holder.transitions == 0  # type: ignore[attr-defined]
+        assert leader.holder.renewal_retries >= 5  # type: ignore[attr-defined]
+    finally:
+        for r in replicas:
+            r.stop()
+        twin.configure_faults(FaultSettings())
+        backend.close()
+
+
+def test_one_lease_request_takes_at_most_a_quarter_of_the_renew_deadline() -> None:
+    """A request that hangs is given up early enough for more to be tried before the deadline
+    (the defaults: a 10 s request timeout, a 10 s renew deadline -> 2.5 s per Lease request)."""
+    settings = KubernetesSettings()
+    assert LeaseSettings.of(settings, env={}).timeout_s == 2.5
+    quick = KubernetesSettings.model_validate({"request_timeout_s": 1.0})
+    assert LeaseSettings.of(quick, env={}).timeout_s == 1.0

@@ -34,7 +34,6 @@ def with_waiting(seconds: float, name: str = "burst-llm") -> ClusterState:
         update={
             "desired_replicas": burst.desired_replicas + 1,
             "placement": (*burst.placement, waiting),
-            "version": "",
         }
     )
     workloads = tuple(changed if w.name == name else w for w in BASE.workloads)
@@ -77,7 +76,5 @@ def test_a_replica_waiting_a_little_is_left_to_the_scheduler() -> None:
 def test_a_replica_waiting_for_a_lost_node_is_not_released() -> None:
     """ws-1 lost: worker's replica waits for it to come back — not a want of room."""
     state = with_waiting(400, "worker")
-    nodes = tuple(
-        n.model_copy(update={"ready": n.name != "ws-1", "version": ""}) for n in state.nodes
-    )
+    nodes = tuple(n.model_copy(update={"ready": n.name != "ws-1"}) for n in state.nodes)
     assert plan_for(state.model_copy(update={"nodes": nodes}), "worker") == []

@@ -3,6 +3,7 @@ ways (whole, and series by series), each of which must give the same readings.""
 
 from __future__ import annotations
 
+from tools.metrics.prometheus.client import vector_from
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, _at_once, _each
 from tools.metrics.prometheus.queries import Resolved
@@ -20,11 +21,10 @@ def read_alike(
     workloads: WorkloadIndex,
 ) -> Readings:
     """The whole-answer reading of `series`, checked against the series-by-series one, and
-    against the same answer read from the text Prometheus would send."""
+    against the same answer decoded from the text Prometheus would send."""
     whole = _at_once(family, Vector(NOW, series), cards, workloads, SampleTimes())
     assert whole is not None
     assert whole == _each(family, Vector(NOW, series), cards, workloads)
-    scanned = Vector.from_json(Vector(NOW, series).text, empty_at=NOW, columns=family.reads)
-    assert scanned is not None
-    assert _at_once(family, scanned, cards, workloads, SampleTimes()) == whole
+    decoded = vector_from(Vector(NOW, series).text, "q", NOW, family.reads)
+    assert _at_once(family, decoded, cards, workloads, SampleTimes()) == whole
     return whole

@@ -9,6 +9,7 @@ import pytest
 
 from tests.metrics.cluster import bare, per_node_answer, truth
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
+from tools.metrics.prometheus.client import vector_from
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, _at_once, _each
 from tools.metrics.prometheus.queries import STAMP, UNIFIED_LABEL, resolve
@@ -31,10 +32,9 @@ def _read(state: ClusterState, series: Series) -> tuple[Readings | None, Reading
     resolved = {f.name: f for f in resolve(PrometheusSettings())}["fb_used"]
     answer = Vector(NOW, series)
     whole = _at_once(resolved, answer, cards, workloads, SampleTimes())
-    # The same answer as Prometheus would send it, read by scanning its text.
-    scanned = Vector.from_json(answer.text, empty_at=NOW, columns=resolved.reads)
-    assert scanned is not None
-    assert _at_once(resolved, scanned, CardIndex(state), workloads, SampleTimes()) == whole
+    # The same answer as Prometheus would send it, decoded.
+    decoded = vector_from(answer.text, "q", NOW, resolved.reads)
+    assert _at_once(resolved, decoded, CardIndex(state), workloads, SampleTimes()) == whole
     return whole, _each(resolved, answer, cards, workloads)
 
 

@@ -1,9 +1,6 @@
-"""An answer read as Prometheus writes it says what `json` decoding says, or is left to `json`.
-
-`Vector.from_json` scans the text for the labels the join reads instead of building a dict per
-series; these hold its columns, values and evaluation time to the decoded JSON's, for any label
-names and values (escapes, braces, quotes, other scripts), and check that anything it cannot
-read exactly — a reformatted, cut-short or non-vector answer — is decoded by `json` instead.
+"""An answer is decoded by `json`: its columns, values and evaluation time are the decoded
+label sets', for any label names and values (escapes, braces, quotes, other scripts), and what is
+not an instant vector's answer is refused or reported unreadable.
 """
 
 from __future__ import annotations
@@ -60,73 +57,55 @@ def _same(a: Vector, b: Vector) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(label_sets, values), max_size=8), st.sampled_from([1.5, 1e9 + 0.123]))
-def test_columns_read_from_the_text_are_the_decoded_ones(
+def test_columns_are_the_decoded_label_sets(
     series: list[tuple[dict[str, str], float]], at: float
 ) -> None:
     text = _prometheus_text(series, at)
-    fast = Vector.from_json(text, empty_at=7.0, columns=("UUID", "steward_t"))
-    if fast is None:
-        # Only an escape, which a scan cannot see past, is left to `json`.
-        assert "\\" in text
-    else:
-        _same(fast, _decoded(text))
-    _same(vector_from(text, "q", 7.0), _decoded(text))
+    _same(vector_from(text, "q", 7.0, columns=("UUID", "steward_t")), _decoded(text))
 
 
-def test_a_plain_answer_is_read_without_decoding_a_label_set() -> None:
-    series = [({"UUID": f"GPU-{i}", "steward_t": "99.5", "pod": "p"}, float(i)) for i in range(3)]
-    fast = Vector.from_json(_prometheus_text(series, 100.0), empty_at=0.0, columns=("UUID",))
-    assert fast is not None
-    assert fast.column("UUID") == ["GPU-0", "GPU-1", "GPU-2"]
-    assert fast.values == [0.0, 1.0, 2.0] and fast.evaluated_at == 100.0
-    assert fast.scanned and fast._labels is None  # the point: no dict per series was made
-    assert fast.column("model_name") == [None, None, None] and not fast.carries("model_name")
-    assert fast.first == {"UUID": "GPU-0", "pod": "p", "steward_t": "99.5"}
-
-
-def test_a_label_some_series_lack_is_read_from_their_label_sets() -> None:
+def test_a_label_some_series_lack_is_none_in_its_column() -> None:
     series = [({"UUID": "GPU-0", "memory_source": "host"}, 1.0), ({"UUID": "GPU-1"}, 2.0)]
-    fast = Vector.from_json(_prometheus_text(series, 100.0), empty_at=0.0)
-    assert fast is not None
-    assert fast.column("memory_source") == ["host", None]
-    assert fast.carries("memory_source")
+    answer = vector_from(_prometheus_text(series, 100.0), "q", 0.0)
+    assert answer.column("memory_source") == ["host", None]
+    assert answer.whole("memory_source") is None and answer.whole("UUID") == ["GPU-0", "GPU-1"]
+    assert answer.carries("memory_source") and not answer.carries("model_name")
 
 
 def test_warnings_after_the_result_are_left_alone() -> None:
     text = _prometheus_text([({"UUID": "GPU-0"}, 1.0)], 100.0)
     warned = text[:-1] + ',"warnings":["PromQL warning: something"],"infos":["x"]}'
-    fast = Vector.from_json(warned, empty_at=0.0)
-    assert fast is not None and fast.column("UUID") == ["GPU-0"]
+    assert vector_from(warned, "q", 0.0).column("UUID") == ["GPU-0"]
 
 
 def test_an_empty_answer_is_dated_by_the_time_asked_for() -> None:
-    fast = Vector.from_json(_prometheus_text([], 100.0), empty_at=42.0, columns=("UUID",))
-    assert fast is not None and len(fast) == 0 and fast.evaluated_at == 42.0
-    assert fast.column("UUID") == [] and fast.first == {}
+    answer = vector_from(_prometheus_text([], 100.0), "q", 42.0, columns=("UUID",))
+    assert len(answer) == 0 and answer.evaluated_at == 42.0
+    assert answer.column("UUID") == [] and answer.first == {}
 
 
 @pytest.mark.parametrize(
     "change",
     [
         lambda t: t[: len(t) // 2],  # cut short in the middle of a series
-        lambda t: t[: t.rfind("]}")],  # the last series whole, the result not closed
-        lambda t: t.replace(":", ": "),  # a proxy that reformats
+        lambda t: t.replace('"resultType":"vector"', '"resultType":"matrix"'),
         lambda t: t.replace('"value":[100,"2.0"]', '"histogram":[100,{"count":"1"}]'),
     ],
-    ids=["cut", "unclosed", "spaced", "native-histogram"],
+    ids=["cut", "matrix", "native-histogram"],
 )
-def test_anything_else_goes_to_json(change: object) -> None:
+def test_what_is_not_an_instant_vector_is_refused_or_unreadable(change: object) -> None:
     text = _prometheus_text([({"UUID": "GPU-0"}, 1.0), ({"UUID": "GPU-1"}, 2.0)], 100)
     assert callable(change)
     changed = change(text)
     assert changed != text
-    assert Vector.from_json(changed, empty_at=0.0) is None
-    try:
-        decoded = vector_from(changed, "q", 0.0)
-    except (ValueError, KeyError, QueryRefused):
-        return  # not an answer: the source reports it unreadable, naming the family
-    assert not decoded.scanned
-    _same(decoded, _decoded(changed))
+    with pytest.raises((ValueError, KeyError, QueryRefused)):
+        vector_from(changed, "q", 0.0)
+
+
+def test_a_reformatted_answer_reads_the_same() -> None:
+    text = _prometheus_text([({"UUID": "GPU-0"}, 1.0), ({"UUID": "GPU-1"}, 2.0)], 100)
+    spaced = json.dumps(json.loads(text), indent=2)
+    _same(vector_from(spaced, "q", 0.0), _decoded(text))
 
 
 def test_an_error_answer_is_refused_with_prometheus_own_words() -> None:

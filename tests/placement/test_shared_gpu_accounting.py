@@ -145,9 +145,3 @@ def test_a_scheduler_count_that_no_sharing_explains_is_reported_as_such() -> Non
     [anomaly] = [a for a in sharing_anomalies(state) if a.node == "render-1"]
     assert anomaly.kind == "scheduler_overcount"
     assert "Terminating" in anomaly.fix
-
-
-def test_capacity_is_computed_once_per_state_object() -> None:
-    state = homelab()
-    assert node_capacity(state) is node_capacity(state)
-    assert node_capacity(homelab()) is not node_capacity(state)

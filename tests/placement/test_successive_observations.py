@@ -1,19 +1,12 @@
-"""Capacity is reused across observations for exactly the nodes whose version did not change."""
+"""Capacity follows each observation: a changed node, a new replica, a new context, a fixed card."""
 
 from __future__ import annotations
 
 from tests.placement.world import homelab, idle_gx10_pair, rebuild, with_node
-from tools.bases import new_version
 from tools.model import ClusterState, ReplicaPlacement
 from tools.placement import load_catalog, node_capacity, sharing_anomalies
 
 CATALOG = load_catalog()
-
-
-def _versioned(state: ClusterState) -> ClusterState:
-    """`state` as a producer with versions hands it over: a version of its own for each node."""
-    nodes = tuple(n.model_copy(update={"version": new_version()}) for n in state.nodes)
-    return rebuild(state, nodes=nodes)
 
 
 def _parsed(state: ClusterState) -> ClusterState:
@@ -22,25 +15,17 @@ def _parsed(state: ClusterState) -> ClusterState:
 
 
 def test_an_unchanged_node_keeps_its_capacity_and_a_changed_one_is_recounted() -> None:
-    first = _versioned(homelab())
+    first = homelab()
     before = node_capacity(first, CATALOG)
-    second = _parsed(with_node(first, "render-1", cordoned=True, version=new_version()))
+    second = _parsed(with_node(first, "render-1", cordoned=True))
     after = node_capacity(second, CATALOG)
-    assert after["ws-1"] is before["ws-1"]  # a fresh object of the same version: reused
-    assert after["render-1"] is not before["render-1"]
+    assert after["ws-1"] == before["ws-1"]
     assert after["render-1"].unschedulable == ("cordoned",)
     assert before["render-1"].schedulable
 
 
-def test_a_node_of_unknown_version_is_always_counted_again() -> None:
-    first = homelab()  # built without versions
-    again = node_capacity(rebuild(first), CATALOG)["ws-1"]
-    assert again is not node_capacity(first, CATALOG)["ws-1"]
-    assert again == node_capacity(first, CATALOG)["ws-1"]
-
-
 def test_a_replica_placed_on_an_unchanged_node_is_counted() -> None:
-    first = _versioned(idle_gx10_pair())
+    first = idle_gx10_pair()
     assert node_capacity(first, CATALOG)["gx10-a"].free_slots == 1
     workloads = tuple(
         w.model_copy(
@@ -62,7 +47,7 @@ def test_a_replica_placed_on_an_unchanged_node_is_counted() -> None:
 
 
 def test_a_changed_context_changes_the_estimated_memory_of_unmeasured_nodes() -> None:
-    first = _versioned(homelab(mode="cluster"))  # GX10 host memory not measured: estimated
+    first = homelab(mode="cluster")  # GX10 host memory not measured: estimated
     used = node_capacity(first, CATALOG)["gx10-a"].memory_used_bytes
     workloads = tuple(
         w.model_copy(update={"context_length": 65_536}) if w.name == "beast" else w
@@ -73,12 +58,12 @@ def test_a_changed_context_changes_the_estimated_memory_of_unmeasured_nodes() ->
 
 
 def test_anomalies_follow_the_node_they_belong_to() -> None:
-    clean = _versioned(homelab())
+    clean = homelab()
     assert sharing_anomalies(clean, CATALOG) == []
-    counted_twice = _versioned(homelab(double_count=True))
+    counted_twice = homelab(double_count=True)
     assert [a.kind for a in sharing_anomalies(counted_twice, CATALOG)] == ["mps_double_count"]
     ws1 = counted_twice.node("ws-1")
     assert ws1 is not None
-    fixed = with_node(counted_twice, "ws-1", version=new_version(), scheduler=ws1.scheduler
+    fixed = with_node(counted_twice, "ws-1", scheduler=ws1.scheduler
                       and ws1.scheduler.model_copy(update={"gpu_allocatable": 2}))  # fmt: skip
     assert sharing_anomalies(fixed, CATALOG) == []

@@ -16,7 +16,6 @@ from policies.judgement import Judgement
 from policies.loader import load_default_policy
 from policies.model import Policy
 from tools.actions import Action, Plan
-from tools.bases import Versioned
 from tools.model import (
     ActiveMode,
     ClusterState,
@@ -145,11 +144,8 @@ def homelab(at: datetime = NIGHT, render_util: float = 0.0) -> ClusterState:
 
 
 def replace(model: Any, **update: Any) -> Any:
-    """A validated copy of a model with fields replaced (model_copy keeps stale caches); a
-    changed node or workload loses its version, as tools.model.Versioned says."""
+    """A validated copy of a model with fields replaced (model_copy keeps stale caches)."""
     fields = {name: getattr(model, name) for name in type(model).model_fields}
-    if isinstance(model, Versioned) and "version" not in update:
-        update["version"] = ""
     return type(model).model_validate({**fields, **update})
 
 

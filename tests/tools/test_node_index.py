@@ -1,10 +1,8 @@
-"""The one pass over an observation's nodes answers as a fresh look at them would.
+"""An observation's node facts and groupings answer as a fresh look at its nodes would.
 
-`NodeIndex` reuses a node's facts for an unchanged version, and the groupings (by card model, by
-label selector) when no node came, went or changed its models or labels. A property test plays
-random sequences of observations, each parsed afresh from JSON, with nodes relabelled,
-cordoned, tainted, added and dropped, and unversioned copies observed in between (as a plan's
-projection is), and compares every answer with one worked out from the nodes directly.
+A property test plays random sequences of observations, each parsed afresh from JSON, with
+nodes relabelled, cordoned, tainted, added and dropped, and compares every answer (facts, nodes
+by card model, by a pool's selector) with one worked out from the nodes directly.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.bases import new_version
 from tools.model import ClusterState, Gpu, Node, Pool, Taint
 
 AT = datetime(2026, 3, 2, tzinfo=UTC)
@@ -33,7 +30,6 @@ def _node(  # noqa: PLR0917 - one node per line of the tests
         taints=(Taint(key="gpu", effect="NoSchedule"),) if tainted else (),
         memory_total_bytes=1,
         gpus=(Gpu(uuid=f"GPU-{name}", index=0, model=model, node=name),),
-        version=new_version(),
     )
 
 
@@ -82,14 +78,14 @@ def test_every_answer_matches_the_nodes_themselves(
     nodes: dict[str, Node] = {}
     for step in changes:
         for node in step:
-            nodes[node.name] = node  # a node changed (at a new version) or came
+            nodes[node.name] = node  # a node changed or came
         if nodes and data.draw(st.booleans(), label="drop one"):
             nodes.pop(data.draw(st.sampled_from(sorted(nodes)), label="dropped"))
         _assert_true_to(_observe(nodes))
         if nodes and data.draw(st.booleans(), label="project a copy"):
             name = data.draw(st.sampled_from(sorted(nodes)), label="relabelled")
             moved = nodes[name].model_copy(update={"labels": {"role": "serve", "zone": "a"}})
-            _assert_true_to(_observe({**nodes, name: moved}))  # a copy: version ""
+            _assert_true_to(_observe({**nodes, name: moved}))
 
 
 def test_a_relabelled_node_moves_between_pools_when_nothing_else_changed() -> None:
@@ -110,18 +106,17 @@ def test_two_clusters_observed_in_turn_never_borrow_from_each_other() -> None:
         _assert_true_to(_observe(b))
 
 
-def test_a_node_of_unknown_version_is_read_again() -> None:
+def test_a_changed_copy_is_read_again() -> None:
     node = _node(NAMES[0], "render", "a", "H200", False, False)
     _observe({node.name: node})
-    unversioned = node.model_copy(update={"cordoned": True})  # a changed copy's version is ""
-    assert unversioned.version == ""
-    facts = _observe({node.name: unversioned}).node_facts(node.name)
+    copy = node.model_copy(update={"cordoned": True})
+    facts = _observe({node.name: copy}).node_facts(node.name)
     assert facts is not None and not facts.schedulable and facts.serviceable
 
 
 _steps = st.lists(
     st.lists(
-        st.sampled_from(["same", "rescraped", "relabelled", "remodelled", "unversioned"]),
+        st.sampled_from(["same", "rescraped", "relabelled", "remodelled", "readied"]),
         min_size=len(NAMES),
         max_size=len(NAMES),
     ),
@@ -133,15 +128,15 @@ _steps = st.lists(
 def _changed(node: Node, how: str) -> Node:
     if how == "same":
         return node
-    if how == "rescraped":  # a new version, nothing the groupings read changed
-        return node.model_copy(update={"cordoned": not node.cordoned, "version": new_version()})
+    if how == "rescraped":  # nothing the groupings read changed
+        return node.model_copy(update={"cordoned": not node.cordoned})
     if how == "relabelled":
         labels = {**node.labels, "role": "serve" if node.labels["role"] == "render" else "render"}
-        return node.model_copy(update={"labels": labels, "version": new_version()})
+        return node.model_copy(update={"labels": labels})
     if how == "remodelled":
         gpus = tuple(g.model_copy(update={"model": "GB10"}) for g in node.gpus)
-        return node.model_copy(update={"gpus": gpus, "version": new_version()})
-    return node.model_copy(update={"ready": not node.ready})  # a copy: version ""
+        return node.model_copy(update={"gpus": gpus})
+    return node.model_copy(update={"ready": not node.ready})
 
 
 @settings(max_examples=60, deadline=None)
@@ -149,8 +144,8 @@ def _changed(node: Node, how: str) -> Node:
 def test_the_same_nodes_in_the_same_order_answer_as_read_afresh(
     steps: list[list[str]], repeat_one: bool
 ) -> None:
-    """The usual tick: the same names in the same order, some at a new version. Only those are
-    read again (a step from the last observation); the answers are those of the nodes."""
+    """The usual tick: the same names in the same order, some changed: the answers are those of
+    the nodes."""
     nodes = [_node(n, "render", "a", "H200", False, False) for n in NAMES]
     _assert_true_to(_observe({n.name: n for n in nodes}))
     for step in steps:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tools.bases import Frozen, versions_of
+from tools.bases import Frozen
 from tools.model import ClusterState, Node
 from tools.placement.capacity import CardCapacity, NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog, default_catalog
-from tools.placement.statecache import StateCache
 
 AnomalyKind = Literal[
     "mps_double_count",
@@ -169,41 +168,13 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
     return found
 
 
-_cache: StateCache[tuple[Anomaly, ...]] = StateCache("sharing_anomalies")
-
-
 def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> list[Anomaly]:
-    """Every accounting anomaly in `state`, by node name; computed once per state."""
-    return list(_cache.get(state, catalog or default_catalog(), _build))
-
-
-_last_nodes: dict[str, tuple[str, NodeCapacity, tuple[Anomaly, ...]]] = {}
-_LIMIT = 100_000
-
-
-def _build(state: ClusterState, catalog: Catalog) -> tuple[Anomaly, ...]:
-    """Every node's anomalies; a node of a version seen before whose capacity node_capacity
-    kept keeps its anomalies too (a node of unknown version is judged again, not remembered)."""
-    capacity = node_capacity(state, catalog)
-    known = _last_nodes
+    """Every accounting anomaly in `state`, by node name."""
+    capacity = node_capacity(state, catalog or default_catalog())
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
-        cap = capacity[node.name]
-        version = versions_of(node)
-        hit = known.get(node.name) if version else None
-        # The capacity object is the one node_capacity kept for unchanged inputs (it keys its
-        # entries by version and content); a recount is a new object and a miss here: the
-        # anomalies are worked out again, never carried over to changed inputs.
-        if hit is not None and hit[0] == version and hit[1] is cap:
-            found.extend(hit[2])
-            continue
-        anomalies = _node_anomalies(node, cap)
-        found.extend(anomalies)
-        if version:
-            if len(known) >= _LIMIT:
-                known.clear()
-            known[node.name] = (version, cap, anomalies)
-    return tuple(found)
+        found.extend(_node_anomalies(node, capacity[node.name]))
+    return found
 
 
 def _node_anomalies(node: Node, cap: NodeCapacity) -> tuple[Anomaly, ...]:

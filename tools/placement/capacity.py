@@ -13,26 +13,21 @@ no memory of its own and NVML's memory figures are often missing: the node's hos
 budget, less what the host measures in use, or less the catalogue's OS reserve and the estimated
 size of the replicas placed there when nothing is measured — and the capacity says which.
 
-`node_capacity(state)` is computed once per observation and kept with it, so that ranking
-hundreds of replicas on a large fleet does not redo it; from one observation to the next, a node
-whose version and placed replicas did not change keeps its capacity.
+`node_capacity(state)` counts every node of an observation; a ranking counts once and ranks
+all its replicas on that count.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from functools import cached_property
-from typing import NamedTuple
 
 from pydantic import Field
 
-from tools.bases import Frozen, versions_of
+from tools.bases import Frozen
 from tools.model import ClusterState, Gpu, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
-from tools.placement.statecache import StateCache
-from tools.trusted import trusted
 
 _MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 
@@ -160,24 +155,9 @@ def _placed_by_node(state: ClusterState) -> dict[str, Placed]:
     return {host: tuple(entries) for host, entries in placed.items()}
 
 
-_generations = itertools.count(1)
-_last_estimates: tuple[tuple[object, ...], str, Estimates, int] | None = None
-
-
-def _estimates(state: ClusterState, catalog: Catalog) -> tuple[Estimates, int]:
-    """Per-card memory of each workload's replicas, and the table's generation: it stays the
-    same while the workloads' models, contexts and card counts and the catalogue do."""
-    global _last_estimates  # noqa: PLW0603 - successive observations share one table
-    inputs = tuple(
-        (w.name, w.model, w.context_length, w.cards_per_replica) for w in state.workloads
-    )
-    last = _last_estimates
-    if last is not None and last[1] == catalog.digest and last[0] == inputs:
-        return last[2], last[3]
-    table = {w.name: replica_card_bytes(w, catalog) for w in state.workloads}
-    generation = next(_generations)
-    _last_estimates = (inputs, catalog.digest, table, generation)
-    return table, generation
+def _estimates(state: ClusterState, catalog: Catalog) -> Estimates:
+    """Per-card memory of each workload's replicas."""
+    return {w.name: replica_card_bytes(w, catalog) for w in state.workloads}
 
 
 def _clients(gpu: Gpu, placed: Placed) -> tuple[str, ...]:
@@ -240,24 +220,21 @@ def _card(
                 used += size or 0
             source += ", used estimated from clients"
     # Built from values already checked here (and of their declared types): made without
-    # validating again, as the changed nodes of every observation are (tools.model.trusted).
-    card = trusted(
-        CardCapacity,
-        {
-            "uuid": gpu.uuid,
-            "index": gpu.index,
-            "model": gpu.model,
-            "sharing": sharing.mode,
-            "slots": max(1, slots),
-            "clients": clients,
-            "unified_memory": node.unified_memory,
-            "memory_total_bytes": total,
-            "memory_used_bytes": used,
-            "memory_source": source,
-            "client_memory_limit_bytes": limit,
-            "client_compute_percent": sharing.mps_active_thread_percentage,
-            "mig_profile": sharing.mig_profile if sharing.mode == "mig" else None,
-        },
+    # validating again, as the changed nodes of every observation are (model_construct).
+    card = CardCapacity.model_construct(
+        uuid=gpu.uuid,
+        index=gpu.index,
+        model=gpu.model,
+        sharing=sharing.mode,
+        slots=max(1, slots),
+        clients=clients,
+        unified_memory=node.unified_memory,
+        memory_total_bytes=total,
+        memory_used_bytes=used,
+        memory_source=source,
+        client_memory_limit_bytes=limit,
+        client_compute_percent=sharing.mps_active_thread_percentage,
+        mig_profile=sharing.mig_profile if sharing.mode == "mig" else None,
     )
     return card, notes
 
@@ -301,81 +278,29 @@ def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) ->
         notes.extend(card_notes)
     used, source, host_notes = _host_memory(node, tuple(cards), estimates, catalog)
     notes.extend(host_notes)
-    return trusted(
-        NodeCapacity,
-        {
-            "name": node.name,
-            "schedulable": not blocked and not hard,
-            "unschedulable": tuple(blocked),
-            "hard_taints": hard,
-            "soft_taints": soft,
-            "labels": node.labels,
-            "unified_memory": node.unified_memory,
-            "cards": tuple(cards),
-            "memory_total_bytes": node.memory_total_bytes,
-            "memory_used_bytes": min(used, node.memory_total_bytes),
-            "memory_source": source,
-            "replicas": _replicas(tuple(cards), placed),
-            "notes": tuple(notes),
-        },
+    return NodeCapacity.model_construct(
+        name=node.name,
+        schedulable=not blocked and not hard,
+        unschedulable=tuple(blocked),
+        hard_taints=hard,
+        soft_taints=soft,
+        labels=node.labels,
+        unified_memory=node.unified_memory,
+        cards=tuple(cards),
+        memory_total_bytes=node.memory_total_bytes,
+        memory_used_bytes=min(used, node.memory_total_bytes),
+        memory_source=source,
+        replicas=_replicas(tuple(cards), placed),
+        notes=tuple(notes),
     )
 
 
-_cache: StateCache[dict[str, NodeCapacity]] = StateCache("node_capacity")
-
-
 def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[str, NodeCapacity]:
-    """Every node's capacity, by name; computed once per state (and catalogue).
-
-    The mapping is shared between callers: read it, never change it.
-    """
-    return _cache.get(state, catalog or default_catalog(), _build)
-
-
-class _NodeEntry(NamedTuple):
-    """A node's capacity and everything it was counted from."""
-
-    version: str
-    placed: Placed
-    estimates: int
-    """The generation of the estimates table (see `_estimates`)."""
-    catalog: str
-    capacity: NodeCapacity
-
-
-_last_nodes: dict[str, _NodeEntry] = {}
-"""Per node name, the last capacity counted for a known version (one entry per name, so the
-table is as large as the clusters observed; it is emptied past `_LIMIT` names)."""
-_LIMIT = 100_000
-
-
-def _build(state: ClusterState, catalog: Catalog) -> dict[str, NodeCapacity]:
-    """Every node's capacity; a node of a version counted before, with the same replicas placed
-    on it and the same estimates, keeps that capacity — whether the observation shares the
-    node's object or parsed it afresh. A node of unknown version is always counted again, and
-    not remembered (it would only push out a known one)."""
+    """Every node's capacity, by name."""
+    catalog = catalog or default_catalog()
     placed_by_node = _placed_by_node(state)
-    estimates, generation = _estimates(state, catalog)
-    digest = catalog.digest
-    known = _last_nodes
-    out: dict[str, NodeCapacity] = {}
-    for node in state.nodes:
-        placed = placed_by_node.get(node.name, ())
-        version = versions_of(node)  # the card readings (memory used) are counted too
-        hit = known.get(node.name) if version else None
-        if (
-            hit is not None
-            and hit.version == version
-            and hit.estimates == generation
-            and hit.catalog == digest
-            and hit.placed == placed
-        ):
-            out[node.name] = hit.capacity
-            continue
-        capacity = out[node.name] = _node(node, placed, estimates, catalog)
-        if version:
-            if len(known) >= _LIMIT:
-                known.clear()
-            # One assignment per name: a concurrent reader sees the old entry or the new one.
-            known[node.name] = _NodeEntry(version, placed, generation, digest, capacity)
-    return out
+    estimates = _estimates(state, catalog)
+    return {
+        node.name: _node(node, placed_by_node.get(node.name, ()), estimates, catalog)
+        for node in state.nodes
+    }

@@ -26,7 +26,6 @@ from tools.placement.catalog import Catalog
 from tools.placement.demand import Demand, PlacementHints, demand_of
 from tools.placement.memoryfit import gib
 from tools.placement.nodefit import Memo, NodeFit, Overlay, admissible, evaluate
-from tools.placement.statecache import StateCache
 
 Unit = tuple[str, ...]
 SortKey = tuple[int, int, int, int, int, int, int, float, Unit]
@@ -99,20 +98,9 @@ def _link_problems(link: Link, hints: PlacementHints) -> tuple[list[str], float,
     return problems, total, f"linked by {link.name}: " + ", ".join(shown)
 
 
-SelectorIndex = dict[tuple[tuple[str, str], ...], tuple[str, ...]]
-_selector_index: StateCache[SelectorIndex] = StateCache("selector_index")
-
-
-def _selected(state: ClusterState, catalog: Catalog, selector: dict[str, str]) -> tuple[str, ...]:
-    """The names of the nodes whose labels match `selector`, sorted; once per state."""
-    index = _selector_index.get(state, catalog, lambda _state, _catalog: {})
-    key = tuple(sorted(selector.items()))
-    names = index.get(key)
-    if names is None:
-        caps = node_capacity(state, catalog)
-        names = tuple(sorted(n for n, cap in caps.items() if matches(cap.labels, selector)))
-        index[key] = names
-    return names
+def _selected(caps: dict[str, NodeCapacity], selector: dict[str, str]) -> tuple[str, ...]:
+    """The names of the nodes whose labels match `selector`, sorted."""
+    return tuple(sorted(n for n, cap in caps.items() if matches(cap.labels, selector)))
 
 
 class Ranking:
@@ -185,7 +173,7 @@ class Ranking:
         if self.demand.nodes_per_replica == 1:
             if not self.explain:
                 # Nodes outside the pool's selector are rejected without words: skip them.
-                names = list(_selected(self.state, self.catalog, self.demand.node_selector))
+                names = list(_selected(self.caps, self.demand.node_selector))
             return [(name,) for name in names]
         if self.demand.nodes_per_replica > 2:
             reason = (

@@ -41,7 +41,8 @@ def section(path: Path) -> list[str]:
         f"### {setup['trace']} on {setup['profile']}",
         "",
         f"`{command(setup)}` at commit `{setup.get('commit', 'unknown')}`: "
-        f"{len(setup['test_seeds'])} test seeds, {setup['duration_h']:g} h scored, "
+        f"{len(setup['test_seeds'])} test seed{'' if len(setup['test_seeds']) == 1 else 's'}, "
+        f"{setup['duration_h']:g} h scored, "
         f"TTFT <= {setup['slo_ttft_s']:g} s and ITL <= {setup['slo_itl_s']:g} s; "
         f"trained on {setup['train']['trace']} from {setup['train']['offset_s']:g} s, "
         f"seed {setup['train']['seed']}; file `{path.relative_to(ROOT)}`.",

@@ -6,6 +6,13 @@ it over if its holder let it expire, and otherwise leaves it alone. Every write 
 resourceVersion it read, so two replicas racing for an expired Lease cannot both win: the API
 server answers the loser 409.
 
+Renewal under a flaky API: a leader renews by writing the Lease it last wrote (one request; a
+409 sends it back to read first, as Kubernetes' own elector does), each request bounded by a
+quarter of the renew deadline, and a failed renewal is tried again after short jittered pauses
+for as long as the Lease may still be its own (a lease duration and a retry period since its
+last renewal). Past the renew deadline it no longer acts (the fence below), but a renewal that
+comes through then ends the lapse without the lead moving to the other replica.
+
 Fencing: `leading()` is true only while the last successful renewal is younger than the
 renew deadline, which is shorter than the lease duration. A leader cut off from the API server
 therefore stops acting before its Lease can expire and a standby can take over — it never acts
@@ -17,6 +24,7 @@ as this process's monotonic clock counts — never by comparing wall clocks acro
 from __future__ import annotations
 
 import os
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -30,8 +38,9 @@ from urllib3.exceptions import HTTPError
 
 from tools.backends.kubernetes.settings import KubernetesSettings
 
-RENEWAL_RETRIES = 8
-"""The most times one failed renewal is tried again within the renew deadline."""
+REQUEST_SHARE = 0.25
+"""One request to the Lease may take at most this share of the renew deadline: a renewal that
+hangs is given up early enough for others to be tried before the deadline."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,8 @@ class LeaseSettings:
     retry_s: float = 2.0
     """How often to try to renew, or to take over."""
     timeout_s: float = 2.0
-    """How long one request to the API server may take (at most the renew deadline, by which
-    the renewal is late anyway): a renewal that hangs is given up, and tried again."""
+    """How long one request to the API server may take (at most REQUEST_SHARE of the renew
+    deadline): a renewal that hangs is given up, and tried again."""
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_s < self.renew_deadline_s < self.duration_s:
@@ -69,7 +78,7 @@ class LeaseSettings:
             duration_s=float(e.lease_duration_s),
             renew_deadline_s=e.renew_deadline_s,
             retry_s=e.retry_period_s,
-            timeout_s=min(settings.request_timeout_s, e.renew_deadline_s),
+            timeout_s=min(settings.request_timeout_s, e.renew_deadline_s * REQUEST_SHARE),
         )
 
 
@@ -83,14 +92,19 @@ class LeaseHolder:
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        rng: random.Random | None = None,
     ) -> None:
         self.api = api
         self.settings = settings
         self._monotonic = monotonic
         self._now = now
         self._sleep = sleep
+        self._rng = rng or random.Random()
         self.renewal_retries = 0
-        """Renewals tried again after a failure, within the renew deadline (a count)."""
+        """Renewals tried again after a failure, while the Lease was still ours (a count)."""
+        self._written: client.V1Lease | None = None
+        """The Lease as this replica last wrote it (the server's answer): renewed in one write."""
         self._renewed_at: float | None = None
         """Monotonic time of the last successful create, renewal or takeover."""
         self.holder: str | None = None
@@ -122,29 +136,33 @@ class LeaseHolder:
         holds the Lease afterwards. API errors are not raised: they leave leadership to lapse.
 
         A leader whose renewal fails (a 5xx, a 429, a timeout, a 409 from a write that raced
-        its own) tries again at once, a few times, within what is left of its renew deadline:
-        one failed request in a flaky API must not hand the lead over (the other replica would
-        take it, and both would call the model in turn). It gives up only when the deadline
-        has no room left for another round; then leadership lapses, as fencing requires."""
+        its own) tries again after a short jittered pause (from a tenth of the retry period,
+        growing to half of it), while the Lease may still be its own: until a lease duration
+        and a retry period since its last renewal, the earliest a standby that saw that renewal
+        can take the Lease over (a write after a takeover is refused, 409: the Lease is never
+        held twice). One failed request in a flaky API must not hand the lead over (the other
+        replica would take it, and both would call the model in turn). Past the renew deadline
+        it does not act meanwhile (`leading()`, the fence)."""
         s = self.settings
         before = self._renewed_at
         held = self._attempt_once()
         pause = s.retry_s / 10
-        for _ in range(RENEWAL_RETRIES):
-            if before is None or self._renewed_at != before or self.holder != s.identity:
-                break  # renewed, never led, or someone else holds it now: nothing to retry
-            left = s.renew_deadline_s - (self._monotonic() - before)
-            if left < pause + s.timeout_s:
-                break  # no room left for one more request before the deadline (a 5xx, a 409 or
-                # a 429 answers at once; a renewal sent in time counts from when it was sent)
-            self._sleep(pause)
+        while before is not None and self._renewed_at == before and self.holder == s.identity:
+            if self._monotonic() - before + pause >= s.duration_s + s.retry_s:
+                break  # a standby may hold it by now: the next round reads who does
+            self._sleep(pause * self._rng.uniform(0.5, 1.5))
             self.renewal_retries += 1
             held = self._attempt_once()
+            pause = min(pause * 1.5, s.retry_s / 2)
         return held
 
     def _attempt_once(self) -> bool:
         s = self.settings
         started = self._monotonic()
+        if self._written is not None:  # ours when last written: one write renews it
+            renewed = self._renew_written(started)
+            if renewed is not None:
+                return renewed
         try:
             lease = self.api.read_namespaced_lease(
                 s.name, s.namespace, _request_timeout=s.timeout_s
@@ -161,6 +179,7 @@ class LeaseHolder:
         ours = spec.holder_identity == s.identity
         if not ours and not self._expired(spec):
             self._renewed_at = None
+            self._written = None
             return False
         now = self._now()
         spec.holder_identity = s.identity
@@ -171,14 +190,34 @@ class LeaseHolder:
             spec.lease_transitions = self.transitions + 1
         lease.spec = spec
         try:
-            self.api.replace_namespaced_lease(
+            written = self.api.replace_namespaced_lease(
                 s.name, s.namespace, lease, _request_timeout=s.timeout_s
             )
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica wrote first
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
-        self._held(started, spec)
+        self._held(started, spec, written)
+        return True
+
+    def _renew_written(self, started: float) -> bool | None:
+        """Renew by writing the Lease as last written, without reading it first; None when
+        the write met a 409 (someone wrote since: read, then decide)."""
+        s = self.settings
+        lease = self._written
+        assert lease is not None and lease.spec is not None
+        lease.spec.renew_time = self._now()
+        try:
+            written = self.api.replace_namespaced_lease(
+                s.name, s.namespace, lease, _request_timeout=s.timeout_s
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return None  # read who holds it now (a takeover clears `_written` there)
+            return self._failed(exc)
+        except (HTTPError, OSError) as exc:
+            return self._failed(exc)
+        self._held(started, lease.spec, written)
         return True
 
     def release(self) -> None:
@@ -199,6 +238,7 @@ class LeaseHolder:
         except (ApiException, HTTPError, OSError) as exc:
             self.last_error = str(exc)
         self._renewed_at = None
+        self._written = None
 
     def _create(self, started: float) -> bool:
         s = self.settings
@@ -214,19 +254,23 @@ class LeaseHolder:
             metadata=client.V1ObjectMeta(name=s.name, namespace=s.namespace), spec=spec
         )
         try:
-            self.api.create_namespaced_lease(s.namespace, body, _request_timeout=s.timeout_s)
+            written = self.api.create_namespaced_lease(
+                s.namespace, body, _request_timeout=s.timeout_s
+            )
         except ApiException as exc:
             return self._failed(exc)  # 409: another replica created it first
         except (HTTPError, OSError) as exc:
             return self._failed(exc)
-        self._held(started, spec)
+        self._held(started, spec, written)
         return True
 
-    def _held(self, started: float, spec: Any) -> None:
+    def _held(self, started: float, spec: Any, written: object) -> None:
         # Fencing counts from when the request was sent, not when its answer came back.
         self._renewed_at = started
         self.holder = spec.holder_identity
         self.last_error = ""
+        self._written = written if isinstance(written, client.V1Lease) else None
+        self._seen = None  # another holder's record, as last seen, is history now
 
     def _failed(self, exc: Exception) -> bool:
         self.last_error = f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"

@@ -9,10 +9,7 @@ utilisation, queue depth, ...) are not the API's to give: they are left missing,
 "kubernetes", for the metric sources to fill.
 
 Cheap per tick: a node is rebuilt only when its object, its ResourceSlice or a pod on it
-changed, a workload only when its object or one of its pods did. A rebuilt one gets a new
-`version` (tools.model.new_version), an unchanged one keeps its own, so what the loop derives
-per version of a node (policies.activity's card readings) is worked out only for what changed:
-without a version, every tick derived it again for all 8,000 cards of a 1,000-node fleet.
+changed, a workload only when its object or one of its pods did.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from tools.backends.kubernetes import contract as c
 from tools.backends.kubernetes import objects as o
 from tools.backends.kubernetes.cards import MISSING, SOURCE, Cards
 from tools.backends.kubernetes.topology import links_from_labels, modes_from_labels
-from tools.bases import new_version
 from tools.errors import InvalidInput
 from tools.model import (
     ActiveMode,
@@ -38,7 +34,6 @@ from tools.model import (
     Taint,
     Workload,
 )
-from tools.trusted import trusted
 
 Obj = o.Obj
 
@@ -69,7 +64,6 @@ class Builder:
         self._built_workloads: dict[str, Workload] = {}
         self._node_order: list[str] | None = None
         self._state: ClusterState | None = None
-        self._fields: dict[str, object] = {}
         self._node_memo: dict[str, tuple[object, Node]] = {}
         self._cards = Cards()
 
@@ -195,7 +189,7 @@ class Builder:
     def build(self, now: datetime) -> ClusterState:
         """The state now: the previous one, observed now, when nothing changed since."""
         if self._state is not None and not self._dirty_nodes and not self._dirty_workloads:
-            return trusted(ClusterState, {**self._fields, "observed_at": now})
+            return self._state.model_copy(update={"observed_at": now})
         pools, modes, links = self.topology()
         if not links:  # the ConfigMap names none: the node labels' pairs
             links = links_from_labels(self.nodes.values())
@@ -227,17 +221,16 @@ class Builder:
         pools = pools + tuple(
             Pool(name=p, workloads=tuple(w.name for w in wl if w.pool == p)) for p in extra
         )
-        self._fields = {
-            "observed_at": now,
-            "source": SOURCE,
-            "nodes": tuple(self._built_nodes[n] for n in self._node_order),
-            "workloads": tuple(wl),
-            "pools": pools,
-            "modes": modes,
-            "active_mode": self._active_mode(modes, wl),
-            "links": tuple(self._link(lk) for lk in links),
-        }
-        self._state = trusted(ClusterState, dict(self._fields))
+        self._state = ClusterState(
+            observed_at=now,
+            source=SOURCE,
+            nodes=tuple(self._built_nodes[n] for n in self._node_order),
+            workloads=tuple(wl),
+            pools=pools,
+            modes=modes,
+            active_mode=self._active_mode(modes, wl),
+            links=tuple(self._link(lk) for lk in links),
+        )
         return self._state
 
     # -- nodes ------------------------------------------------------------------------------
@@ -314,7 +307,6 @@ class Builder:
             unified_memory=unified,
             gpus=gpus,
             scheduler=scheduler,
-            version=new_version(),
         )
         self._node_memo[name] = (key, node)
         return node
@@ -362,7 +354,6 @@ class Builder:
                 for k, v in notes.items()
                 if k not in c.OWN_ANNOTATIONS and k.startswith("steward.dev/")
             },
-            version=new_version(),
         )
         return w
 

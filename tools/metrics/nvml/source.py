@@ -17,7 +17,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tools.bases import new_version
 from tools.metrics.nvml.readings import (
     HostMemory,
     NvmlUnavailable,
@@ -92,11 +91,8 @@ class NvmlSource:
 
 
 def _with_readings(node: Node, gpus: list[Gpu]) -> Node:
-    """The node with these cards' readings, under its producer's version: what is derived from
-    its shape is reused, what is derived from its readings is not (tools.bases.Versioned)."""
-    return node.model_copy(
-        update={"gpus": tuple(gpus), "version": node.version, "readings_version": new_version()}
-    )
+    """The node with these cards' readings."""
+    return node.model_copy(update={"gpus": tuple(gpus)})
 
 
 def _with_node(state: ClusterState, node: Node) -> ClusterState:

@@ -93,15 +93,15 @@ class PrometheusClient:
 
 
 def vector_from(text: str, expr: str, empty_at: float, columns: Iterable[str] = ()) -> Vector:
-    """The instant vector of an /api/v1/query answer's text (`empty_at` dates one without
-    series): read as Prometheus writes it (tools.metrics.prometheus.vector), else decoded."""
-    fast = Vector.from_json(text, empty_at=empty_at, columns=columns)
-    if fast is not None:
-        return fast
+    """The instant vector of an /api/v1/query answer's text, decoded by `json` (`empty_at`
+    dates one without series), with the labels `columns` read down it."""
     body = json.loads(text)
     if not isinstance(body, dict) or body.get("status") != "success":
         raise QueryRefused(_said(body, text))
-    return vector_of(body, expr, empty_at)
+    vector = vector_of(body, expr, empty_at)
+    for name in columns:
+        vector.column(name)
+    return vector
 
 
 def vector_of(body: dict[str, Any], expr: str, empty_at: float) -> Vector:

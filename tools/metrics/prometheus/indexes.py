@@ -15,9 +15,7 @@ from typing import cast
 
 from tools.metrics.prometheus.columns import card_ages
 from tools.metrics.prometheus.combining import grouped
-from tools.metrics.prometheus.recent import Recent
 from tools.model import ClusterState
-from tools.trusted import exhaust
 
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
 
@@ -51,13 +49,8 @@ class CardIndex:
         self.uuids: AbstractSet[str] = self.position.keys()
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
-        self.positions = Recent(self._positions, size=1)
-        """Where each series goes in `order`, by its card's UUID (the answer's `UUID` column);
-        None when one names no card here, or two one card. Every card family of a tick, and the
-        next tick's, names the cards as the last answer did."""
-        self.ages = Recent(card_ages, size=2)
-        """Each card's age from its series' sample times (tools.metrics.prometheus.columns):
-        the card families of a tick, scraped together, carry the same."""
+        self.ages = card_ages
+        """Each card's age from its series' sample times (tools.metrics.prometheus.columns)."""
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:
@@ -72,9 +65,10 @@ class CardIndex:
         self.position = {uuid: i for i, uuid in enumerate(order)}
         self.uuids = self.position.keys()
         self._canonical = None
-        self.positions = Recent(self._positions, size=1)
 
-    def _positions(self, named: list[str | None]) -> Placing | None:
+    def positions(self, named: list[str | None]) -> Placing | None:
+        """Where each series goes in `order`, by its card's UUID (the answer's `UUID` column);
+        None when one names no card here, or two one card."""
         found = list(map(cast("Callable[[str | None], int | None]", self.position.get), named))
         if None in found:
             return None
@@ -83,7 +77,8 @@ class CardIndex:
         if places == list(range(count)):
             return Placing(places, (), in_order=True)
         taken = [series] * count  # a card no series read takes the stand-in after the last
-        exhaust(map(taken.__setitem__, places, range(series)))
+        for at, place in enumerate(places):
+            taken[place] = at
         if taken.count(series) != count - series:
             return None  # two series of one card: combined by keys
         return Placing(taken, _holes(taken, series), in_order=False)
@@ -162,11 +157,8 @@ class WorkloadIndex:
         self._names: frozenset[str] = frozenset()
         self._models: dict[str, str] = {}
         self.pods = _Pods(self._owner)
-        self.groupings = Recent(grouped)
+        self.groupings = grouped
         """Where each workload's series lie in an answer (tools.metrics.prometheus.combining)."""
-        self.owners = Recent(self._owners)
-        """The workload of each series' (namespace, pod), from its pods' and namespaces'
-        columns (`PODLESS` where it has no pod)."""
 
     def refresh(self, state: ClusterState) -> None:
         names = frozenset(w.name for w in state.workloads)
@@ -174,7 +166,6 @@ class WorkloadIndex:
             return
         self._names = names
         self.pods = _Pods(self._owner)
-        self.owners = Recent(self._owners)
         serving: dict[str, list[str]] = {}
         for w in state.workloads:
             if w.model:
@@ -185,10 +176,15 @@ class WorkloadIndex:
     def names(self) -> frozenset[str]:
         return self._names
 
-    def _owners(self, pods: list[str | None], namespaces: list[str]) -> list[object]:
+    def owners(self, pods: list[str | None], namespaces: list[str]) -> list[object]:
+        """The workload of each series' (namespace, pod), from its pods' and namespaces'
+        columns (`PODLESS` where it has no pod)."""
         return list(map(self.pods.__getitem__, zip(namespaces, pods, strict=True)))
 
     def key(self, labels: dict[str, str]) -> str | None:
+        workload = labels.get("workload")
+        if workload:  # recorded per workload (the recording rules)
+            return self.named(labels.get("namespace", ""), workload)
         pod = labels.get("exported_pod") or labels.get("pod")
         if not pod:
             model = labels.get("model_name")
@@ -201,7 +197,11 @@ class WorkloadIndex:
         name = labels.get("name")
         if name is None:
             return None
-        namespace = labels.get("namespace", "")
+        return self.named(labels.get("namespace", ""), name)
+
+    def named(self, namespace: str, name: str) -> str | None:
+        """The workload called `name` in `namespace`: `namespace/name` where the backend names
+        workloads so, else `name`."""
         for candidate in (f"{namespace}/{name}", name):
             if candidate in self._names:
                 return candidate

@@ -97,6 +97,8 @@ def _read(
     if target == "gpu":
         canonical = cast("Callable[[str | None], str | None]", cards.canonical.get)
         found = list(map(canonical, answer.column("UUID")))
+    elif target == "workload" and answer.carries("workload"):  # recorded per workload
+        found = list(map(workloads.key, answer.labels))
     elif target == "workload":
         pods = workloads.pods
         # The default queries moved a pod Prometheus renamed into `pod`/`namespace`.

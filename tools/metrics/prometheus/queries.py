@@ -21,6 +21,7 @@ workload's jobs waiting, which no serving engine reports).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -233,6 +234,29 @@ FAMILY_LIST: tuple[Family, ...] = (
 )
 FAMILIES: dict[str, Family] = {f.name: f for f in FAMILY_LIST}
 
+CARD_TIME = "steward:node_gpu_sample_time_seconds:min"
+WORKLOAD_TIME = "steward:workload_sample_time_seconds:min"
+RECORDED: dict[str, tuple[str, str]] = {
+    "gpu_util": ("steward:gpu_utilization:max", CARD_TIME),
+    "fb_used": ("steward:gpu_memory_used_mebibytes:max", CARD_TIME),
+    "fb_free": ("steward:gpu_memory_free_mebibytes:max", CARD_TIME),
+    "power": ("steward:gpu_power_watts:max", CARD_TIME),
+    "waiting": ("steward:workload_requests_waiting:sum", WORKLOAD_TIME),
+    "running": ("steward:workload_requests_running:sum", WORKLOAD_TIME),
+    "kv_cache": ("steward:workload_kv_cache_usage:max", WORKLOAD_TIME),
+    "ttft_p90": ("steward:workload_time_to_first_token_seconds:p90", WORKLOAD_TIME),
+    "queue_time_p90": ("steward:workload_queue_time_seconds:p90", WORKLOAD_TIME),
+    "itl_p90": ("steward:workload_inter_token_latency_seconds:p90", WORKLOAD_TIME),
+    "generation_tokens": ("steward:workload_generation_tokens:rate5m", WORKLOAD_TIME),
+    "prompt_tokens": ("steward:workload_prompt_tokens:rate5m", WORKLOAD_TIME),
+    "requests_finished": ("steward:workload_requests_finished:rate5m", WORKLOAD_TIME),
+}
+"""Per family: the series Steward's recording rules (rules.yaml beside this module) record for
+it, and the series that dates them (each node's cards, each workload, by their oldest sample).
+A card's series keep the labels the join reads; a workload's carry `workload`, the pod name
+without its controller's suffixes, and are aggregated by the family's aggregate."""
+RULES_FILE = Path(__file__).with_name("rules.yaml")
+
 
 class Resolved(BaseModel):
     """A family with the queries the settings chose for it."""
@@ -244,6 +268,10 @@ class Resolved(BaseModel):
     timestamp: str
     default: bool = False
     """Both queries are the family's own: its answer comes as value series dated in labels."""
+    recorded: str = ""
+    """The query over the series Steward's recording rules record for this family (value and
+    timestamp series, told apart by `steward_part`); "" where none is asked (an override, a
+    family without rules, or `rules: raw`)."""
 
     @property
     def name(self) -> str:
@@ -301,12 +329,20 @@ def resolve(settings: PrometheusSettings) -> list[Resolved]:
         else:
             stamp = family.timestamp
         window = settings.window
+        recorded = ""
+        if default and settings.rules == "recorded" and family.name in RECORDED:
+            value, time = RECORDED[family.name]
+            recorded = (
+                f'label_replace({time}, "{PART}", "t", "", "") '
+                f'or label_replace({value}, "{PART}", "v", "", "")'
+            )
         out.append(
             Resolved(
                 family=family,
                 query=query.replace("{window}", window),
                 timestamp=stamp.replace("{window}", window),
                 default=default,
+                recorded=recorded,
             )
         )
     return out

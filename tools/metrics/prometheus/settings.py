@@ -41,6 +41,12 @@ class PrometheusSettings(BaseModel):
     whose exporters stamp their samples with its simulated time."""
     parallel: int = Field(default=4, ge=1, le=32)
     """Queries in flight at once."""
+    rules: Literal["recorded", "raw"] = "recorded"
+    """`recorded`: each default family reads the series Steward's recording rules record
+    (tools/metrics/prometheus/rules.yaml, docker/prometheus-rule.yaml), already joined to
+    workloads and aggregated; a family whose recorded series are absent (the rules not loaded,
+    or not evaluated yet) is asked again over the raw series that tick. `raw`: the raw series
+    only, joined here (`window` applies to them alone: the rules' window is their own)."""
 
     @field_validator("queries", "timestamps")
     @classmethod

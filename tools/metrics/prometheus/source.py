@@ -14,13 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from itertools import repeat
-from operator import setitem
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from tools.bases import new_version
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
@@ -31,8 +28,7 @@ from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
 from tools.metrics.prometheus.vector import Vector
-from tools.model import ClusterState, Gpu, Metric, Node, Workload
-from tools.trusted import exhaust, trusted, trusted_all
+from tools.model import ClusterState, Metric, Node, Workload
 
 Answer = Vector | str
 """A family's answer, or why there is none ("unreachable: …", "query refused: …")."""
@@ -50,6 +46,9 @@ class TickReport(BaseModel):
     series: int
     unmatched: int
     failed: dict[str, str] = {}
+    from_rules: list[str] = []
+    """The families answered from the series Steward's recording rules record; the others were
+    read from the raw series (their rules absent, not evaluated yet, or `rules: raw`)."""
 
 
 class Tick(NamedTuple):
@@ -81,6 +80,7 @@ class PrometheusSource:
         `Metric`s made of them go with the observation they were made for)."""
         self.last_tick: TickReport | None = None
         self._unmatched = 0
+        self._from_rules: list[str] = []
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -93,10 +93,17 @@ class PrometheusSource:
         return check_queries(self.settings, self.client)
 
     def ask(self, at: float | None = None) -> dict[str, Answer]:
-        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now)."""
+        """Every family's answer for this tick, evaluated at POSIX time `at` (None: now): from
+        the recorded series where the family has them, else from the raw series."""
+        recorded: set[str] = set()
 
         def one(family: Resolved) -> Answer:
             try:
+                if family.recorded:
+                    answer = self.client.query(family.recorded, at)
+                    if len(answer):
+                        recorded.add(family.name)
+                        return answer
                 return self.client.query(family.combined, at, family.reads)
             except PrometheusUnavailable as exc:
                 return f"unreachable: {exc}"
@@ -105,13 +112,15 @@ class PrometheusSource:
             except (ValueError, KeyError, TypeError) as exc:  # not what the API documents
                 return f"unreadable answer: {type(exc).__name__}: {exc}"
 
-        return dict(
+        answers = dict(
             zip(
                 (f.name for f in self.families),
                 self._pool.map(one, self.families),
                 strict=True,
             )
         )
+        self._from_rules = sorted(recorded)
+        return answers
 
     def read(self, state: ClusterState) -> ClusterState:
         """The observation with this source's readings merged in."""
@@ -134,6 +143,7 @@ class PrometheusSource:
             series=series,
             unmatched=self._unmatched,
             failed={k: v for k, v in answers.items() if isinstance(v, str)},
+            from_rules=self._from_rules,
         )
 
     def merge(self, state: ClusterState, answers: Mapping[str, Answer]) -> ClusterState:
@@ -242,21 +252,16 @@ class PrometheusSource:
             if column is None:
                 column = total.every(columns["memory_used_bytes"], uuids)
             columns["memory_total_bytes"] = column
-        cards_of = [node.gpus for node in state.nodes]
-        merged = [gpu.__dict__.copy() for gpus in cards_of for gpu in gpus]
-        for name, column in columns.items():
-            exhaust(map(setitem, merged, repeat(name), column))
-        made = trusted_all(Gpu, merged)
+        every = [gpu for node in state.nodes for gpu in node.gpus]
+        made = [
+            gpu.model_copy(update={name: column[at] for name, column in columns.items()})
+            for at, gpu in enumerate(every)
+        ]
         nodes: list[Node] = []
         start = 0
-        for node, gpus in zip(state.nodes, cards_of, strict=True):
-            end = start + len(gpus)
-            # New readings under the producer's version: what is derived from the readings is
-            # worked out again, what is derived from the node's shape is not.
-            values = node.__dict__.copy()
-            values["gpus"] = tuple(made[start:end])
-            values["readings_version"] = new_version()
-            nodes.append(trusted(Node, values))
+        for node in state.nodes:
+            end = start + len(node.gpus)
+            nodes.append(node.model_copy(update={"gpus": tuple(made[start:end])}))
             start = end
         return tuple(nodes)
 
@@ -280,7 +285,7 @@ class PrometheusSource:
             return state.workloads
         out: list[Workload] = []
         for workload in state.workloads:
-            values = dict(workload.__dict__)
+            values: dict[str, Metric] = {"queue_depth": workload.queue_depth}
             for name, found in present:
                 values[name] = found.get(workload.name)
             if epp is not None and not values["queue_depth"].usable:
@@ -291,8 +296,7 @@ class PrometheusSource:
                 waiting = jobs.get(workload.name)
                 if waiting.value is not None:
                     values["queue_depth"] = waiting  # a job queue's, not an engine's
-            values["readings_version"] = new_version()
-            out.append(trusted(Workload, values))
+            out.append(workload.model_copy(update=values))
         return tuple(out)
 
 
