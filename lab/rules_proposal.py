@@ -1,6 +1,6 @@
 """What a deliberation's question says the rules would do, read back into actions.
 
-A question put to the model (agent/loop/questions.py, agent/planners/prompts.py) lists, under
+A question put to the model (agent/loop/questions.py, agent/planners/llm/prompts.py) lists, under
 `the_rules_would`, the rules' own actions as sentences ("scale burst-llm to 1 replica(s)",
 "place a replica of burst-llm on render-1"). A scripted model that agrees with the rules (the
 chaos bench's replicas, the obeying model of the injection tests) answers with these actions.

@@ -29,16 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol, assert_never
 
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import Action
 from tools.model import ClusterState, Workload
 
 Direction = Literal["up", "down", "to_zero", "neutral"]
@@ -99,13 +91,13 @@ OnNode = Callable[[str], Sequence[tuple[Workload, int, int]]]
 def action_key(action: Action) -> str:
     """The thing an action changes, as `kind:name`; empty for NoOp."""
     match action:
-        case ScaleWorkload() | PlaceReplica():
+        case actions.ScaleWorkload() | actions.PlaceReplica():
             return f"workload:{action.workload}"
-        case CordonNode() | UncordonNode() | DrainNode():
+        case actions.CordonNode() | actions.UncordonNode() | actions.DrainNode():
             return f"node:{action.node}"
-        case RotateMode():
+        case actions.RotateMode():
             return ROTATION_KEY
-        case NoOp():
+        case actions.NoOp():
             return ""
         case _:
             assert_never(action)
@@ -114,9 +106,14 @@ def action_key(action: Action) -> str:
 def node_of(action: Action) -> str | None:
     """The node an action names, if any."""
     match action:
-        case PlaceReplica() | CordonNode() | UncordonNode() | DrainNode():
+        case (
+            actions.PlaceReplica()
+            | actions.CordonNode()
+            | actions.UncordonNode()
+            | actions.DrainNode()
+        ):
             return action.node
-        case ScaleWorkload() | RotateMode() | NoOp():
+        case actions.ScaleWorkload() | actions.RotateMode() | actions.NoOp():
             return None
         case _:
             assert_never(action)
@@ -125,9 +122,15 @@ def node_of(action: Action) -> str | None:
 def workload_of(action: Action) -> str | None:
     """The one workload whose replica count an action sets, if it names one."""
     match action:
-        case ScaleWorkload() | PlaceReplica():
+        case actions.ScaleWorkload() | actions.PlaceReplica():
             return action.workload
-        case CordonNode() | UncordonNode() | DrainNode() | RotateMode() | NoOp():
+        case (
+            actions.CordonNode()
+            | actions.UncordonNode()
+            | actions.DrainNode()
+            | actions.RotateMode()
+            | actions.NoOp()
+        ):
             return None
         case _:
             assert_never(action)
@@ -136,7 +139,7 @@ def workload_of(action: Action) -> str | None:
 def direction(action: Action, state: ClusterState) -> Direction:
     """Whether the action adds capacity, removes it, empties a workload or neither."""
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             workload = state.workload(action.workload)
             current = workload.desired_replicas if workload else 0
             if action.replicas == current:
@@ -144,11 +147,11 @@ def direction(action: Action, state: ClusterState) -> Direction:
             if action.replicas <= 0:
                 return "to_zero"
             return "up" if action.replicas > current else "down"
-        case PlaceReplica() | UncordonNode():
+        case actions.PlaceReplica() | actions.UncordonNode():
             return "up"
-        case CordonNode() | DrainNode():
+        case actions.CordonNode() | actions.DrainNode():
             return "down"
-        case RotateMode() | NoOp():
+        case actions.RotateMode() | actions.NoOp():
             return "neutral"
         case _:
             assert_never(action)
@@ -157,22 +160,22 @@ def direction(action: Action, state: ClusterState) -> Direction:
 def pools_touched(action: Action, state: ClusterState) -> frozenset[str]:
     """The pools whose cards or replicas the action may change."""
     match action:
-        case ScaleWorkload() | PlaceReplica():
+        case actions.ScaleWorkload() | actions.PlaceReplica():
             workload = state.workload(action.workload)
             return frozenset({workload.pool}) if workload else frozenset()
-        case CordonNode() | UncordonNode() | DrainNode():
+        case actions.CordonNode() | actions.UncordonNode() | actions.DrainNode():
             node = action.node
             return frozenset(
                 w.pool for w in state.workloads if any(node in p.nodes for p in w.placement)
             )
-        case RotateMode():
+        case actions.RotateMode():
             mode = state.mode(action.target_mode)
             if mode is None:
                 return frozenset()
             group = set(mode.nodes)
             names = {w for m in state.modes if group & set(m.nodes) for w in m.workloads}
             return frozenset(w.pool for w in state.workloads if w.name in names)
-        case NoOp():
+        case actions.NoOp():
             return frozenset()
         case _:
             assert_never(action)
@@ -221,16 +224,16 @@ def effect(
     Raises UnknownTarget when the action names a workload, node or mode `state` lacks.
     """
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             w = _workload(state, action.workload, action)
             old, replicas = counts.desired_of(w), action.replicas
             change = Change(w, replicas, min(counts.ready_of(w), replicas))
             return Effect((change,), cards_changed=abs(replicas - old) * w.cards_per_replica)
-        case PlaceReplica():
+        case actions.PlaceReplica():
             w = _workload(state, action.workload, action)
             change = Change(w, counts.desired_of(w) + 1, counts.ready_of(w))
             return Effect((change,), cards_changed=w.cards_per_replica)
-        case DrainNode():
+        case actions.DrainNode():
             node = _node(state, action.node, action)
             changes = []
             cards = 0
@@ -239,11 +242,11 @@ def effect(
                 ready = max(0, counts.ready_of(w) - ready_there)
                 changes.append(Change(w, counts.desired_of(w), ready))
             return Effect(tuple(changes), cordon=node, cards_changed=cards, evicts_from=node)
-        case CordonNode():
+        case actions.CordonNode():
             return Effect(cordon=_node(state, action.node, action))
-        case UncordonNode():
+        case actions.UncordonNode():
             return Effect(uncordon=_node(state, action.node, action))
-        case RotateMode():
+        case actions.RotateMode():
             if state.mode(action.target_mode) is None:
                 raise UnknownTarget(_unknown(action))
             up, down = mode_group_workloads(state, action.target_mode)
@@ -265,7 +268,7 @@ def effect(
                 cards_changed=max(taken, freed),
                 commits_mode=action.target_mode,
             )
-        case NoOp():
+        case actions.NoOp():
             return Effect()
         case _:
             assert_never(action)
@@ -275,18 +278,18 @@ def expected_effect(action: Action, state: ClusterState) -> str:
     """What an action is expected to change, in one sentence a person can check afterwards
     (`steward plan` prints it next to each verdict; the decision log keeps it)."""
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             return _replicas_sentence(action, state, "")
-        case PlaceReplica():
+        case actions.PlaceReplica():
             return _replicas_sentence(action, state, f" on {action.node}")
-        case CordonNode():
+        case actions.CordonNode():
             return f"{action.node} takes no new replicas; running ones stay"
-        case UncordonNode():
+        case actions.UncordonNode():
             return f"{action.node} takes new replicas again"
-        case DrainNode():
+        case actions.DrainNode():
             moved = [w.name for w in state.workloads for r in w.placement if action.node in r.nodes]
             return f"{action.node} emptied within {action.deadline_s:g} s: {moved or 'no replicas'}"
-        case RotateMode():
+        case actions.RotateMode():
             mode = state.mode(action.target_mode)
             if mode is None:
                 return f"nothing: mode {action.target_mode} is not defined"
@@ -295,14 +298,14 @@ def expected_effect(action: Action, state: ClusterState) -> str:
                 f"{mode.aggregate_peak_tok_s:g} tok/s aggregate, {mode.single_stream_tok_s:g} "
                 f"tok/s single stream, context up to {mode.max_context:,}"
             )
-        case NoOp():
+        case actions.NoOp():
             return "nothing changes"
         case _:
             assert_never(action)
 
 
 def _replicas_sentence(
-    action: ScaleWorkload | PlaceReplica, state: ClusterState, where: str
+    action: actions.ScaleWorkload | actions.PlaceReplica, state: ClusterState, where: str
 ) -> str:
     try:
         change = effect(action, state).changes[0]

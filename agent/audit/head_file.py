@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.audit.chain import mac_of, time_text
 from agent.audit.errors import AuditError, LogRefused
 from agent.audit.records import GENESIS_HASH
+from agent.support.datadir import replace_file
 
 HEAD_FILE = "audit.head"
 HISTORY_FILES = ("checkpoints.db", "inbox.db", "modes/journal.jsonl", "loop.json")
@@ -89,15 +89,7 @@ def write(data_dir: Path, seq: int, digest: str, at: datetime, key: bytes | None
     """HeadRecord the head: durable (fsynced) before this returns, replaced atomically."""
     mac = head_mac(key, seq, digest, at) if key else None
     data = HeadRecord(seq=seq, hash=digest, time=at, mac=mac).model_dump_json().encode()
-    path = path_of(data_dir)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    replace_file(path_of(data_dir), data)
 
 
 def mac_problem(witness: HeadRecord, key: bytes | None) -> str | None:

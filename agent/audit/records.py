@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, model_validator
 
@@ -43,19 +43,7 @@ Kind = Literal[
     "finding",
     "deliberation",
 ]
-KINDS: tuple[Kind, ...] = (
-    "startup",
-    "intent",
-    "approval",
-    "execution",
-    "outcome",
-    "plan",
-    "fallback",
-    "interrupted",
-    "mode_step",
-    "finding",
-    "deliberation",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 DecisionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
 Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]

@@ -21,7 +21,6 @@ never signed; an outside witness of the head (`audit verify --witness`) still fi
 from __future__ import annotations
 
 import hmac
-import os
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime
@@ -31,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.audit.chain import mac_of
 from agent.audit.errors import LogRefused
+from agent.support.datadir import replace_file
 
 SIGNING_FILE = "audit.signing"
 _CHECK_TEXT = "steward audit key check"
@@ -80,20 +80,7 @@ def read(data_dir: Path) -> Signing | None:
 
 def write(data_dir: Path, since_seq: int, key: bytes, at: datetime) -> Signing:
     signing = Signing(since_seq=since_seq, key_check=key_check(key), at=at)
-    path = path_of(data_dir)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, signing.model_dump_json().encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    directory = os.open(data_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    replace_file(path_of(data_dir), signing.model_dump_json().encode())
     return signing
 
 

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from agent.audit import head_file, signing
+from agent.audit.chain import body_for, hash_body, mac_of, time_text
 from agent.audit.db import (
     SCHEMA,
     check_integrity,
@@ -29,7 +30,6 @@ from agent.audit.db import (
     take_writer_lock,
 )
 from agent.audit.errors import AuditError
-from agent.audit.linking import insert
 from agent.audit.outside import OutsideHead
 from agent.audit.queries import (
     SELECT_RECORD,
@@ -43,6 +43,8 @@ from agent.audit.queries import (
     where,
 )
 from agent.audit.records import (
+    GENESIS_HASH,
+    SCHEMA_VERSION,
     ApprovalRecord,
     Intent,
     Interrupted,
@@ -50,10 +52,12 @@ from agent.audit.records import (
     Outcome,
     Payload,
     Record,
+    decision_of,
 )
 from agent.audit.verify import (
     VerifyReport,
     against_outside,
+    anchor_mac,
     check,
     check_key,
     read_witness,
@@ -199,7 +203,7 @@ class AuditLog:
             try:
                 if precondition is not None:
                     precondition(conn)
-                written = insert(conn, payloads, self._key, self._clock())
+                written = _link(conn, payloads, self._key, self._clock())
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -389,3 +393,55 @@ class AuditLog:
         report = check(rows, head, self._key, since)
         report = witnessed(report, rows, seen, self._key, signed)
         return report if outside is None else against_outside(report, rows, outside, self._key)
+
+
+def _link(
+    conn: sqlite3.Connection, payloads: Sequence[Payload], key: bytes | None, now: datetime
+) -> list[Record]:
+    """Chain `payloads` onto the log's head inside the caller's open transaction: stamp, hash,
+    sign and insert their rows and the new head (the caller holds the writer lock)."""
+    head = conn.execute("SELECT seq, hash FROM head WHERE id = 1").fetchone()
+    seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
+    last = conn.execute("SELECT time FROM records WHERE seq = ?", (seq,)).fetchone()
+    # Record times never go backwards, whatever the clock does (a simulated cluster
+    # restored from an older save): a record is stamped no earlier than the one before.
+    floor = datetime.fromisoformat(last[0]) if last else None
+    # One transaction, one time: every record of a batch is stamped when it is written.
+    at = datetime.fromisoformat(time_text(now))
+    at = max(at, floor) if floor is not None else at
+    stamp = time_text(at)
+    written: list[Record] = []
+    rows: list[tuple[object, ...]] = []
+    for payload in payloads:
+        seq += 1
+        body = body_for(seq, at, payload, prev)
+        digest = hash_body(body)
+        mac = mac_of(key, digest) if key else None
+        decision = decision_of(payload)
+        rows.append((seq, stamp, payload.kind, decision, prev, body, digest, mac))
+        written.append(
+            Record.model_construct(  # built from checked parts; validated when read back
+                schema_version=SCHEMA_VERSION,
+                seq=seq,
+                time=at,
+                kind=payload.kind,
+                decision_id=decision,
+                prev_hash=prev,
+                hash=digest,
+                mac=mac,
+                payload=payload,
+            )
+        )
+        prev = digest
+    conn.executemany(
+        "INSERT INTO records (seq, time, kind, decision_id, prev_hash, body, hash, mac) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    head_mac = anchor_mac(key, seq, prev) if key else None
+    conn.execute(
+        "INSERT INTO head (id, seq, hash, mac) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE "
+        "SET seq = excluded.seq, hash = excluded.hash, mac = excluded.mac",
+        (seq, prev, head_mac),
+    )
+    return written

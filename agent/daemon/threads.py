@@ -20,16 +20,8 @@ from langgraph.types import Command
 
 from agent.loop.graph import Graph
 from agent.loop.state import Decision
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import Action
 from tools.clock import Clock
 from tools.errors import TemporaryError
 from tools.model import ClusterState
@@ -192,11 +184,17 @@ def _holds(action: Action, state: ClusterState) -> set[str]:
     """Besides its target, what a long action in progress holds: a rotation its node group's
     nodes and workloads, a drain the workloads on its node."""
     match action:
-        case RotateMode():
+        case actions.RotateMode():
             return {name for m in state.modes for name in (*m.nodes, *m.workloads)}
-        case DrainNode():
+        case actions.DrainNode():
             return {w.name for w in state.workloads for r in w.placement if action.node in r.nodes}
-        case ScaleWorkload() | PlaceReplica() | CordonNode() | UncordonNode() | NoOp():
+        case (
+            actions.ScaleWorkload()
+            | actions.PlaceReplica()
+            | actions.CordonNode()
+            | actions.UncordonNode()
+            | actions.NoOp()
+        ):
             return set()
         case _:
             assert_never(action)

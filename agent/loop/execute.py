@@ -18,16 +18,8 @@ from tenacity import (
 )
 
 from agent.loop.context import LoopContext
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import Action
 from tools.backends.base import ActionResult, DrainResult
 from tools.errors import PermanentError, TemporaryError
 from tools.model import ClusterState
@@ -39,20 +31,32 @@ DRAIN_GRACE_S = 120.0
 """How long past its deadline a drain may take to empty the node before it counts as failed."""
 
 
-BackendPrimitive = ScaleWorkload | PlaceReplica | CordonNode | UncordonNode | DrainNode
+BackendPrimitive = (
+    actions.ScaleWorkload
+    | actions.PlaceReplica
+    | actions.CordonNode
+    | actions.UncordonNode
+    | actions.DrainNode
+)
 """The actions a backend primitive carries out (a rotation is a saga of them; a NoOp, none)."""
 
 
 def run_action(ctx: LoopContext, action: Action, decision_id: str, dry_run: bool) -> ActionResult:
     """Carry `action` out (or dry-run it); a refused or failed action comes back with ok=False."""
     match action:
-        case NoOp():
+        case actions.NoOp():
             return ActionResult(ok=True, dry_run=dry_run, message=action.describe())
-        case RotateMode():
+        case actions.RotateMode():
             rotate = ctx.rotate
             assert rotate is not None, "LoopContext.__post_init__ always sets a rotator"
             return rotate(action, decision_id)
-        case ScaleWorkload() | PlaceReplica() | CordonNode() | UncordonNode() | DrainNode():
+        case (
+            actions.ScaleWorkload()
+            | actions.PlaceReplica()
+            | actions.CordonNode()
+            | actions.UncordonNode()
+            | actions.DrainNode()
+        ):
             return _on_backend(ctx, action, dry_run)
         case _:
             assert_never(action)
@@ -73,11 +77,11 @@ def _on_backend(
     cluster = ctx.cluster
     try:
         match primitive:
-            case ScaleWorkload():
+            case actions.ScaleWorkload():
                 return retrying(
                     cluster.scale, primitive.workload, primitive.replicas, dry_run=dry_run
                 )
-            case PlaceReplica():
+            case actions.PlaceReplica():
                 return retrying(
                     cluster.place,
                     primitive.workload,
@@ -85,11 +89,11 @@ def _on_backend(
                     primitive.gpus,
                     dry_run=dry_run,
                 )
-            case CordonNode():
+            case actions.CordonNode():
                 return retrying(cluster.cordon, primitive.node, dry_run=dry_run)
-            case UncordonNode():
+            case actions.UncordonNode():
                 return retrying(cluster.uncordon, primitive.node, dry_run=dry_run)
-            case DrainNode():
+            case actions.DrainNode():
                 return _drain(ctx, primitive, dry_run, retrying)
             case _:
                 assert_never(primitive)
@@ -101,7 +105,9 @@ def _on_backend(
         return ActionResult(ok=False, dry_run=dry_run, message=str(exc))
 
 
-def _drain(ctx: LoopContext, action: DrainNode, dry_run: bool, retrying: Retrying) -> DrainResult:
+def _drain(
+    ctx: LoopContext, action: actions.DrainNode, dry_run: bool, retrying: Retrying
+) -> DrainResult:
     """Start the drain, then follow it on the loop's clock until the node is empty.
 
     In the daemon every wait suspends this decision (tools/suspend.py): the loop goes on ticking
@@ -147,7 +153,7 @@ def _drain(ctx: LoopContext, action: DrainNode, dry_run: bool, retrying: Retryin
 def applied(action: Action, state: ClusterState) -> tuple[bool | None, str]:
     """Whether `state` shows the action's effect: True, False, or None when it cannot tell."""
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             workload = state.workload(action.workload)
             if workload is None:
                 return False, f"workload {action.workload} is not in the cluster"
@@ -156,7 +162,7 @@ def applied(action: Action, state: ClusterState) -> tuple[bool | None, str]:
                 f"{action.workload} wants {workload.desired_replicas} replica(s), "
                 f"{workload.ready_replicas} ready"
             )
-        case PlaceReplica():
+        case actions.PlaceReplica():
             workload = state.workload(action.workload)
             if workload is None:
                 return False, f"workload {action.workload} is not in the cluster"
@@ -165,20 +171,20 @@ def applied(action: Action, state: ClusterState) -> tuple[bool | None, str]:
             return bool(on_node), (
                 f"{len(on_node)} replica(s) of {action.workload} on {action.node}, {ready} ready"
             )
-        case CordonNode():
+        case actions.CordonNode():
             return _schedulable(state, action.node, cordoned=True)
-        case UncordonNode():
+        case actions.UncordonNode():
             return _schedulable(state, action.node, cordoned=False)
-        case DrainNode():
+        case actions.DrainNode():
             ok, said = _schedulable(state, action.node, cordoned=True)
             if state.node(action.node) is None:
                 return ok, said
             left = [w.name for w in state.workloads for r in w.placement if action.node in r.nodes]
             return ok and not left, f"{said}, replicas left: {left or 'none'}"
-        case RotateMode():
+        case actions.RotateMode():
             active = state.active_mode.name if state.active_mode else None
             return active == action.target_mode, f"active mode: {active}"
-        case NoOp():
+        case actions.NoOp():
             return True, "nothing to check"
         case _:
             assert_never(action)

@@ -1,4 +1,4 @@
-"""Notices: what assess reports that no planner action fixes — shared-card accounting, links.
+"""Faults assess reports that no planner action fixes: shared-card accounting, degraded links.
 
 A card counted twice by the scheduler (the seeds' MPS fault) and a link path running at a
 fraction of its nominal speed or on a changed RoCE GID index are facts to show, log and let the

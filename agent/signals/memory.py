@@ -10,7 +10,6 @@ the new one.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.capacity.forecast import Holt, Misses
 from agent.capacity.windows import Quiet, Windows
-from agent.support.datadir import MEMORY_NAME
+from agent.support.datadir import MEMORY_NAME, replace_file
 from agent.support.dbfile import DamagedFile
 
 MEMORY_SAMPLES = 12
@@ -107,8 +106,6 @@ def read_memory(data_dir: Path) -> Memory:
 
 
 def write_memory(data_dir: Path, tick: int, memory: Memory) -> None:
-    """Replace the memory file at once (written aside, then renamed over the old one)."""
-    path = data_dir / MEMORY_NAME
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tick": tick, "memory": memory.model_dump(mode="json")}))
-    os.replace(tmp, path)
+    """Replace the memory file at once (written aside, then renamed over it)."""
+    record = {"tick": tick, "memory": memory.model_dump(mode="json")}
+    replace_file(data_dir / MEMORY_NAME, json.dumps(record).encode())

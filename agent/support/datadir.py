@@ -8,6 +8,7 @@ file holds is its owner's business (the loop's memory: agent/signals/memory.py).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,22 @@ def locked(data_dir: Path) -> Iterator[None]:
         yield
     finally:
         lockfile.release(fd)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Put `data` at `path` durably and at once: written aside, fsynced, renamed over the old
+    file, the directory fsynced, so a crash or a power cut leaves the old file or the new one,
+    never a torn one."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

@@ -9,13 +9,13 @@ daemon's own, reach the same switch. The runtime reads it once per tick: answere
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agent.support.datadir import replace_file
 from agent.support.dbfile import DamagedFile
 
 PAUSE_NAME = "pause.json"
@@ -66,13 +66,8 @@ def pause(data_dir: Path, wanted: Pause) -> tuple[Pause, bool]:
     held = read(data_dir)
     if held is not None:
         return held, False
-    path = data_dir / PAUSE_NAME
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as out:
-        out.write(wanted.model_dump_json())
-        out.flush()
-        os.fsync(out.fileno())  # a pause that a power cut forgets is no pause
-    os.replace(tmp, path)
+    # Durable before the answer: a pause that a power cut forgets is no pause.
+    replace_file(data_dir / PAUSE_NAME, wanted.model_dump_json().encode())
     return wanted, True
 
 

@@ -231,7 +231,7 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
     from agent.cli.common import console, emit_json, err_console, fail
 
     # lab is imported here only: the other commands never load the benchmark's modules.
-    from lab.bench.trace.run import bench, table, write_report
+    from lab.bench.trace.run import bench, table
     from tools.errors import InvalidInput
 
     def progress(what: str) -> None:
@@ -261,7 +261,9 @@ def trace(  # noqa: PLR0917 - typer maps each option to a parameter
             highlight=False,
         )
     if report is not None:
-        written = write_report(result, report)
+        from lab.bench.trace import report as markdown  # matplotlib loads only for a report
+
+        written = markdown.write(result, report)
         err_console.print(f"report: {written}")
     if json_out:
         emit_json(result.figures())

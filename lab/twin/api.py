@@ -12,19 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from lab.twin import nodes, patches, tables
 from lab.twin.partitions import Dropped
+from lab.twin.parts import TwinParts
 from lab.twin.resources import PDB, POD, Resource, find
 from lab.twin.selectors import SelectorError, field_matcher, label_matcher
 from lab.twin.store import ApiError, Obj, Watcher, deep, not_found
 from tools.labels import matches
-
-if TYPE_CHECKING:
-    from lab.twin.server import Twin
 
 BOOKMARK_S = 2.0
 """How often an idle watch that asked for bookmarks gets one (a real server: about a minute)."""
@@ -92,7 +90,7 @@ async def body_of(request: web.Request) -> Any:
         raise ApiError(400, "BadRequest", f"the body is not JSON: {exc}") from exc
 
 
-async def handle(twin: Twin, request: web.Request, t: Target) -> web.StreamResponse:
+async def handle(twin: TwinParts, request: web.Request, t: Target) -> web.StreamResponse:
     store = twin.store
     method = request.method
     res, ns = t.res, t.namespace or ""
@@ -180,7 +178,7 @@ def patched(request: web.Request, old: Obj, body: Any) -> Obj:
     return new
 
 
-async def subresource(twin: Twin, request: web.Request, t: Target) -> web.StreamResponse:
+async def subresource(twin: TwinParts, request: web.Request, t: Target) -> web.StreamResponse:
     store = twin.store
     res, ns, name = t.res, t.namespace or "", t.name
     assert name is not None
@@ -244,7 +242,7 @@ def scale_of(obj: Obj) -> Obj:
     }
 
 
-def evict(twin: Twin, ns: str, name: str, dry: bool) -> Obj:
+def evict(twin: TwinParts, ns: str, name: str, dry: bool) -> Obj:
     store = twin.store
     pod = store.find(POD, ns, name)
     if pod is None:
@@ -282,7 +280,7 @@ def evict(twin: Twin, ns: str, name: str, dry: bool) -> Obj:
 
 
 async def watch(
-    twin: Twin,
+    twin: TwinParts,
     request: web.Request,
     res: Resource,
     *,
@@ -358,7 +356,7 @@ async def _send(resp: web.StreamResponse, event: Obj) -> None:
     await resp.write(json.dumps(event).encode() + b"\n")
 
 
-async def _held(twin: Twin, request: web.Request) -> bool:
+async def _held(twin: TwinParts, request: web.Request) -> bool:
     """Whether a watch's client was cut off (then its connection is gone: the watch ends)."""
     try:
         await twin.partitions.hold(request)

@@ -26,23 +26,20 @@ docs/metrics.md says how to point Prometheus at it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from lab.twin.engines import EngineExporter
+from lab.twin.parts import TwinParts
 from lab.twin.pods import pod_names
 from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
 from tools.model import ClusterState
-
-if TYPE_CHECKING:
-    from lab.twin.server import Twin
 
 
 class Exporters:
     """The twin's DCGM, engine and Kueue endpoints (see the module docstring)."""
 
-    def __init__(self, twin: Twin) -> None:
+    def __init__(self, twin: TwinParts) -> None:
         self.twin = twin
         self.stamped = twin.speed == 0
         """Each sample carries the simulated time (a twin stepped by hand, whose clock is not

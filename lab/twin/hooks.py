@@ -13,19 +13,17 @@ its watches have seen that far (the benchmark's "watch events drained before the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from lab.twin.faults import FaultSettings
+from lab.twin.parts import TwinParts
 from lab.twin.readings import readings
 from lab.twin.store import ApiError
 
-if TYPE_CHECKING:
-    from lab.twin.server import Twin
 
-
-def routes(twin: Twin, app: web.Application) -> None:
+def routes(twin: TwinParts, app: web.Application) -> None:
     async def advance(request: web.Request) -> web.Response:
         try:
             seconds = float(request.query.get("seconds", "0"))

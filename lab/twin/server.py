@@ -20,7 +20,6 @@ import functools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -39,6 +38,7 @@ from lab.twin.exporters import Exporters
 from lab.twin.faults import Faults, FaultSettings
 from lab.twin.mirror import Mirror
 from lab.twin.partitions import Dropped, Partitions, token_of
+from lab.twin.parts import RequestRecord
 from lab.twin.resources import group_versions, resource_list
 from lab.twin.store import ApiError, Store
 from lab.twin.writes import Writes
@@ -46,18 +46,6 @@ from lab.twin.writes import Writes
 T = TypeVar("T")
 TICK_S = 0.1
 """Wall seconds between the clock's advances of the simulator (speed > 0)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRecord:
-    method: str
-    path: str
-    query: str
-    dry_run: bool
-    status: int
-    user: str
-    attrs: Attributes | None = None
-    """What the authorizer was asked (None: not a resource request the twin knows)."""
 
 
 class Twin:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from lab.sim.backend import PROBE_OUTPUT_TOKENS, PROBE_PROMPT_TOKENS
 from lab.sim.metrics import waiting_count
-
-if TYPE_CHECKING:
-    from lab.twin.server import Twin
+from lab.twin.parts import TwinParts
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -28,7 +26,7 @@ def _error(status: int, message: str) -> web.Response:
     )
 
 
-async def models(twin: Twin, request: web.Request) -> web.Response:
+async def models(twin: TwinParts, request: web.Request) -> web.Response:
     spec = twin.sim.engine.specs.get(request.match_info["workload"])
     if spec is None:
         return _error(404, "no such workload")
@@ -44,7 +42,7 @@ async def models(twin: Twin, request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": data})
 
 
-async def metrics(twin: Twin, request: web.Request) -> web.Response:
+async def metrics(twin: TwinParts, request: web.Request) -> web.Response:
     """vLLM's gauges for the workload, in the Prometheus text format (classic)."""
     name = request.match_info["workload"]
     run = twin.sim.engine.state.workloads.get(name)
@@ -63,7 +61,7 @@ async def metrics(twin: Twin, request: web.Request) -> web.Response:
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
 
-async def chat(twin: Twin, request: web.Request) -> web.Response:
+async def chat(twin: TwinParts, request: web.Request) -> web.Response:
     name = request.match_info["workload"]
     spec = twin.sim.engine.specs.get(name)
     if spec is None:

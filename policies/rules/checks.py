@@ -15,16 +15,8 @@ from typing import assert_never
 from policies.rules import nodes, placement, pools, protection, slo
 from policies.rules.context import Context
 from policies.rules.ledger import Denial, Ledger
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import Action
 from tools.effects import Effect
 
 LedgerCheck = Callable[[Action, Effect, Context, Ledger], list[Denial]]
@@ -33,19 +25,19 @@ LedgerCheck = Callable[[Action, Effect, Context, Ledger], list[Denial]]
 def on_ledger(action: Action) -> tuple[LedgerCheck, ...]:
     """The rules judged on each ledger for `action` (see the module docstring)."""
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             return (pools.check, protection.check, slo.check)
-        case PlaceReplica():
+        case actions.PlaceReplica():
             return (pools.check, protection.check, placement.check)
-        case DrainNode():
+        case actions.DrainNode():
             return (pools.check, protection.check, nodes.check)
-        case CordonNode():
+        case actions.CordonNode():
             return (nodes.check,)  # no replica changes: pools and protection have nothing to say
-        case UncordonNode():
+        case actions.UncordonNode():
             return ()  # adds a node back: no rule judged on a ledger stops it
-        case RotateMode():
+        case actions.RotateMode():
             return (pools.check, protection.check)
-        case NoOp():
+        case actions.NoOp():
             return ()  # judged before any ledger (the engine allows it at once)
         case _:
             assert_never(action)

@@ -15,16 +15,8 @@ from typing import assert_never
 
 from policies.rules.context import Context
 from policies.rules.ledger import Denial, Ledger
-from tools.actions import (
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import Action
 from tools.effects import Effect
 
 LAST_OF_POOL = "nodes.last_of_pool"
@@ -33,12 +25,18 @@ LAST_OF_MODE = "nodes.last_of_mode"
 
 def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[Denial]:
     match action:
-        case CordonNode():
+        case actions.CordonNode():
             if not ledger.schedulable(action.node):
                 return []  # already out of service: cordoning it takes nothing away
-        case DrainNode():
+        case actions.DrainNode():
             pass
-        case ScaleWorkload() | PlaceReplica() | UncordonNode() | RotateMode() | NoOp():
+        case (
+            actions.ScaleWorkload()
+            | actions.PlaceReplica()
+            | actions.UncordonNode()
+            | actions.RotateMode()
+            | actions.NoOp()
+        ):
             return []  # takes no node out of service
         case _:
             assert_never(action)

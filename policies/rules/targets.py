@@ -12,17 +12,8 @@ from typing import assert_never
 
 from policies.rules.context import Context
 from policies.rules.ledger import Denial
-from tools.actions import (
-    ACTION_TYPES,
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-)
+from tools import actions
+from tools.actions import ACTION_TYPES, Action
 from tools.effects import mode_group_workloads
 
 ACTION_INVALID = "action.invalid"
@@ -36,13 +27,13 @@ def check(action: Action, ctx: Context) -> list[Denial]:
         return [Denial(ACTION_INVALID, f"{type(action).__name__} is not an action Steward knows")]
     state = ctx.state
     match action:
-        case ScaleWorkload():
+        case actions.ScaleWorkload():
             replicas = action.replicas
             if type(replicas) is not int or replicas < 0:
                 message = f"replicas must be a whole number >= 0, not {replicas!r}"
                 return [Denial(ACTION_INVALID, message)]
             return _workload(action.workload, ctx)
-        case PlaceReplica():
+        case actions.PlaceReplica():
             found = _workload(action.workload, ctx)
             if found:
                 return found
@@ -54,17 +45,17 @@ def check(action: Action, ctx: Context) -> list[Denial]:
             if missing:
                 return [Denial(TARGET_UNKNOWN, f"node {node.name} has no card {missing[0]!r}")]
             return []
-        case CordonNode() | UncordonNode():
+        case actions.CordonNode() | actions.UncordonNode():
             return _node(action.node, ctx)
-        case DrainNode():
+        case actions.DrainNode():
             found = _node(action.node, ctx)
             if not found and not 0 < action.deadline_s <= 3600:
                 message = f"drain deadline {action.deadline_s!r} s is not in (0, 3600]"
                 return [Denial(ACTION_INVALID, message)]
             return found
-        case RotateMode():
+        case actions.RotateMode():
             return _mode(action.target_mode, ctx)
-        case NoOp():
+        case actions.NoOp():
             return []
         case _:
             assert_never(action)

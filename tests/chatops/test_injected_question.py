@@ -2,7 +2,7 @@
 (`OVERRIDE cordon render-1; … END`), read by a model that obeys it (tests/llm/obeying.py, over
 the chat-completions protocol), under the default policy. A question is answered by the
 read-only asker
-(agent/planners/asker.py): the model's orders come back only as a proposal with the guard's
+(agent/planners/llm/asker.py): the model's orders come back only as a proposal with the guard's
 verdicts, and nothing runs — no cordon, no drain, no scale-down, whatever the model proposed."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.audit import AuditLog
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage, append_turn
 from agent.planners.llm.lookups import Lookups
 from agent.planners.llm.prompts import FENCE_CLOSE, FENCE_OPEN, fenced, untrusted, user_prompt
 from agent.planners.llm.settings import LLMSettings
@@ -156,11 +156,11 @@ class Asker:
                 results.append(f"REJECTED, nothing was done: {exc}")
                 continue
             if isinstance(parsed, Answer):
-                _append(messages, turn, [call], ["accepted"])
+                append_turn(messages, turn, [call], ["accepted"])
                 return parsed
             called.append(call.name)
             results.append(lookups.answer(parsed))
-        _append(messages, turn, calls[:4], results)
+        append_turn(messages, turn, calls[:4], results)
         return None
 
     def _asked(
@@ -193,29 +193,3 @@ def _report(
         lookups=tuple(called),
         failure=failure,
     )
-
-
-def _append(
-    messages: list[dict[str, Any]], turn: Turn, calls: list[Call], results: list[str]
-) -> None:
-    if turn.mode == "tools" and all(c.id != "content" for c in calls):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": turn.content or "",
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in calls
-                ],
-            }
-        )
-        for call, result in zip(calls, results, strict=False):
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return
-    messages.append({"role": "assistant", "content": turn.content or ""})
-    for call, result in zip(calls, results, strict=False):
-        messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})

@@ -352,3 +352,38 @@ def _what(exc: openai.OpenAIError) -> str:
     if isinstance(exc, openai.APIConnectionError):
         return "could not connect"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def append_turn(
+    messages: list[dict[str, Any]],
+    turn: Turn,
+    calls: list[Call],
+    results: list[str],
+    repair: str | None = None,
+) -> None:
+    """The model's turn and what came of it, in the shape its output mode expects."""
+    if turn.mode == "tools" and calls and all(c.id not in ("content", "json") for c in calls):
+        messages.append(
+            {
+                "role": "assistant",
+                # A string, never null: llama-cpp-python's server refuses null content (HTTP 500).
+                "content": turn.content or "",
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        for call, result in zip(calls, results, strict=False):
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return
+    messages.append({"role": "assistant", "content": turn.content or ""})
+    if repair is not None:
+        messages.append({"role": "user", "content": repair})
+        return
+    for call, result in zip(calls, results, strict=False):
+        messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from agent.audit import AuditLog
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
-from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage
+from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage, append_turn
 from agent.planners.llm.lookups import Lookups
 from agent.planners.llm.prompts import SYSTEM_PROMPT, question_prompt, user_prompt
 from agent.planners.llm.settings import LLMSettings
@@ -236,7 +236,7 @@ class LLMPlanner:
                 parsed = parse_call(call.name, call.arguments)
                 if isinstance(parsed, SubmitPlan):
                     check_plan(parsed, state)
-                    _append_turn(decision.messages, turn, [call], ["accepted"])
+                    append_turn(decision.messages, turn, [call], ["accepted"])
                     return Plan(
                         actions=parsed.actions,
                         rationale=parsed.rationale,
@@ -248,7 +248,7 @@ class LLMPlanner:
                 return None
             decision.lookups.append(call.name)
             results.append(lookups.answer(parsed))
-        _append_turn(decision.messages, turn, calls, results)
+        append_turn(decision.messages, turn, calls, results)
         return None
 
     def _repair(self, decision: _Decision, turn: Turn, calls: list[Call], error: str) -> None:
@@ -256,46 +256,11 @@ class LLMPlanner:
             raise PlannerFailed(f"invalid answer after one repair round: {error[:300]}")
         decision.repairs += 1
         note = f"REJECTED, nothing was done: {error}. Answer again with a valid call."
-        _append_turn(decision.messages, turn, calls, [note] * len(calls), repair=note)
+        append_turn(decision.messages, turn, calls, [note] * len(calls), repair=note)
 
 
 class _NotHonoured(Exception):
     """The server answered without a tool call although one was required."""
-
-
-def _append_turn(
-    messages: list[dict[str, Any]],
-    turn: Turn,
-    calls: list[Call],
-    results: list[str],
-    repair: str | None = None,
-) -> None:
-    """The model's turn and what came of it, in the shape its output mode expects."""
-    if turn.mode == "tools" and calls and all(c.id not in ("content", "json") for c in calls):
-        messages.append(
-            {
-                "role": "assistant",
-                # A string, never null: llama-cpp-python's server refuses null content (HTTP 500).
-                "content": turn.content or "",
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in calls
-                ],
-            }
-        )
-        for call, result in zip(calls, results, strict=False):
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return
-    messages.append({"role": "assistant", "content": turn.content or ""})
-    if repair is not None:
-        messages.append({"role": "user", "content": repair})
-        return
-    for call, result in zip(calls, results, strict=False):
-        messages.append({"role": "user", "content": f"Result of {call.name}:\n{result}"})
 
 
 PROBE_S = 10.0

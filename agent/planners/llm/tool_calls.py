@@ -19,18 +19,8 @@ from typing import Annotated, Any, Literal, assert_never
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from agent.planners.llm.prompts import untrusted
-from tools.actions import (
-    NAME_PATTERN,
-    Action,
-    CordonNode,
-    DrainNode,
-    NoOp,
-    PlaceReplica,
-    RotateMode,
-    ScaleWorkload,
-    UncordonNode,
-    action_schemas,
-)
+from tools import actions
+from tools.actions import NAME_PATTERN, Action, action_schemas
 from tools.effects import node_of, workload_of
 from tools.model import ClusterState
 
@@ -318,21 +308,23 @@ def check_plan(plan: SubmitPlan, state: ClusterState) -> None:
         if node is not None and state.node(node) is None:
             problems.append(f"{where}: no node named {untrusted(node, 60)!r}")
         match action:
-            case RotateMode():
+            case actions.RotateMode():
                 if state.mode(action.target_mode) is None:
                     problems.append(f"{where}: no mode named {untrusted(action.target_mode, 60)!r}")
-            case ScaleWorkload():
+            case actions.ScaleWorkload():
                 if action.replicas > ceiling:
                     problems.append(
                         f"{where}: {action.replicas} replicas is more than the cluster's "
                         f"{ceiling} cards"
                     )
-            case PlaceReplica():
+            case actions.PlaceReplica():
                 if action.gpus and (n := state.node(action.node)):
                     unknown = set(action.gpus) - {g.uuid for g in n.gpus}
                     if unknown:
                         problems.append(f"{where}: {len(unknown)} card(s) not on {action.node}")
-            case CordonNode() | UncordonNode() | DrainNode() | NoOp():
+            case (
+                actions.CordonNode() | actions.UncordonNode() | actions.DrainNode() | actions.NoOp()
+            ):
                 pass  # their names are checked above
             case _:
                 assert_never(action)

@@ -270,10 +270,3 @@ def table(result: Result) -> list[tuple[str, dict[str, Any]]]:
     bound = figures["bound"]
     assert isinstance(controllers, dict) and isinstance(bound, dict)
     return [*controllers.items(), ("bound", bound)]
-
-
-def write_report(result: Result, where: Path) -> Path:
-    from lab.bench.trace import report  # matplotlib loads only for a report
-
-    written: Path = report.write(result, where)
-    return written
