@@ -150,7 +150,7 @@ class _Books:
         self.offers = offers
         self.waived: dict[int, list[Denial]] = {}
         """Scale-downs let through by a preemption offer: the denials it overrode."""
-        self.base = Ledger.of(ctx.state, ctx.census)
+        self.base = Ledger.of(ctx.state, ctx.totals)
         self.committed = self.base.fork()
         self.pending = self.committed  # its own ledger from the first action sent for approval
         self.findings: list[Found] = []

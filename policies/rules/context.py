@@ -4,7 +4,7 @@ Pure data: no clock, no I/O. What the rules read of the policy for every action 
 budgets, protected workloads, SLO breaches, cooldowns) is worked out once per judgement here,
 as plain values: every attribute read on a pydantic model goes through BaseModel's __getattr__
 hook (~150 ns against ~17 ns for a plain object), and a plan of 100 actions reads each of them
-a hundred times. So is what the rules read of the observed workloads as a whole (the census).
+a hundred times. So is what the rules read of the observed workloads as a whole (their totals).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from policies.history import History
 from policies.model import ApprovalRule, Policy, QuietWindow
-from policies.rules.census import Census, census
+from policies.rules.totals import WorkloadTotals, totals_of
 from tools.model import ClusterState, Workload
 
 HOUR = timedelta(hours=1)
@@ -66,13 +66,13 @@ class Context:
         return self.policy.local(self.now)
 
     @cached_property
-    def census(self) -> Census:
-        return census(self.state.workloads)
+    def totals(self) -> WorkloadTotals:
+        return totals_of(self.state.workloads)
 
     @cached_property
     def on_node(self) -> dict[str, list[tuple[Workload, int, int]]]:
         """node of interest -> (workload, ready replicas there, replicas there)."""
-        placed = self.census.on_node
+        placed = self.totals.on_node
         workloads = self.state.workloads
         out: dict[str, list[tuple[Workload, int, int]]] = {}
         for node in self.nodes_of_interest:
@@ -86,7 +86,7 @@ class Context:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
         out: dict[str, frozenset[str]] = {}
-        state, placed = self.state, self.census.pool_placed
+        state, placed = self.state, self.totals.pool_placed
         for name, limits in self.policy.pools.items():
             if not (limits.min_cards or limits.min_ready_replicas):
                 continue
@@ -152,4 +152,4 @@ class Context:
     @property
     def worst_queue_wait(self) -> dict[str, float]:
         """pool -> the highest fresh queue wait among its workloads (pools with one only)."""
-        return self.census.worst_queue_wait
+        return self.totals.worst_queue_wait

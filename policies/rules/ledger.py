@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from policies.rules.census import Census, census
 from policies.rules.context import Context
+from policies.rules.totals import WorkloadTotals, totals_of
 from tools.actions import Action
 from tools.effects import Effect, effect, node_of, workload_of
 from tools.model import ClusterState, NodeFacts, Workload
@@ -55,10 +55,10 @@ class Ledger:
     approval changed here and not in the committed ledger."""
 
     @classmethod
-    def of(cls, state: ClusterState, counted: Census | None = None) -> Ledger:
-        """The observed state, before any action; `counted` is its census, if already taken."""
+    def of(cls, state: ClusterState, counted: WorkloadTotals | None = None) -> Ledger:
+        """The observed state, before any action; `counted` are its totals, if already taken."""
         if counted is None:
-            counted = census(state.workloads)
+            counted = totals_of(state.workloads)
         return cls(
             state=state,
             pool_cards=dict(counted.pool_cards),

@@ -62,7 +62,7 @@ def card_column(
         if placing.holes:
             scaled = [*scaled, 0.0]  # never read as a card's
         placed = list(map(scaled.__getitem__, placing.taken))
-    ages, distinct = cards.ages(texts, placing, evaluated)
+    ages, distinct = card_ages(texts, placing, evaluated)
     column = CardColumn(
         order=order, values=placed, ages=ages, distinct_ages=distinct, holes=placing.holes
     )

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from itertools import filterfalse, repeat
 
 from tools.metric import Metric, MetricStatus, made, made_all
-from tools.metrics.prometheus.kept import Kept
+from tools.metrics.prometheus.last_readings import LastReadings
 from tools.metrics.prometheus.readings import CardColumn, Readings
 
 
@@ -142,7 +142,7 @@ class FieldReadings:
         now: datetime | None = None,
         source: str = "",
         bound: float = 0.0,
-        previous: Kept | None = None,
+        previous: LastReadings | None = None,
         shared: Shared | None = None,
         positions: dict[str, int] | None = None,
     ) -> None:
@@ -151,7 +151,7 @@ class FieldReadings:
         self.previous = previous
         """The last tick's readings that answered (this tick's family failed, or a key of
         theirs has none now)."""
-        self.kept = Kept(readings, {}, {}, positions)
+        self.this_tick = LastReadings(readings, {}, {}, positions)
         """This tick's values and times (`readings`, `times`, `carried`): what the next tick
         needs of them, not the `Metric`s."""
         self._now = now
@@ -181,21 +181,21 @@ class FieldReadings:
 
     @property
     def readings(self) -> Readings | None:
-        return self.kept.readings
+        return self.this_tick.readings
 
     @property
     def times(self) -> dict[float, datetime]:
         """Series scraped together share their age: one datetime per age, not per series."""
-        return self.kept.times
+        return self.this_tick.times
 
     @times.setter
     def times(self, times: dict[float, datetime]) -> None:
-        self.kept.times = times
+        self.this_tick.times = times
 
     @property
     def carried(self) -> dict[str, tuple[float, datetime]]:
         """Keys whose series went away: their last value and its time (kept stale)."""
-        return self.kept.carried
+        return self.this_tick.carried
 
     def _ready(self) -> None:
         if self._pending is not None:
@@ -317,7 +317,7 @@ class FieldReadings:
 
     def last(self, key: str) -> tuple[float, datetime] | None:
         """This field's reading of `key` (value, time), if it has one."""
-        return self.kept.last(key)
+        return self.this_tick.last(key)
 
     def every(self, keys: list[str], known: AbstractSet[str]) -> dict[str, Metric]:
         """`get` of each of `keys` (the set of them: `known`), as one dictionary — the readings
@@ -342,7 +342,7 @@ class FieldReadings:
     def override(self, key: str, found: Metric) -> None:
         """No data in the window, or a series gone: this says so instead of a reading."""
         self._ready()
-        column, at = self._column, self.kept.place(key)
+        column, at = self._column, self.this_tick.place(key)
         if column is not None and at is not None:
             column[at] = found  # said in the column, which stays
             if self._metrics is not None:

@@ -13,7 +13,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import cast
 
-from tools.metrics.prometheus.columns import card_ages
 from tools.metrics.prometheus.combining import grouped
 from tools.model import ClusterState
 
@@ -49,8 +48,6 @@ class CardIndex:
         self.uuids: AbstractSet[str] = self.position.keys()
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
-        self.ages = card_ages
-        """Each card's age from its series' sample times (tools.metrics.prometheus.columns)."""
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:

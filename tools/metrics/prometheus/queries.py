@@ -21,13 +21,11 @@ workload's jobs waiting, which no serving engine reports).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
-
-if TYPE_CHECKING:
-    from tools.metrics.prometheus.settings import PrometheusSettings
 
 Target = Literal["gpu", "workload", "inference_pool", "job_queue"]
 Aggregate = Literal["sum", "max"]
@@ -314,7 +312,21 @@ class Resolved(BaseModel):
         return ()
 
 
-def resolve(settings: PrometheusSettings) -> list[Resolved]:
+class Choices(Protocol):
+    """What `resolve` reads of the settings (tools.metrics.prometheus.settings, which names the
+    families of this module: so this module does not import it back)."""
+
+    @property
+    def queries(self) -> Mapping[str, str]: ...
+    @property
+    def timestamps(self) -> Mapping[str, str]: ...
+    @property
+    def window(self) -> str: ...
+    @property
+    def rules(self) -> Literal["recorded", "raw"]: ...
+
+
+def resolve(settings: Choices) -> list[Resolved]:
     """The families in use: defaults with the settings' overrides; empty queries turn one off."""
     out: list[Resolved] = []
     for family in FAMILY_LIST:

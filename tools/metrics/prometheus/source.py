@@ -22,7 +22,7 @@ from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavaila
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
-from tools.metrics.prometheus.kept import Kept
+from tools.metrics.prometheus.last_readings import LastReadings
 from tools.metrics.prometheus.queries import Resolved, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
@@ -75,7 +75,7 @@ class PrometheusSource:
         self._pool = ThreadPoolExecutor(settings.parallel, thread_name_prefix="prometheus")
         self._workloads = WorkloadIndex()
         self._cards: CardIndex | None = None
-        self._last: dict[str, Kept] = {}
+        self._last: dict[str, LastReadings] = {}
         """Per family: the readings of the last tick that answered (values and times: the
         `Metric`s made of them go with the observation they were made for)."""
         self.last_tick: TickReport | None = None
@@ -223,7 +223,7 @@ class PrometheusSource:
                 if key in present and last is not None:
                     out.carried[key] = last
                     out.override(key, metric(last[0], "stale", last[1], gone))
-        self._last[name] = out.kept
+        self._last[name] = out.this_tick
         return out
 
     def _nodes(
@@ -300,7 +300,7 @@ class PrometheusSource:
         return tuple(out)
 
 
-def _gone(before: Kept, readings: Readings, order: list[str]) -> Iterable[str]:
+def _gone(before: LastReadings, readings: Readings, order: list[str]) -> Iterable[str]:
     """The keys that had a reading (read, or carried stale) and have none now."""
     column = readings.column
     if readings.in_order(order) and column is not None:
@@ -312,7 +312,7 @@ def _gone(before: Kept, readings: Readings, order: list[str]) -> Iterable[str]:
     return had - readings.values.keys() - readings.no_data
 
 
-def _lost(before: Kept, readings: Readings) -> bool:
+def _lost(before: LastReadings, readings: Readings) -> bool:
     """Whether a key the last tick had (read, or carried stale) may be without a series now."""
     if before.carried:
         return True

@@ -1,4 +1,4 @@
-"""`Kept`: a family's readings of one tick, as the next tick needs them.
+"""`LastReadings`: a family's readings of one tick, as the next tick needs them.
 
 A family that fails next tick answers from this one's values, stale, each with its own sample
 time; a series gone by next tick leaves its last value, stale. Only values and times are kept,
@@ -14,7 +14,7 @@ from datetime import datetime
 from tools.metrics.prometheus.readings import Readings
 
 
-class Kept:
+class LastReadings:
     """Each key's value and sample time this tick: read (`readings`, whose ages `times` makes
     instants), or carried stale from the tick before (`carried`)."""
 

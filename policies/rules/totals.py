@@ -19,7 +19,7 @@ the node). A position, not a name: an observation may list two workloads of one 
 
 
 @dataclass(frozen=True, slots=True)
-class Census:
+class WorkloadTotals:
     pool_cards: dict[str, int]
     pool_ready: dict[str, int]
     total_cards: int
@@ -31,8 +31,8 @@ class Census:
     """node -> the workloads with a replica on it, in workload order."""
 
 
-def census(workloads: Sequence[Workload]) -> Census:
-    """The census of `workloads`."""
+def totals_of(workloads: Sequence[Workload]) -> WorkloadTotals:
+    """What `workloads` add up to, per pool and per node."""
     pool_cards: dict[str, int] = {}
     pool_ready: dict[str, int] = {}
     total = 0
@@ -52,7 +52,7 @@ def census(workloads: Sequence[Workload]) -> Census:
                 tally[1] += 1
         for node, (ready, there) in counts.items():
             on_node.setdefault(node, []).append((i, ready, there))
-    return Census(
+    return WorkloadTotals(
         pool_cards=pool_cards,
         pool_ready=pool_ready,
         total_cards=total,
