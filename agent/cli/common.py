@@ -133,6 +133,22 @@ def config() -> StewardConfig:
     return loaded.model_copy(update={"backend": "kubernetes", "kubernetes": section})
 
 
+def with_backend(backend: str | None) -> StewardConfig:
+    """config() with the command's `--backend` over it; exit 2 when the flags contradict each
+    other (`--backend sim` with `--kubeconfig` / `--context`, which name a real cluster)."""
+    settings = config()
+    if backend is None:
+        return settings
+    if backend not in ("sim", "kubernetes"):
+        fail(f"--backend {backend!r}: choose sim or kubernetes")
+    if backend == "sim" and _cluster:
+        given = " and ".join(
+            f"--{'kubeconfig' if k == 'kubeconfig' else 'context'}" for k in _cluster
+        )
+        fail(f"--backend sim and {given} ask for two different clusters: drop one of them")
+    return settings.model_copy(update={"backend": backend})
+
+
 _warned: set[str] = set()
 
 

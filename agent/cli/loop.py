@@ -28,13 +28,13 @@ from agent.cli.common import (
     KubeconfigOpt,
     PolicyOpt,
     ResetOpt,
-    config,
     console,
     data_dir,
     emit_json,
     err_console,
     fail,
     reset_data_dir,
+    with_backend,
 )
 from agent.daemon.compose import (
     Opened,
@@ -144,7 +144,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     from agent.support.telemetry import Telemetry
 
     configure_logging()
-    settings = _with_metrics(_settings(backend), metrics)
+    settings = _with_metrics(with_backend(backend), metrics)
     listen_port = settings.listen.port if port is None else port
     problems = _slack_problems(settings, listen_port)
     if problems:
@@ -370,16 +370,6 @@ def _with_metrics(settings: StewardConfig, metrics: str | None) -> StewardConfig
     return settings.model_copy(update={"metrics": section})
 
 
-def _settings(backend: str | None) -> StewardConfig:
-    """steward.yaml (and the environment), with `--backend` over it."""
-    settings = config()
-    if backend is None:
-        return settings
-    if backend not in ("sim", "kubernetes"):
-        fail(f"--backend {backend!r}: choose sim or kubernetes")
-    return settings.model_copy(update={"backend": backend})
-
-
 def plan(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
@@ -391,7 +381,7 @@ def plan(  # noqa: PLR0917 - typer maps each option to a parameter
 ) -> None:
     """Dry-run planning: what the agent would do now, and what the policy says — nothing runs."""
     configure_logging()  # logs to stderr: with --json, stdout holds the JSON document alone
-    settings = _settings(backend)
+    settings = with_backend(backend)
     where = data_dir(data_dir_opt)
     try:
         opened = open_backend(settings, where)

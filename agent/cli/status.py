@@ -21,12 +21,12 @@ from agent.cli.common import (
     JsonOpt,
     KubeconfigOpt,
     ResetOpt,
-    config,
     console,
     data_dir,
     emit_json,
     fail,
     reset_data_dir,
+    with_backend,
 )
 from agent.daemon.compose import open_backend
 from tools.errors import StewardError
@@ -54,9 +54,7 @@ def status(  # noqa: PLR0917 - typer maps each option to a parameter
     reset: ResetOpt = False,
 ) -> None:
     """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""
-    settings = config()
-    if backend is not None:
-        settings = settings.model_copy(update={"backend": backend})
+    settings = with_backend(backend)
     where = data_dir(data_dir_opt)
     if reset:
         reset_data_dir(where)
