@@ -170,7 +170,11 @@ def _card_anomalies(node: str, card: CardCapacity) -> list[Anomaly]:
 
 def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> list[Anomaly]:
     """Every accounting anomaly in `state`, by node name."""
-    capacity = node_capacity(state, catalog or default_catalog())
+    return anomalies_in(state, node_capacity(state, catalog or default_catalog()))
+
+
+def anomalies_in(state: ClusterState, capacity: dict[str, NodeCapacity]) -> list[Anomaly]:
+    """Every accounting anomaly in `state`, by node name, from its nodes already counted."""
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
         found.extend(_node_anomalies(node, capacity[node.name]))

@@ -20,7 +20,7 @@ from pydantic import Field
 from tools.bases import Frozen
 from tools.labels import matches
 from tools.model import ClusterState, Link, Workload
-from tools.placement.anomalies import Anomaly, sharing_anomalies
+from tools.placement.anomalies import Anomaly, anomalies_in
 from tools.placement.capacity import NodeCapacity, node_capacity
 from tools.placement.catalog import Catalog
 from tools.placement.demand import Demand, PlacementHints, demand_of
@@ -123,7 +123,7 @@ class Ranking:
         self.caps = node_capacity(state, catalog)
         self.demand = demand_of(workload, state, hints, catalog)
         self.overlay = Overlay()
-        self.anomalies = sharing_anomalies(state, catalog)
+        self.anomalies = anomalies_in(state, self.caps)
         self.links: dict[Unit, tuple[Link, float, str]] = {}
         self.rejected: list[Rejection] = []
         self.domains = self._domains(workload, state)
