@@ -20,27 +20,31 @@ all its replicas on that count.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import cached_property
 
-from pydantic import Field
-
-from tools.bases import Frozen
-from tools.model import ClusterState, Gpu, Node, SharingMode, Workload
+from tools.model import ClusterState, Gpu, Metric, Node, SharingMode, Workload
 from tools.placement.catalog import GIB, Catalog, default_catalog
 from tools.placement.memoryfit import gib, memory_need
 
 _MIG_MEMORY = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 
 
-class CardCapacity(Frozen):
-    """One physical card: its slots, its real clients and its memory."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardCapacity:
+    """One physical card: its slots, its real clients and its memory.
+
+    A value worked out inside the placement package from an already validated observation and
+    never read from outside input: a plain frozen dataclass, not a pydantic model (a ranking
+    counts every card of the fleet, 8,000 of them at 1,000 x 8).
+    """
 
     uuid: str
     index: int
     model: str
     sharing: SharingMode
-    slots: int = Field(ge=1)
-    """Schedulable devices the card offers (advertised replicas; at least its clients)."""
+    slots: int
+    """Schedulable devices the card offers (advertised replicas; at least its clients; >= 1)."""
     clients: tuple[str, ...]
     unified_memory: bool = False
     memory_total_bytes: int | None = None
@@ -52,11 +56,11 @@ class CardCapacity(Frozen):
     """MPS active thread percentage each client is capped at."""
     mig_profile: str | None = None
 
-    @cached_property
+    @property
     def free_slots(self) -> int:
         return max(0, self.slots - len(self.clients))
 
-    @cached_property
+    @property
     def memory_free_bytes(self) -> int | None:
         if self.memory_total_bytes is None:
             return None
@@ -67,8 +71,13 @@ OpenCard = tuple[CardCapacity, SharingMode, int, bool, int | None, int | None]
 """A card with a free slot: (card, sharing, free slots, unified, client limit, free memory)."""
 
 
-class NodeCapacity(Frozen):
-    """What one node offers, physically counted, with the reasons it may not be used."""
+@dataclass(frozen=True, kw_only=True)
+class NodeCapacity:
+    """What one node offers, physically counted, with the reasons it may not be used.
+
+    Like `CardCapacity`, a plain frozen dataclass made here from validated values (no slots:
+    the derived tuples below are worked out once per node, when a ranking first reads them).
+    """
 
     name: str
     schedulable: bool
@@ -78,13 +87,13 @@ class NodeCapacity(Frozen):
     """NoSchedule/NoExecute taints as (key, description): only a toleration lets a pod in."""
     soft_taints: tuple[str, ...] = ()
     """PreferNoSchedule taints: allowed, ranked lower."""
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
     unified_memory: bool = False
     cards: tuple[CardCapacity, ...] = ()
-    memory_total_bytes: int = Field(ge=0)
-    memory_used_bytes: int = Field(ge=0)
+    memory_total_bytes: int
+    memory_used_bytes: int
     memory_source: str
-    replicas: dict[str, int] = Field(default_factory=dict)
+    replicas: dict[str, int] = field(default_factory=dict)
     """Replicas of each workload placed on the node."""
     notes: tuple[str, ...] = ()
 
@@ -122,8 +131,7 @@ class NodeCapacity(Frozen):
         return (self.unified_memory, self.memory_free_bytes, self.memory_total_bytes, cards)
 
 
-def _usable_bytes(gpu: Gpu, field: str) -> int | None:
-    metric = getattr(gpu, field)
+def _usable_bytes(metric: Metric) -> int | None:
     if metric.usable and metric.value is not None:
         return int(metric.value)
     return None
@@ -160,13 +168,21 @@ def _estimates(state: ClusterState, catalog: Catalog) -> Estimates:
     return {w.name: replica_card_bytes(w, catalog) for w in state.workloads}
 
 
-def _clients(gpu: Gpu, placed: Placed) -> tuple[str, ...]:
-    """A card's real clients: its own list and the replicas placed on it."""
-    clients = set(gpu.clients)
+def _placed_by_card(placed: Placed) -> dict[str, list[str]]:
+    """Card UUID -> the replicas placed on it ("workload/index"), for one node's placements."""
+    by_card: dict[str, list[str]] = {}
     for workload, index, gpus in placed:
-        if gpu.uuid in gpus:
-            clients.add(f"{workload}/{index}")
-    return tuple(sorted(clients))
+        for uuid in gpus:
+            by_card.setdefault(uuid, []).append(f"{workload}/{index}")
+    return by_card
+
+
+def _clients(gpu: Gpu, by_card: dict[str, list[str]]) -> tuple[str, ...]:
+    """A card's real clients: its own list and the replicas placed on it, sorted, once each."""
+    placed = by_card.get(gpu.uuid)
+    if not placed and not gpu.clients:
+        return ()
+    return tuple(sorted({*gpu.clients, *placed} if placed else set(gpu.clients)))
 
 
 def _replicas(cards: tuple[CardCapacity, ...], placed: Placed) -> dict[str, int]:
@@ -191,8 +207,8 @@ def _card(
     if sharing.mode == "mig" and sharing.mig_profile:
         match = _MIG_MEMORY.search(sharing.mig_profile)
         limit = int(match.group(2)) * 10**9 if match else None
-    total = _usable_bytes(gpu, "memory_total_bytes")
-    used = _usable_bytes(gpu, "memory_used_bytes")
+    total = _usable_bytes(gpu.memory_total_bytes)
+    used = _usable_bytes(gpu.memory_used_bytes)
     source = "nvml"
     if node.unified_memory:
         total, used, source = None, None, "host (unified memory)"
@@ -219,9 +235,7 @@ def _card(
                     notes.append(f"{gpu.uuid}: memory of client {client} unknown")
                 used += size or 0
             source += ", used estimated from clients"
-    # Built from values already checked here (and of their declared types): made without
-    # validating again, as the changed nodes of every observation are (model_construct).
-    card = CardCapacity.model_construct(
+    card = CardCapacity(
         uuid=gpu.uuid,
         index=gpu.index,
         model=gpu.model,
@@ -272,13 +286,14 @@ def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) ->
     soft = tuple(f"{t.key}={t.value}" for t in node.taints if t.effect == "PreferNoSchedule")
     notes: list[str] = []
     cards: list[CardCapacity] = []
+    by_card = _placed_by_card(placed)
     for gpu in sorted(node.gpus, key=lambda g: (g.index, g.uuid)):
-        card, card_notes = _card(gpu, node, _clients(gpu, placed), estimates, catalog)
+        card, card_notes = _card(gpu, node, _clients(gpu, by_card), estimates, catalog)
         cards.append(card)
         notes.extend(card_notes)
     used, source, host_notes = _host_memory(node, tuple(cards), estimates, catalog)
     notes.extend(host_notes)
-    return NodeCapacity.model_construct(
+    return NodeCapacity(
         name=node.name,
         schedulable=not blocked and not hard,
         unschedulable=tuple(blocked),
