@@ -174,10 +174,12 @@ def sharing_anomalies(state: ClusterState, catalog: Catalog | None = None) -> li
 
 
 def anomalies_in(state: ClusterState, capacity: dict[str, NodeCapacity]) -> list[Anomaly]:
-    """Every accounting anomaly in `state`, by node name, from its nodes already counted."""
+    """Every accounting anomaly of the nodes of `state` counted in `capacity`, by node name."""
     found: list[Anomaly] = []
     for node in sorted(state.nodes, key=lambda n: n.name):
-        found.extend(_node_anomalies(node, capacity[node.name]))
+        cap = capacity.get(node.name)
+        if cap is not None:
+            found.extend(_node_anomalies(node, cap))
     return found
 
 

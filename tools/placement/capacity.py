@@ -13,13 +13,14 @@ no memory of its own and NVML's memory figures are often missing: the node's hos
 budget, less what the host measures in use, or less the catalogue's OS reserve and the estimated
 size of the replicas placed there when nothing is measured — and the capacity says which.
 
-`node_capacity(state)` counts every node of an observation; a ranking counts once and ranks
-all its replicas on that count.
+`node_capacity(state)` counts every node of an observation (or the named ones); a ranking counts
+once and ranks all its replicas on that count.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -310,12 +311,19 @@ def _node(node: Node, placed: Placed, estimates: Estimates, catalog: Catalog) ->
     )
 
 
-def node_capacity(state: ClusterState, catalog: Catalog | None = None) -> dict[str, NodeCapacity]:
-    """Every node's capacity, by name."""
+def node_capacity(
+    state: ClusterState,
+    catalog: Catalog | None = None,
+    *,
+    names: Collection[str] | None = None,
+) -> dict[str, NodeCapacity]:
+    """Every node's capacity, by name; only the nodes in `names` when given (a ranking that
+    places on one pool's nodes counts those alone)."""
     catalog = catalog or default_catalog()
     placed_by_node = _placed_by_node(state)
     estimates = _estimates(state, catalog)
     return {
         node.name: _node(node, placed_by_node.get(node.name, ()), estimates, catalog)
         for node in state.nodes
+        if names is None or node.name in names
     }

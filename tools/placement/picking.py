@@ -38,7 +38,9 @@ def explain_placement(
 
     With `replicas`, candidate i is where replica i goes, each choice seeing the cards and
     memory the earlier ones took; fewer come back when capacity runs out. `explain=False`
-    leaves the rejected nodes out (pick_node and pick_nodes do not return them); `limit`
+    leaves the rejected nodes out (pick_node and pick_nodes do not return them) and, for a
+    single-node replica, counts only the nodes the pool's selector matches, so the anomalies
+    are those of the nodes it could use; `limit`
     keeps only the best candidates of the ranking (the others are not put into words).
     """
     ranking = Ranking(

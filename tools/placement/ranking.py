@@ -120,14 +120,22 @@ class Ranking:
         self.state = state
         self.catalog = catalog
         self.hints = hints
-        self.caps = node_capacity(state, catalog)
         self.demand = demand_of(workload, state, hints, catalog)
+        self.caps = node_capacity(state, catalog, names=self._counted(state))
         self.overlay = Overlay()
         self.anomalies = anomalies_in(state, self.caps)
         self.links: dict[Unit, tuple[Link, float, str]] = {}
         self.rejected: list[Rejection] = []
         self.domains = self._domains(workload, state)
         self.units = self._units()
+
+    def _counted(self, state: ClusterState) -> frozenset[str] | None:
+        """The nodes worth counting: without explanations, a single-node replica can only go
+        to a node its pool's selector matches, so only those are counted (None: every node)."""
+        if self.explain or self.demand.nodes_per_replica != 1:
+            return None
+        selector = self.demand.node_selector
+        return frozenset(n.name for n in state.nodes if matches(n.labels, selector))
 
     def _domains(self, workload: Workload, state: ClusterState) -> dict[tuple[str, str], int]:
         """The workload's replicas per failure domain (label, value) already placed."""
