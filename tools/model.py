@@ -248,10 +248,6 @@ class ClusterState(Frozen):
         return {n.name: n for n in self.nodes}
 
     @cached_property
-    def _facts(self) -> dict[str, NodeFacts]:
-        return {n.name: node_facts(n) for n in self.nodes}
-
-    @cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}
 
@@ -268,13 +264,21 @@ class ClusterState(Frozen):
 
     def nodes_with_model(self, model: str) -> frozenset[str]:
         """The nodes carrying a card of this model."""
-        return frozenset(name for name, f in self._facts.items() if model in f.models)
+        return frozenset(
+            name
+            for name, node in self._nodes_by_name.items()
+            if any(g.model == model for g in node.gpus)
+        )
 
     def pool_nodes(self, pool: str) -> frozenset[str]:
         """The nodes a pool's node selector matches (every node when it has none)."""
         spec = self.pool(pool)
         selector = spec.node_selector if spec else {}
-        return frozenset(name for name, f in self._facts.items() if matches(f.labels, selector))
+        if not selector:
+            return frozenset(self._nodes_by_name)
+        return frozenset(
+            name for name, node in self._nodes_by_name.items() if matches(node.labels, selector)
+        )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; the name indexes are rebuilt for it, never carried over from this state."""
@@ -289,7 +293,8 @@ class ClusterState(Frozen):
     def node_facts(self, name: str) -> NodeFacts | None:
         """What is read of the node on every judgement (`NodeFacts`), or None if there is no
         such node."""
-        return self._facts.get(name)
+        node = self._nodes_by_name.get(name)
+        return node_facts(node) if node is not None else None
 
     def workload(self, name: str) -> Workload | None:
         return self._workloads_by_name.get(name)
@@ -330,7 +335,6 @@ class ClusterState(Frozen):
 
 _INDEXES = (
     "_nodes_by_name",
-    "_facts",
     "_workloads_by_name",
     "_workloads_by_pool",
     "_pool_cards",
@@ -361,7 +365,7 @@ def node_facts(node: Node) -> NodeFacts:
         schedulable=serviceable and not node.cordoned,
         serviceable=serviceable,
         models=frozenset(g.model for g in node.gpus),
-        labels=dict(node.labels),
+        labels=node.labels,
     )
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from policies.history import History
 from policies.model import ApprovalRule, Policy, QuietWindow
-from policies.rules.totals import WorkloadTotals, totals_of
+from policies.rules.totals import WorkloadTotals, on_nodes, pools_placed, totals_of
 from tools.model import ClusterState, Workload
 
 HOUR = timedelta(hours=1)
@@ -72,8 +72,8 @@ class Context:
     @cached_property
     def on_node(self) -> dict[str, list[tuple[Workload, int, int]]]:
         """node of interest -> (workload, ready replicas there, replicas there)."""
-        placed = self.totals.on_node
         workloads = self.state.workloads
+        placed = on_nodes(workloads, self.nodes_of_interest)
         out: dict[str, list[tuple[Workload, int, int]]] = {}
         for node in self.nodes_of_interest:
             tallies = placed.get(node)
@@ -86,14 +86,20 @@ class Context:
         """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
         when it names card models, those carrying one (read only for cordons and drains)."""
         out: dict[str, frozenset[str]] = {}
-        state, placed = self.state, self.totals.pool_placed
+        state = self.state
+        keeping = [n for n, p in self.policy.pools.items() if p.min_cards or p.min_ready_replicas]
+        placed = pools_placed(state.workloads, keeping)
+        with_model: dict[str, frozenset[str]] = {}  # pools often name one card model
         for name, limits in self.policy.pools.items():
             if not (limits.min_cards or limits.min_ready_replicas):
                 continue
-            models = [state.nodes_with_model(m) for m in limits.gpu_models]
+            for m in limits.gpu_models:
+                if m not in with_model:
+                    with_model[m] = state.nodes_with_model(m)
+            models = [with_model[m] for m in limits.gpu_models]
             found = models[0] if len(models) == 1 else frozenset().union(*models)
-            runs_on = placed.get(name, found)
-            out[name] = found if runs_on <= found else found | runs_on  # no copy in the usual case
+            runs_on = placed.get(name)
+            out[name] = found if runs_on is None or runs_on <= found else found | runs_on
         return out
 
     @cached_property

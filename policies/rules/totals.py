@@ -1,21 +1,18 @@
 """What the observed workloads add up to, per pool and per node.
 
 Every judgement reads the same sums of an observation's workloads — cards and ready replicas
-per pool, the worst queue wait per pool, the nodes each pool's replicas run on, the replicas
-on each node. It holds names and positions, never the workload objects: a rule that needs a
+per pool, the worst queue wait per pool; a plan that cordons or drains also reads the nodes
+each pool's replicas run on (`pools_placed`) and the replicas on the nodes it drains
+(`on_nodes`). They hold names and positions, never the workload objects: a rule that needs a
 workload reads it from the observation it judges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from tools.model import Workload, placed_on
-
-Tally = tuple[int, int, int]
-"""(the workload's position in the observation, its ready replicas on the node, its replicas on
-the node). A position, not a name: an observation may list two workloads of one name."""
+from tools.model import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,41 +22,58 @@ class WorkloadTotals:
     total_cards: int
     worst_queue_wait: dict[str, float]
     """pool -> the highest fresh queue wait among its workloads (pools with one only)."""
-    pool_placed: dict[str, frozenset[str]]
-    """pool -> the nodes its workloads' replicas run on."""
-    on_node: dict[str, list[Tally]]
-    """node -> the workloads with a replica on it, in workload order."""
 
 
 def totals_of(workloads: Sequence[Workload]) -> WorkloadTotals:
-    """What `workloads` add up to, per pool and per node."""
+    """What `workloads` add up to, per pool."""
     pool_cards: dict[str, int] = {}
     pool_ready: dict[str, int] = {}
     total = 0
-    placed: dict[str, list[frozenset[str]]] = {}
-    on_node: dict[str, list[Tally]] = {}
-    for i, w in enumerate(workloads):
-        pool = w.pool
-        pool_cards[pool] = pool_cards.get(pool, 0) + w.cards
+    for w in workloads:
+        pool, cards = w.pool, w.cards
+        pool_cards[pool] = pool_cards.get(pool, 0) + cards
         pool_ready[pool] = pool_ready.get(pool, 0) + w.ready_replicas
-        total += w.cards
-        placed.setdefault(pool, []).append(placed_on(w))
-        counts: dict[str, list[int]] = {}
-        for replica in w.placement:
-            for node in set(replica.nodes):
-                tally = counts.setdefault(node, [0, 0])
-                tally[0] += 1 if replica.ready else 0
-                tally[1] += 1
-        for node, (ready, there) in counts.items():
-            on_node.setdefault(node, []).append((i, ready, there))
+        total += cards
     return WorkloadTotals(
         pool_cards=pool_cards,
         pool_ready=pool_ready,
         total_cards=total,
         worst_queue_wait=_worst(workloads),
-        pool_placed={pool: frozenset().union(*sets) for pool, sets in placed.items()},
-        on_node=on_node,
     )
+
+
+Tally = tuple[int, int, int]
+"""(the workload's position in the observation, its ready replicas on the node, its replicas on
+the node). A position, not a name: an observation may list two workloads of one name."""
+
+
+def on_nodes(workloads: Sequence[Workload], nodes: frozenset[str]) -> dict[str, list[Tally]]:
+    """node of `nodes` -> the workloads with a replica on it, in workload order (the other
+    nodes are not tallied: a plan reads the replicas of the nodes it drains only)."""
+    on_node: dict[str, list[Tally]] = {}
+    if not nodes:
+        return on_node
+    for i, w in enumerate(workloads):
+        counts: dict[str, list[int]] = {}
+        for replica in w.placement:
+            for node in {n for n in replica.nodes if n in nodes}:
+                tally = counts.setdefault(node, [0, 0])
+                tally[0] += 1 if replica.ready else 0
+                tally[1] += 1
+        for node, (ready, there) in counts.items():
+            on_node.setdefault(node, []).append((i, ready, there))
+    return on_node
+
+
+def pools_placed(workloads: Sequence[Workload], pools: Collection[str]) -> dict[str, set[str]]:
+    """pool of `pools` -> the nodes its workloads' replicas run on (pools with a replica)."""
+    placed: dict[str, set[str]] = {}
+    for w in workloads:
+        if w.pool in pools:
+            found = placed.setdefault(w.pool, set())
+            for replica in w.placement:
+                found.update(replica.nodes)
+    return placed
 
 
 def _worst(workloads: Sequence[Workload]) -> dict[str, float]:
