@@ -234,6 +234,12 @@ FAMILIES: dict[str, Family] = {f.name: f for f in FAMILY_LIST}
 
 CARD_TIME = "steward:node_gpu_sample_time_seconds:min"
 WORKLOAD_TIME = "steward:workload_sample_time_seconds:min"
+DATED_BY: dict[str, str] = {
+    CARD_TIME: "Hostname, node, kubernetes_node",
+    WORKLOAD_TIME: "namespace, workload",
+}
+"""The labels each time series is recorded by: what a recorded value series shares with the
+time series that dates it."""
 RECORDED: dict[str, tuple[str, str]] = {
     "gpu_util": ("steward:gpu_utilization:max", CARD_TIME),
     "fb_used": ("steward:gpu_memory_used_mebibytes:max", CARD_TIME),
@@ -267,9 +273,9 @@ class Resolved(BaseModel):
     default: bool = False
     """Both queries are the family's own: its answer comes as value series dated in labels."""
     recorded: str = ""
-    """The query over the series Steward's recording rules record for this family (value and
-    timestamp series, told apart by `steward_part`); "" where none is asked (an override, a
-    family without rules, or `rules: raw`)."""
+    """The query over the series Steward's recording rules record for this family: its value
+    series, each with its node's or workload's sample time in `steward_t` (`dated_recorded`);
+    "" where none is asked (an override, a family without rules, or `rules: raw`)."""
 
     @property
     def name(self) -> str:
@@ -312,6 +318,17 @@ class Resolved(BaseModel):
         return ()
 
 
+def dated_recorded(value: str, time: str) -> str:
+    """The recorded series `value`, each with the sample time its node or workload recorded in
+    `time` joined on as the `steward_t` label (as the default queries date theirs): one series a
+    card or workload, no time series of their own in the answer, and no metric name (the
+    addition drops it). A value series without a time (one recorded before its node's) is left
+    out, as it cannot be dated."""
+    by = DATED_BY[time]
+    stamp = f'count_values by ({by}) ("{STAMP}", {time})'
+    return f"{value} + on ({by}) group_left ({STAMP}) (0 * {stamp})"
+
+
 class Choices(Protocol):
     """What `resolve` reads of the settings (tools.metrics.prometheus.settings, which names the
     families of this module: so this module does not import it back)."""
@@ -343,11 +360,7 @@ def resolve(settings: Choices) -> list[Resolved]:
         window = settings.window
         recorded = ""
         if default and settings.rules == "recorded" and family.name in RECORDED:
-            value, time = RECORDED[family.name]
-            recorded = (
-                f'label_replace({time}, "{PART}", "t", "", "") '
-                f'or label_replace({value}, "{PART}", "v", "", "")'
-            )
+            recorded = dated_recorded(*RECORDED[family.name])
         out.append(
             Resolved(
                 family=family,
