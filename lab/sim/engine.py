@@ -21,7 +21,7 @@ from lab.sim.demand import Generator, Request
 from lab.sim.faults import FaultBook
 from lab.sim.placement import Placer
 from lab.sim.profiles import Profile, WorkloadSpec
-from lab.sim.serving import COUNT_EPS, step
+from lab.sim.serving import COUNT_EPS, Server, step
 from lab.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
@@ -180,17 +180,21 @@ class Engine:
         # replicas alike steps once for all of them (lab.sim.router); a terminating replica
         # drains what it holds, its queue included, and is sent nothing new.
         busy: dict[int, list[Any]] = {}
+        last: Server | None = None
         for r in run.replicas:
             server = r.server
-            if (server.in_flight > COUNT_EPS or server.waiting_n > COUNT_EPS) and r.phase in {
-                "ready",
-                "terminating",
-            }:
+            if r.phase not in {"ready", "terminating"}:
+                continue
+            if server is last:  # folded replicas sit side by side: the common case is cheap
+                busy[id(server)][1] += 1
+                continue
+            if server.in_flight > COUNT_EPS or server.waiting_n > COUNT_EPS:
                 found = busy.get(id(server))
                 if found is None:
                     busy[id(server)] = [server, 1]
                 else:
                     found[1] += 1
+                last = server
         if busy:
             speed = self.serving_speed(name, t)
             for server, copies in busy.values():
