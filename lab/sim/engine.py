@@ -21,7 +21,7 @@ from lab.sim.demand import Generator, Request
 from lab.sim.faults import FaultBook
 from lab.sim.placement import Placer
 from lab.sim.profiles import Profile, WorkloadSpec
-from lab.sim.serving import COUNT_EPS, step
+from lab.sim.serving import COUNT_EPS, Server, Window, step
 from lab.sim.state import NodeRun, Replica, SimState, WorkloadRun
 
 
@@ -71,6 +71,10 @@ class Engine:
         self.dirty_workloads: set[str] = set(self.specs)
         self.dirty_links = True
         self._lost: set[str] = {name for name, node in state.nodes.items() if node.lost}
+        self.request_windows: dict[str, Window] = {}
+        """Per workload, a window more that each of its requests' events reach (admitted, first
+        token, finished), beside its scrape and series windows, and that the engine never
+        resets: the twin's engine exporters keep every request's latencies there."""
         self.version = 0
         """Bumped whenever anything observable may have changed."""
 
@@ -135,7 +139,9 @@ class Engine:
                         Request(req.arrival_s, req.input_tokens, req.output_tokens, req.target, k)
                     )
             return
-        if serving:
+        if len(serving) == 1:  # the common case: no load to compare
+            name = serving[0]
+        elif serving:
             name = min(serving, key=lambda m: self._load(runs[m]))
         else:
             wanted = [m for m in members if runs[m].desired > 0]
@@ -165,7 +171,8 @@ class Engine:
             return
         if run.queue and run.desired == 0:
             self._reroute(name, run)
-        windows = (run.scrape, run.series)
+        extra = self.request_windows.get(name)
+        windows = (run.scrape, run.series) if extra is None else (run.scrape, run.series, extra)
         before = run.series.tokens
         kv_capacity = self.kv_capacity[name]
         if run.queue and run.accepting and run.ready:
@@ -180,17 +187,21 @@ class Engine:
         # replicas alike steps once for all of them (lab.sim.router); a terminating replica
         # drains what it holds, its queue included, and is sent nothing new.
         busy: dict[int, list[Any]] = {}
+        last: Server | None = None
         for r in run.replicas:
             server = r.server
-            if (server.in_flight > COUNT_EPS or server.waiting_n > COUNT_EPS) and r.phase in {
-                "ready",
-                "terminating",
-            }:
+            if r.phase not in {"ready", "terminating"}:
+                continue
+            if server is last:  # folded replicas sit side by side: the common case is cheap
+                busy[id(server)][1] += 1
+                continue
+            if server.in_flight > COUNT_EPS or server.waiting_n > COUNT_EPS:
                 found = busy.get(id(server))
                 if found is None:
                     busy[id(server)] = [server, 1]
                 else:
                     found[1] += 1
+                last = server
         if busy:
             speed = self.serving_speed(name, t)
             for server, copies in busy.values():

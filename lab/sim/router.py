@@ -56,10 +56,14 @@ def fold_idle(run: WorkloadRun, t: float) -> list[tuple[Server, list[Replica]]]:
     returns the ready replicas' groups then (as `groups`)."""
     idle: Server | None = None
     found: dict[int, tuple[Server, list[Replica]]] = {}
+    last: tuple[Server, list[Replica]] | None = None
     for r in run.replicas:
         if r.phase != "ready":
             continue
         server = r.server
+        if last is not None and server is last[0]:  # folded replicas sit side by side
+            last[1].append(r)
+            continue
         if server.in_flight <= COUNT_EPS and server.waiting_n <= COUNT_EPS and server.clock <= t:
             if idle is None:
                 idle = server
@@ -68,9 +72,10 @@ def fold_idle(run: WorkloadRun, t: float) -> list[tuple[Server, list[Replica]]]:
                 server = idle
         group = found.get(id(server))
         if group is None:
-            found[id(server)] = (server, [r])
+            group = found[id(server)] = (server, [r])
         else:
             group[1].append(r)
+        last = group
     return list(found.values())
 
 

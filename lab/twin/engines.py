@@ -6,27 +6,33 @@ engine's own `model_name`. A workload labelled `steward.dev/engine: sglang` is s
 and written under SGLang's names (`sglang:num_queue_reqs`, `sglang:num_running_reqs`,
 `sglang:token_usage`, `sglang:generation_tokens_total`, `sglang:prompt_tokens_total`,
 `sglang:num_requests_total`, `sglang:time_to_first_token_seconds`, `sglang:queue_time_seconds`,
-`sglang:inter_token_latency_seconds`, with SGLang's own histogram buckets); any other under
+`sglang:inter_token_latency_seconds`, `sglang:e2e_request_latency_seconds`, with SGLang's own
+histogram buckets); any other under
 vLLM's (`vllm:num_requests_waiting`, `vllm:num_requests_running`, `vllm:kv_cache_usage_perc`,
 `vllm:generation_tokens_total`, `vllm:prompt_tokens_total`, `vllm:request_success_total`,
 `vllm:time_to_first_token_seconds`, `vllm:request_queue_time_seconds`,
-`vllm:inter_token_latency_seconds`). The endpoint picker's `inference_pool_average_queue_size{name}`
-can be added for workloads at zero replicas.
+`vllm:inter_token_latency_seconds`, `vllm:e2e_request_latency_seconds`). The endpoint
+picker's `inference_pool_average_queue_size{name}` can be added for workloads at zero replicas.
 
 Only fresh readings are written: a real engine has nothing to say about a value it did not read.
 Counters (generated and prompt tokens, requests finished) and histograms (time to first token,
 queue time, inter-token latency) accumulate across `update` calls, so rate() and
-histogram_quantile() over them give back the observed values (the simulator's p90 of each
-scrape, observed OBSERVATIONS_PER_UPDATE times: the quantile comes back, not the whole
-distribution). A counter grows per second of Prometheus's clock, which for a twin faster than the
-wall clock is not the simulated one: `speed` says how many simulated seconds one of its seconds
-holds.
+histogram_quantile() over them give back the observed values. The histograms take one
+observation per request, as vLLM's do, when `update` is given the requests' latencies since the
+last one (lab.twin.latencies: the twin's exporters always are); a workload's requests are shared
+evenly among its ready pods, so the counts over its pods add up to the requests it served. Given
+only an observation (a `ClusterState` with no simulator behind it), a workload's scraped p90 is
+observed OBSERVATIONS_PER_UPDATE times instead: the quantile comes back, not the distribution.
+A counter grows per second of Prometheus's clock, which for a twin faster than the wall clock is
+not the simulated one: `speed` says how many simulated seconds one of its seconds holds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from lab.twin.latencies import Observed
 from tools.metrics.exposition import (
     QUEUELESS,
     PodNamer,
@@ -125,6 +131,9 @@ VLLM_ITL_BUCKETS = (
     80.0,
 )
 """vLLM's buckets of `vllm:inter_token_latency_seconds` (SGLang's are taken alike here)."""
+VLLM_E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
+                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)  # fmt: skip
+"""vLLM's buckets of `vllm:e2e_request_latency_seconds` (SGLang's are taken alike here)."""
 OBSERVATIONS_PER_UPDATE = 10
 """Requests added to a histogram at each update (any constant gives the same quantile)."""
 
@@ -136,6 +145,7 @@ class Dialect:
     ttft_buckets: tuple[float, ...] = VLLM_BUCKETS
     queue_buckets: tuple[float, ...] = VLLM_BUCKETS
     itl_buckets: tuple[float, ...] = VLLM_ITL_BUCKETS
+    e2e_buckets: tuple[float, ...] = VLLM_E2E_BUCKETS
     waiting: str
     """Gauge: requests waiting for a batch slot (Steward's queue depth)."""
     running: str
@@ -154,6 +164,8 @@ class Dialect:
     """Histogram: time to first token, in seconds."""
     queue_time: str
     """Histogram: time a request waited before its prefill, in seconds."""
+    e2e: str
+    """Histogram: a finished request's time from arrival to its last token, in seconds."""
 
 
 def vllm(prefix: str = "vllm:") -> Dialect:
@@ -168,6 +180,7 @@ def vllm(prefix: str = "vllm:") -> Dialect:
         itl=f"{prefix}inter_token_latency_seconds",
         ttft=f"{prefix}time_to_first_token_seconds",
         queue_time=f"{prefix}request_queue_time_seconds",
+        e2e=f"{prefix}e2e_request_latency_seconds",
     )
 
 
@@ -181,6 +194,7 @@ SGLANG = Dialect(
     itl="sglang:inter_token_latency_seconds",
     ttft="sglang:time_to_first_token_seconds",
     queue_time="sglang:queue_time_seconds",
+    e2e="sglang:e2e_request_latency_seconds",
     ttft_buckets=SGLANG_TTFT_BUCKETS,
     queue_buckets=SGLANG_QUEUE_BUCKETS,
 )
@@ -195,7 +209,7 @@ class _Histogram:
     def __post_init__(self) -> None:
         self.counts = [0.0] * (len(self.bounds) + 1)
 
-    def observe(self, value: float, times: int) -> None:
+    def observe(self, value: float, times: float) -> None:
         for i, bound in enumerate(self.bounds):
             if value <= bound:
                 self.counts[i] += times
@@ -223,11 +237,13 @@ class _Pod:
     ttft: _Histogram = field(init=False)
     queue_time: _Histogram = field(init=False)
     itl: _Histogram = field(init=False)
+    e2e: _Histogram = field(init=False)
 
     def __post_init__(self) -> None:
         self.ttft = _Histogram(self.dialect.ttft_buckets)
         self.queue_time = _Histogram(self.dialect.queue_buckets)
         self.itl = _Histogram(self.dialect.itl_buckets)
+        self.e2e = _Histogram(self.dialect.e2e_buckets)
 
 
 class EngineExporter:
@@ -262,7 +278,9 @@ class EngineExporter:
         """The engine serving `w`: SGLang when its label says so, else vLLM."""
         return SGLANG if w.labels.get(ENGINE_LABEL) == "sglang" else self.vllm
 
-    def update(self, state: ClusterState) -> None:
+    def update(self, state: ClusterState, requests: Mapping[str, Observed] | None = None) -> None:
+        """Advance to `state`; `requests`: per workload, its requests' latencies since the last
+        update (each one observed into its pods' histograms; without: the scraped p90s)."""
         now = state.observed_at.timestamp()
         dt = 0.0 if self._last_at is None else max(0.0, now - self._last_at)
         self._last_at = now
@@ -276,9 +294,10 @@ class EngineExporter:
             if self.epp:
                 pools.append(self._epp_line(w))
             pods = self._ready_pods(w)
+            observed = None if requests is None else requests.get(w.name)
             for i, slot in enumerate(pods):
                 seen.add(slot)
-                self._engine(w, slot, (i, len(pods)), dt=dt, gauges=gauges)
+                self._engine(w, slot, (i, len(pods)), dt=dt, gauges=gauges, observed=observed)
         for gone in set(self._pods) - seen:
             del self._pods[gone]
         lines: list[str] = []
@@ -302,6 +321,7 @@ class EngineExporter:
                 engine.queue_time.lines(d.queue_time, pairs)
             )
             histograms.setdefault(d.itl, []).extend(engine.itl.lines(d.itl, pairs))
+            histograms.setdefault(d.e2e, []).extend(engine.e2e.lines(d.e2e, pairs))
         for name, rows in counters.items():
             lines += [f"# TYPE {name} counter", *rows]
         for name, rows in histograms.items():
@@ -329,6 +349,7 @@ class EngineExporter:
         *,
         dt: float,
         gauges: dict[str, list[str]],
+        observed: Observed | None = None,
     ) -> None:
         """One ready replica's series; `share` is (its position, the replica count)."""
         i, n = share
@@ -355,6 +376,16 @@ class EngineExporter:
         finished = fresh_value(w.requests_per_s)
         if finished is not None:
             engine.requests += finished * dt / n / self.speed
+        if observed is not None:  # every request, its pods taking equal shares
+            for histogram, values in (
+                (engine.ttft, observed.ttft),
+                (engine.itl, observed.itl),
+                (engine.queue_time, observed.queue_time),
+                (engine.e2e, observed.e2e),
+            ):
+                for value, count in values:
+                    histogram.observe(value, count / n)
+            return
         ttft = fresh_value(w.ttft_s)
         if ttft is not None:
             engine.ttft.observe(ttft, OBSERVATIONS_PER_UPDATE)

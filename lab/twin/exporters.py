@@ -30,6 +30,7 @@ from datetime import datetime
 from aiohttp import web
 
 from lab.twin.engines import EngineExporter
+from lab.twin.latencies import RequestLatencies
 from lab.twin.parts import TwinParts
 from lab.twin.pods import pod_names
 from tools.metrics.exposition import CONTENT_TYPE, card_lines, queue_lines, render
@@ -53,6 +54,15 @@ class Exporters:
         )
         self._at: datetime | None = None
         self._state: ClusterState | None = None
+        engine = twin.sim.engine
+        self.latencies = {
+            name: RequestLatencies()
+            for name, spec in engine.specs.items()
+            if spec.serving is not None and not spec.runs_jobs
+        }
+        """Every request's latencies per serving workload, fed by the simulator as they happen
+        and observed into the engines' histograms at each update (one per request, as vLLM)."""
+        engine.request_windows.update(self.latencies)
 
     def _pod(self, workload: str, index: int) -> str:
         spec = self.twin.sim.engine.specs.get(workload)
@@ -63,7 +73,7 @@ class Exporters:
         now = self.twin.sim.now
         if self._state is None or now != self._at:
             state = self.twin.sim.observe()
-            self.engines.update(state)
+            self.engines.update(state, {n: w.take() for n, w in self.latencies.items()})
             self._at, self._state = now, state
         return self._state
 

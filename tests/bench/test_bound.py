@@ -7,10 +7,22 @@ import math
 
 import pytest
 
+from lab.bench.trace import bound as bound_module
 from lab.bench.trace.base import Entry
-from lab.bench.trace.bound import Bound, beaten_by, bound, demand, need, schedule
+from lab.bench.trace.bound import (
+    Bound,
+    Scheduled,
+    beaten_by,
+    bound,
+    demand,
+    need,
+    plans,
+    schedule,
+    search,
+)
 from lab.bench.trace.calibrate import calibrated
-from lab.bench.trace.replay import replay, with_scales
+from lab.bench.trace.figures import Figures
+from lab.bench.trace.replay import Outcome, Prepared, replay, with_scales
 from lab.bench.trace.run import TRAIN_SEED
 from lab.bench.trace.static import Static
 from lab.bench.trace.tuning import TARGET_ATTAINMENT, entries
@@ -96,3 +108,29 @@ BASELINES = ("static", "keda", "hpa", "dynamo", "rayserve", "aibrix")
 def _constant(utilization: float) -> Entry:
     s = Static(utilization=utilization)
     return Entry("static", f"peak_utilization={utilization:g}", lambda sim, d: s, s.initial)
+
+
+def test_a_schedule_already_replayed_is_not_replayed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held at the whole run's mean (an infinite window), a search's values of u plan only a few
+    # distinct constant counts: each is replayed once, and every u gets its schedule's figures.
+    prep = prepared("azure-conv", 600, seed=0, fleet=(4, 8))
+    replayed: list[str] = []
+
+    def counting(p: Prepared, entry: Entry) -> Outcome:
+        replayed.append(entry.knob)
+        return replay(p, entry)
+
+    monkeypatch.setattr(bound_module, "replay", counting)
+    tried = search(prep, TARGET_ATTAINMENT, math.inf)
+    monkeypatch.undo()
+    schedules = {str(sorted(plans(prep, b.utilization, math.inf).items())) for b in tried}
+    assert len(replayed) == len(schedules) < len(tried)
+    for b in tried:
+        s = Scheduled(plans(prep, b.utilization, math.inf))
+        alone = replay(prep, Entry("bound", "", lambda sim, d, s=s: s, s.initial)).figures
+        assert _scored(alone) == _scored(b.outcome.figures)
+        assert b.outcome.knob.startswith(f"utilization={b.utilization:.4g} ")
+
+
+def _scored(f: Figures) -> dict[str, object]:
+    return f.model_dump(exclude={"median_ms", "p99_ms"})

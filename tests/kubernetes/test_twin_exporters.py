@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from lab.sim.backend import SimCluster
 from lab.sim.day import default_day
@@ -67,3 +68,35 @@ def test_a_twin_in_real_time_writes_no_sample_times() -> None:
             assert samples, name
             assert not any(SAMPLE.match(line) for line in samples), samples[:3]
             assert all(UNTIMED.match(line) for line in samples), samples[:3]
+
+
+def test_an_engines_histograms_take_one_observation_per_request() -> None:
+    """As vLLM's: each finished request is one observation of its end-to-end latency, so the
+    counts over a workload's pods add up to the requests the simulator finished (its series'
+    own count); the TTFT histogram counts every first token, the queue time every admission."""
+    with Twin(SimCluster(default_day())) as twin:
+        interval = twin.sim.profile.series_interval_s
+        twin.advance(interval * 20)  # a series point now: the series counts up to this instant
+        body = httpx.get(f"{twin.url}/twin/exporters/engines/metrics").text
+        served = twin.call(lambda: twin.sim.series("tts"))
+    counts: dict[str, float] = {}
+    for name, labels, value in _values(body):
+        if name.endswith("_count") and labels["model_name"] == "tts":
+            counts[name] = counts.get(name, 0.0) + value
+    finished = sum(p.completed for p in served.points)
+    assert finished > 0
+    assert counts["vllm:e2e_request_latency_seconds_count"] == pytest.approx(finished)
+    first_tokens = counts["vllm:time_to_first_token_seconds_count"]
+    admitted = counts["vllm:request_queue_time_seconds_count"]
+    assert finished <= first_tokens <= admitted
+    assert counts["vllm:inter_token_latency_seconds_count"] <= finished
+
+
+def _values(body: str) -> list[tuple[str, dict[str, str], float]]:
+    out = []
+    for line in body.splitlines():
+        found = SAMPLE.match(line)
+        if found is not None:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', found["labels"]))
+            out.append((found["name"], labels, float(found["value"])))
+    return out

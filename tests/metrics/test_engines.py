@@ -53,6 +53,7 @@ def test_a_workload_labelled_sglang_is_written_under_sglangs_names() -> None:
         *(f"sglang:time_to_first_token_seconds_{p}" for p in ("bucket", "sum", "count")),
         *(f"sglang:queue_time_seconds_{p}" for p in ("bucket", "sum", "count")),
         *(f"sglang:inter_token_latency_seconds_{p}" for p in ("bucket", "sum", "count")),
+        *(f"sglang:e2e_request_latency_seconds_{p}" for p in ("bucket", "sum", "count")),
     }
     assert {lb["model_name"] for lb in series[("sglang:token_usage", "chat-0")]} == {"llama-3-8b"}
     bounds = [lb["le"] for lb in series[("sglang:time_to_first_token_seconds_bucket", "chat-0")]]

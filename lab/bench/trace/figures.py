@@ -59,17 +59,29 @@ class Figures(BaseModel):
 
 def weighted_quantile(samples: Sequence[tuple[float, float]], q: float) -> float | None:
     """The `q` quantile of (value, count) samples; None when there are none."""
+    return weighted_quantiles(samples, (q,))[0]
+
+
+def weighted_quantiles(
+    samples: Sequence[tuple[float, float]], qs: Sequence[float]
+) -> list[float | None]:
+    """Each `q` quantile of (value, count) samples (one sort for all); None when there are none."""
     total = sum(n for _, n in samples)
     if total <= 0:
-        return None
-    rank = q * total
-    seen = 0.0
+        return [None] * len(qs)
     ordered = sorted(samples)
-    for value, n in ordered:
-        seen += n
-        if seen >= rank:
-            return value
-    return ordered[-1][0]
+    out: list[float | None] = []
+    for q in qs:
+        rank = q * total
+        seen = 0.0
+        found = ordered[-1][0]
+        for value, n in ordered:
+            seen += n
+            if seen >= rank:
+                found = value
+                break
+        out.append(found)
+    return out
 
 
 def reversals(changes: Sequence[tuple[float, int]]) -> int:

@@ -173,19 +173,26 @@ class Meter:
         """Account for the `dt` seconds just run; returns the cards held now."""
         held = 0
         busy_now: dict[str, float] = {}
+        last_busy = self.last_busy
+        card_spec = engine.placer.card_spec
         for name in self.workloads:
             for r in engine.state.workloads[name].replicas:
-                if not r.cards:
+                cards = r.cards
+                if not cards:
                     continue
-                held += len(r.cards)
-                busy = busy_now[r.client] = engine.replica_busy_s(r)
-                share = (busy - self.last_busy.get(r.client, busy)) / dt if dt > 0 else 0.0
+                n = len(cards)
+                held += n
+                client = r.client
+                busy = busy_now[client] = engine.replica_busy_s(r)
+                share = (busy - last_busy.get(client, busy)) / dt if dt > 0 else 0.0
                 util = min(1.0, max(0.0, share)) if r.phase in ("ready", "terminating") else 0.0
-                for uuid in r.cards:
-                    limit = engine.placer.card_spec[uuid].power_limit_w
+                joules = self.joules
+                for uuid in cards:
+                    limit = card_spec[uuid].power_limit_w
                     idle = limit * IDLE_POWER_SHARE
-                    self.joules += (idle + (limit - idle) * util) * dt
-                self.held_card_s += len(r.cards) * dt
-                self.busy_card_s += len(r.cards) * util * dt
+                    joules += (idle + (limit - idle) * util) * dt
+                self.joules = joules
+                self.held_card_s += n * dt
+                self.busy_card_s += n * util * dt
         self.last_busy = busy_now
         return held

@@ -475,12 +475,13 @@ def _figures(prep: Prepared, sim: SimCluster, m: _Measured) -> fig.Figures:
     served = sum(n for _, _, n in waits)
     from_zero = [(w, n) for a, w, n in waits if (a // STEP_S) * STEP_S in m.zero_steps]
     median_ms, p99_ms = fig.decision_ms(m.timings)
+    ttft_p50, ttft_p99 = fig.weighted_quantiles([(v, n) for _, v, n in ttfts], (0.5, 0.99))
     return fig.Figures(
         slo_attainment=share(both),
         ttft_attainment=share(ttft_ok),
         itl_attainment=share(itl_ok),
-        ttft_p50_s=fig.rounded(fig.weighted_quantile([(v, n) for _, v, n in ttfts], 0.5)),
-        ttft_p99_s=fig.rounded(fig.weighted_quantile([(v, n) for _, v, n in ttfts], 0.99)),
+        ttft_p50_s=fig.rounded(ttft_p50),
+        ttft_p99_s=fig.rounded(ttft_p99),
         itl_p99_s=fig.rounded(fig.weighted_quantile(gaps, 0.99), 4),
         queue_wait_p99_s=fig.rounded(fig.weighted_quantile([(v, n) for _, v, n in waits], 0.99)),
         gpu_hours=round(meter.held_card_s / 3600, 4),
