@@ -3,9 +3,10 @@
 A policy is read from YAML (policies/loader.py) and validated here; unknown keys are refused at
 every level. It holds the pools' card limits, the total card budget, the protected workloads,
 cooldowns, the change budget, approval rules, who may approve and how long a request waits,
-quiet hours, SLO targets and the preconditions of a mode rotation. `Policy.contradictions()`
-finds what is well-formed but cannot hold (a pool whose min_cards exceeds its max_cards, an
-approver group that does not exist); a policy with contradictions cannot be built.
+quiet hours, SLO targets, the reactive thresholds of the pools they size, and the preconditions
+of a mode rotation. `Policy.contradictions()` finds what is well-formed but cannot hold (a pool
+whose min_cards exceeds its max_cards, an approver group that does not exist); a policy with
+contradictions cannot be built.
 
 Times of day are local to `timezone` (an IANA name); durations read like `10m` or `1h30m`.
 """
@@ -195,6 +196,21 @@ class SloTarget(Strict):
         return self
 
 
+class Reactive(Strict):
+    """What adds replicas at once to a pool sized by the capacity model, whatever the forecast
+    said (agent.signals.slo's reactive layer): readings no forecast saw coming."""
+
+    kv_usage: float = Field(default=0.8, gt=0, le=1)
+    """KV-cache usage (0..1) at or above which the replicas' caches are nearly full."""
+    ttft_share: float = Field(default=0.5, gt=0)
+    """A short-window TTFT reading above this share of the pool's `ttft_s` reacts."""
+    itl_share: float = Field(default=1.0, gt=0)
+    """An inter-token latency reading above this share of the pool's `itl_s` reacts, as do more
+    requests running per replica than the largest batch that meets `itl_s`."""
+    waiting_readings: int = Field(default=2, ge=1)
+    """Requests waiting on this many readings in a row react."""
+
+
 class Group(Strict):
     members: tuple[str, ...] = ()
     """Principals: CLI user names or chat user ids, as `steward approve --as NAME` passes them."""
@@ -261,6 +277,8 @@ class Policy(Strict):
     approval: ApprovalSettings = ApprovalSettings()
     windows: tuple[QuietWindow, ...] = ()
     slo: dict[str, SloTarget] = {}
+    reactive: Reactive = Reactive()
+    """When the sized pools grow at once (see `Reactive`)."""
     approvers: Approvers = Approvers()
     rotation: Rotation = Rotation()
     activity: Activity = Activity()

@@ -9,5 +9,6 @@ planner share one arithmetic and the tests can check it on its own:
   corrected online within bounds;
 - `staffing`: Erlang-C / square-root staffing of request slots;
 - `sizing`: the replicas the SLO needs, term by term, in plain words;
+- `reactive`: what adds replicas at once, whatever the forecast said (an over-full batch too);
 - `release`: when one replica fewer pays, and when to go to zero.
 """

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from agent.capacity.release import DIP_PERCENTILE, GAP_MARGIN, HISTORY_S
 from agent.cli.common import (
     EXIT_BAD_INPUT,
     ContextOpt,
@@ -105,12 +106,26 @@ def explained(policy: Policy) -> list[str]:
             else ""
         )
         lines.append(f"slo.{pool}: {', '.join(parts)}{sized}")
+    sized_pools = [pool for pool, slo in policy.slo.items() if slo.ttft_s is not None]
+    if sized_pools:
+        r = policy.reactive
+        lines.append(
+            f"reactive (pools {', '.join(sized_pools)}): replicas are added at once, whatever the "
+            f"forecast said, when a KV cache is {r.kv_usage:.0%} used or more "
+            f"(reactive.kv_usage), a TTFT reading is above {r.ttft_share:.0%} of ttft_s "
+            f"(reactive.ttft_share), an ITL reading is above {r.itl_share:.0%} of itl_s "
+            "(reactive.itl_share) or more requests run per replica than the largest batch "
+            f"within itl_s, or requests wait on {r.waiting_readings} reading(s) in a row "
+            "(reactive.waiting_readings)"
+        )
     for name, limits in policy.pools.items():
         if limits.keep_loads != 1.0 or name in policy.slo:
             lines.append(
                 f"pools.{name}.keep_loads: a replica unneeded for {limits.keep_loads:g} model "
-                "load(s) is given back; zero only after no arrival for that long or the usual "
-                "idle gap, if longer"
+                "load(s) is given back, or for longer than the workload's usual dip below its "
+                f"replicas ({GAP_MARGIN:g} x the {DIP_PERCENTILE:.0%} percentile of its dips over "
+                f"the last {HISTORY_S / 60:.0f} minutes) when that is longer; zero only after no "
+                "arrival for that long or the usual idle gap, if longer"
             )
     for direction, wait in policy.cooldowns.by_direction.items():
         way = "growth" if direction == "scale_up" else "a scale-down"

@@ -56,6 +56,10 @@ class RulesSettings(BaseModel):
                 "slo_ttft_s": {k: v.ttft_s for k, v in policy.slo.items() if v.ttft_s is not None},
                 "slo_itl_s": {k: v.itl_s for k, v in policy.slo.items() if v.itl_s is not None},
                 "keep_loads": {k: p.keep_loads for k, p in policy.pools.items()},
+                "reactive_kv": policy.reactive.kv_usage,
+                "reactive_ttft_share": policy.reactive.ttft_share,
+                "reactive_itl_share": policy.reactive.itl_share,
+                "reactive_waiting_readings": policy.reactive.waiting_readings,
                 "min_cards": {k: p.min_cards for k, p in policy.pools.items()},
                 "link_min_fraction": policy.rotation.min_link_fraction or base.link_min_fraction,
                 "idle_to_zero_s": {

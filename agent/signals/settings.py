@@ -26,7 +26,15 @@ class AssessSettings(BaseModel):
     loads (the policy's pools.<pool>.keep_loads)."""
     default_keep_loads: float = Field(default=1.0, ge=0)
     reactive_kv: float = Field(default=0.8, gt=0, le=1)
-    """KV-cache usage at or above this adds replicas at once (the reactive layer)."""
+    """KV-cache usage at or above this adds replicas at once (the reactive layer; the policy's
+    reactive.kv_usage)."""
+    reactive_ttft_share: float = Field(default=0.5, gt=0)
+    """A TTFT reading above this share of the target adds replicas at once (reactive.ttft_share)."""
+    reactive_itl_share: float = Field(default=1.0, gt=0)
+    """An ITL reading above this share of the target adds replicas at once (reactive.itl_share)."""
+    reactive_waiting_readings: int = Field(default=2, ge=1)
+    """Requests waiting on this many readings in a row add replicas at once
+    (reactive.waiting_readings)."""
     min_cards: dict[str, int] = {}
     """Per pool: the policy's minimum, so a scale-down the pool cannot take is not a finding."""
     idle_to_zero_s: dict[str, float] = {}

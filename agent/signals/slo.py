@@ -4,10 +4,12 @@ For a workload whose replicas have a profile (`Workload.serving_profile`) in a p
 TTFT target, each new reading (a scrape is folded once) is turned into offered work — request
 slots in flight at the ITL target, plus what waits — and folded into the short, medium and long
 windows and Holt's forecast; the forecast one model load plus one tick ahead is sized to the SLO
-(agent.capacity.sizing). A reactive layer adds at once what no forecast saw: KV usage at or
-above `reactive_kv`, a short-window TTFT above half the target, requests waiting on two readings
-in a row. The view also says whether one replica fewer pays (agent.capacity.release) and how
-long the workload has been quiet. Pure: readings and memory in, the view and memory out.
+(agent.capacity.sizing). A reactive layer (agent.capacity.reactive, thresholds from the policy's
+`reactive` keys) adds at once what no forecast saw: a KV cache nearly full, more requests running
+per replica than the largest batch meeting the ITL target or an ITL reading above it, a
+short-window TTFT above a share of the target, requests waiting on readings in a row. The view
+also says whether one replica fewer pays (agent.capacity.release) and how long the workload has
+been quiet. Pure: readings and memory in, the view and memory out.
 
 Offered work is read from what the engines export: decode tokens/s times the ITL at the target
 batch (Little's law: the slots those tokens keep busy), or the requests running if more, plus
@@ -16,10 +18,10 @@ those waiting.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 
 from agent.capacity import forecast, release, windows
+from agent.capacity.reactive import Readings, Thresholds, react
 from agent.capacity.replica import (
     MIN_BATCH_FOR_CORRECTION,
     Capacity,
@@ -135,16 +137,25 @@ def slo_view(
     # Sized at the replicas whose own prefill share serves the demand, not at those running
     # now: what one replica fewer would ask is what the sizing asks (the N/(N-1) check).
     sizing, _ = size_shared(demand, capacity_at, ttft_s=ttft)
-    reactive, reactive_need = _reactive(
-        workload,
-        now,
-        settings=settings,
-        mem=mem,
+    readings = Readings(
+        ready=workload.ready_replicas,
+        running=running,
+        waiting=depth,
         in_flight=in_flight,
-        depth=depth,
-        slots=cap.slots,
-        ttft_target=ttft,
+        kv_usage=_read(workload.kv_cache_usage, now, max_age),
+        ttft_s=_read(workload.ttft_s, now, max_age),
+        itl_s=_read(workload.itl_s, now, max_age),
+        waited_readings=mem.waiting,
     )
+    limits = Thresholds(
+        ttft_s=ttft,
+        itl_s=itl_target,
+        kv_usage=settings.reactive_kv,
+        ttft_share=settings.reactive_ttft_share,
+        itl_share=settings.reactive_itl_share,
+        waiting_readings=settings.reactive_waiting_readings,
+    )
+    reactive, reactive_need = react(readings, limits, lambda n: capacity_at(n).slots)
     keep = release.keep_s(
         load_s, settings.keep_loads.get(workload.pool, settings.default_keep_loads)
     )
@@ -248,38 +259,6 @@ def _fold(
             "waiting": mem.waiting + 1 if depth > 0 and waited else 0,
         }
     )
-
-
-def _reactive(
-    workload: Workload,
-    now: datetime,
-    *,
-    settings: AssessSettings,
-    mem: SloMemory,
-    in_flight: float,
-    depth: float,
-    slots: int,
-    ttft_target: float,
-) -> tuple[str, int]:
-    """What the reactive layer saw and the replicas it asks for (0: nothing). Counted from the
-    ready replicas, so a replica already loading is not asked for twice."""
-    ready = workload.ready_replicas
-    if ready == 0:
-        return "", 0
-    reasons: list[str] = []
-    need = 0
-    kv = _read(workload.kv_cache_usage, now, settings.metric_max_age_s)
-    if kv is not None and kv >= settings.reactive_kv:
-        reasons.append(f"KV cache {kv:.0%} used (reacts at {settings.reactive_kv:.0%})")
-        need = max(need, math.ceil(ready * kv / (settings.reactive_kv - 0.1)))
-    ttft = _read(workload.ttft_s, now, settings.metric_max_age_s)
-    if ttft is not None and ttft > ttft_target / 2:
-        reasons.append(f"TTFT {ttft:.2f} s over half the {ttft_target:g} s target")
-        need = max(need, ready + 1)
-    if mem.waiting >= 2 and depth > 0:
-        reasons.append(f"{depth:g} request(s) waiting on {mem.waiting} readings in a row")
-        need = max(need, ready + 1, math.ceil((in_flight + depth) / max(slots, 1)))
-    return "; ".join(reasons), need
 
 
 def _drift(

@@ -1,16 +1,21 @@
 """The capacity keys of a policy: cooldowns by direction, a change budget in cards per hour,
-SLO targets in TTFT/ITL (explained by `steward policy check`)."""
+SLO targets in TTFT/ITL and the reactive thresholds (explained by `steward policy check`)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agent.cli.policy import explained
+from agent.planners.rule_settings import RulesSettings
+from policies.errors import PolicyError
 from policies.history import History
-from policies.model import SloTarget
+from policies.loader import parse_policy
+from policies.model import Reactive, SloTarget
 from tests.policies.builders import NIGHT, default_policy, replace, run
 from tools.actions import ScaleWorkload
 
@@ -74,3 +79,47 @@ def test_an_slo_needs_a_target_and_is_explained() -> None:
     assert any("first token within 3 s, 100 ms between tokens" in line for line in lines)
     assert any(line.startswith("cooldowns.by_direction.scale_down") for line in lines)
     assert any("at most 40 card(s)" in line for line in lines)
+
+
+def test_the_reactive_thresholds_are_policy_keys_and_explained() -> None:
+    policy = default_policy()
+    assert policy.reactive == Reactive()  # the shipped policy states the defaults
+    lines = explained(policy)
+    reactive = next(line for line in lines if line.startswith("reactive (pools burst)"))
+    for key in ("kv_usage", "ttft_share", "itl_share", "waiting_readings"):
+        assert f"reactive.{key}" in reactive
+    assert any("usual dip below its replicas" in line for line in lines)  # the dip wait
+    settings = RulesSettings.from_policy(
+        replace(policy, reactive=Reactive(kv_usage=0.9, ttft_share=0.8, waiting_readings=3))
+    ).assess
+    assert (settings.reactive_kv, settings.reactive_ttft_share) == (0.9, 0.8)
+    assert settings.reactive_waiting_readings == 3
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    kv=st.floats(min_value=-1, max_value=2, allow_nan=False),
+    ttft=st.floats(min_value=-1, max_value=3, allow_nan=False),
+    readings=st.integers(min_value=-2, max_value=10),
+)
+def test_any_reactive_block_loads_or_is_refused_naming_the_key(
+    kv: float, ttft: float, readings: int
+) -> None:
+    text = (
+        "pools: {burst: {max_cards: 2}}\n"
+        "slo: {burst: {ttft_s: 3}}\n"
+        f"reactive: {{kv_usage: {kv!r}, ttft_share: {ttft!r}, waiting_readings: {readings}}}\n"
+    )
+    valid = 0 < kv <= 1 and ttft > 0 and readings >= 1
+    if valid:
+        loaded = parse_policy(text).reactive
+        assert (loaded.kv_usage, loaded.ttft_share, loaded.waiting_readings) == (
+            kv,
+            ttft,
+            readings,
+        )
+        return
+    with pytest.raises(PolicyError) as caught:
+        parse_policy(text)
+    named = " ".join(p.message for p in caught.value.problems) + str(caught.value)
+    assert "reactive" in named
