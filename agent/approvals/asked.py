@@ -26,6 +26,7 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from policies.judgement import Verdict
 from policies.model import Policy
 from tools.actions import Action
 from tools.approval import Channel
@@ -103,3 +104,19 @@ def may_answer(policy: Policy, principal: str, action: Action, state: ClusterSta
 def answerers(policy: Policy, action: Action, state: ClusterState) -> tuple[str, ...]:
     """The groups whose members may answer `action` (see `may_answer`)."""
     return policy.approver_groups(action, state) or tuple(policy.approvers.groups)
+
+
+def waits_for_a_person(v: Verdict, policy: Policy, state: ClusterState) -> Verdict:
+    """The guard's verdict on an action proposed in answer to a question: one the policy
+    would allow waits for a person all the same; a denied one stays denied, with its reason."""
+    if v.decision != "allow":
+        return v
+    return v.model_copy(
+        update={
+            "decision": "needs_approval",
+            "rule_ids": (RULE_ID, *v.rule_ids),
+            "message": "proposed by the model in answer to a question: a person approves it "
+            f"before it runs (the policy alone would allow it: {v.message})",
+            "approvers": answerers(policy, v.action, state),
+        }
+    )

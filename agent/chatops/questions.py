@@ -83,11 +83,14 @@ def _proposal_lines(
 ) -> list[str]:
     """What the reply says of a proposal: its decision id, the guard's verdicts now, and
     where it is answered."""
+    from agent.approvals.asked import waits_for_a_person
     from policies.engine import judge
     from tools.actions import Plan
 
     plan = Plan(actions=proposal.actions, rationale=proposal.rationale(), planner="llm")
-    verdicts = judge(plan, state, policy, history).verdicts
+    verdicts = [
+        waits_for_a_person(v, policy, state) for v in judge(plan, state, policy, history).verdicts
+    ]
     lines = [f"proposed as decision {proposal.decision_id}; nothing ran. The guard's verdicts now:"]
     lines += [
         f"[{'denied' if v.decision == 'deny' else 'needs approval'}] {v.action.describe()} — "

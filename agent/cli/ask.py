@@ -151,6 +151,7 @@ def _judged_by_the_agent(  # noqa: PLR0917 - the parts of one judgement
     """The proposal through the agent's graph: the guard's verdicts, the log, the approval
     inbox. A running agent takes it at its next tick; when none runs, this process does, as the
     agent would (agent/approvals/asked.py)."""
+    from agent.approvals.asked import waits_for_a_person
     from agent.daemon.compose import assess_settings
     from agent.daemon.runtime import Runtime
     from agent.support import lockfile
@@ -166,7 +167,10 @@ def _judged_by_the_agent(  # noqa: PLR0917 - the parts of one judgement
         # A running agent holds the data dir: it judges the proposal at its next tick.
         state = parts.cluster().observe()
         plan = Plan(actions=asked.actions, rationale=asked.rationale(), planner="llm")
-        verdicts = judge(plan, state, policy, history).verdicts
+        verdicts = [
+            waits_for_a_person(v, policy, state)
+            for v in judge(plan, state, policy, history).verdicts
+        ]
         return {
             "approval_id": approval_id,
             "status": "handed_to_agent",
@@ -195,7 +199,8 @@ def _judged_by_the_agent(  # noqa: PLR0917 - the parts of one judgement
         "actions": shown,
     }
     if waiting:
-        claim = _claim(policy, entry.actions if entry else ())
+        groups = [g for p in intent.proposals if p.verdict == "needs_approval" for g in p.approvers]
+        claim = _claim(policy, groups)
         doc["approve_with"] = f"steward approve {approval_id}" + (f" --as {claim}" if claim else "")
     return doc
 
@@ -209,20 +214,17 @@ def _proposed(runtime: Runtime, decision_id: str) -> Intent:
     fail(f"the proposal {decision_id} left no record in the decision log", EXIT_CHECK_FAILED)
 
 
-def _claim(policy: Policy, actions: Sequence[Action]) -> str | None:
-    """A name `steward approve --as` may answer the actions under, when the OS user may not."""
+def _claim(policy: Policy, groups: Sequence[str]) -> str | None:
+    """A name `steward approve --as` may answer under, when the OS user is in none of `groups`
+    (the approver groups the guard named for the waiting actions)."""
     user = getpass.getuser()
     members = [
         m
-        for g in dict.fromkeys(g for a in actions for g in _groups(policy, a))
+        for g in dict.fromkeys(groups)
         if (group := policy.approvers.groups.get(g)) is not None
         for m in group.members
     ]
     return None if user in members or not members else members[0]
-
-
-def _groups(policy: Policy, action: Action) -> tuple[str, ...]:
-    return policy.approver_groups(action, None) or tuple(policy.approvers.groups)
 
 
 def _shown(

@@ -21,8 +21,7 @@ from typing import Any, Literal
 import structlog
 from langgraph.types import interrupt
 
-from agent.approvals.asked import RULE_ID as ASKED_RULE_ID
-from agent.approvals.asked import answerers
+from agent.approvals.asked import waits_for_a_person
 from agent.audit import (
     ActionOutcome,
     ApprovalRecord,
@@ -50,8 +49,6 @@ from agent.signals.memory import Memory
 from agent.support import pause
 from agent.support.notices import Notice
 from policies.engine import judge
-from policies.judgement import Verdict
-from policies.model import Policy
 from tools.actions import Plan, RotateMode, joined_notes
 from tools.approval import Approval
 from tools.effects import expected_effect
@@ -241,7 +238,7 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
     verdicts = judgement.verdicts
     if d.asked is not None:
-        verdicts = tuple(_asked_waits(v, ctx.policy, state) for v in verdicts)
+        verdicts = tuple(waits_for_a_person(v, ctx.policy, state) for v in verdicts)
     expected = tuple(expected_effect(v.action, state) for v in verdicts)
     for decision, count in Counter(v.decision for v in verdicts).items():
         ctx.telemetry.decisions.labels(verdict=decision).inc(count)
@@ -265,22 +262,6 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
         "plan_findings": findings,
         "stage": "act",
     }
-
-
-def _asked_waits(v: Verdict, policy: Policy, state: ClusterState) -> Verdict:
-    """An action proposed in answer to a question waits for a person even where the policy
-    would allow it (agent/approvals/asked.py); a denied one stays denied, with its reason."""
-    if v.decision != "allow":
-        return v
-    return v.model_copy(
-        update={
-            "decision": "needs_approval",
-            "rule_ids": (ASKED_RULE_ID, *v.rule_ids),
-            "message": "proposed by the model in answer to a question: a person approves it "
-            f"before it runs (the policy alone would allow it: {v.message})",
-            "approvers": answerers(policy, v.action, state),
-        }
-    )
 
 
 def approve(d: Decision, ctx: LoopContext) -> Update:
