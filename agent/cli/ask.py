@@ -247,7 +247,7 @@ def _proposal_lines(proposal: dict[str, Any]) -> list[str]:
     if status == "waiting":
         lines.append(
             f"nothing ran: it waits in the approval queue (`steward pending`); approve with "
-            f"`{proposal['approve_with']}`, or `steward deny {approval_id}`"
+            f"`{proposal['approve_with']}`, or `steward deny {approval_id} --reason WHY`"
         )
     elif status == "handed_to_agent":
         lines.append(
