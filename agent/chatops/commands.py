@@ -75,7 +75,7 @@ class Commands:
         plan: Callable[[], dict[str, object]],
         rotations: Rotations | None,
         now: Callable[[], datetime] | None = None,
-        ask: Callable[[str], Reply] | None = None,
+        ask: Callable[[str, str], Reply] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.ask = ask
@@ -133,7 +133,7 @@ class Commands:
         if self.ask is not None and args and verb not in STEERING:
             # `/steward ask …`, or a mention that is a question (`@steward why is …?`): what
             # no command above took.
-            return self.ask(" ".join(args if verb == "ask" else [verb, *args]))
+            return self.ask(" ".join(args if verb == "ask" else [verb, *args]), user)
         return Reply(f"usage: /steward {USAGE}", ephemeral=verb != "help")
 
     # -- asking -----------------------------------------------------------------------------------

@@ -3,7 +3,11 @@
 The same read-only asker as `steward ask` (agent/planners/llm/asker.py), over the daemon's own
 observation and decision log; the answer names the decision ids it relies on (each checked
 against the log), and a proposed change is shown with the policy guard's verdicts — it runs
-only through a decision the guard and approvals let through. Without a model configured the
+only through a decision the guard and approvals let through: it is handed to the agent
+(agent/approvals/asked.py), whose next tick runs it through the graph as a decision of its
+own — judged on a fresh observation, recorded, and waiting in the approval inbox, which the
+sender posts to the channel with the Approve / Deny buttons of any approval. The reply names
+its decision id; nothing runs without an approval. Without a model configured the
 reply says so and points to `/steward status` and `/steward why ID`.
 """
 
@@ -16,8 +20,12 @@ from agent.chatops.commands import Reply
 from agent.planners.errors import PlannerFailed
 
 if TYPE_CHECKING:
+    from agent.approvals.asked import AskedProposal
     from agent.daemon.config import StewardConfig
     from agent.daemon.runtime import Runtime
+    from policies.history import History
+    from policies.model import Policy
+    from tools.model import ClusterState
 
 NO_MODEL = Reply(
     "no model is configured to answer questions (set llm.base_url or STEWARD_LLM_BASE_URL); "
@@ -26,22 +34,22 @@ NO_MODEL = Reply(
 )
 
 
-def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str], Reply]:
+def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str, str], Reply]:
     """What answers a question in Slack for this daemon."""
+    from agent.approvals.asked import AskedProposal, hand_over
+    from agent.audit import new_decision_id
     from agent.planners.llm.asker import Asker
     from agent.planners.llm.settings import LLMSettings
     from agent.signals.assess import assess
     from agent.signals.memory import Memory
-    from policies.engine import judge
-    from tools.actions import Plan
 
     settings = LLMSettings(**config.llm.model_dump(exclude_none=True))
     if not settings.base_url:
-        return lambda question: NO_MODEL
+        return lambda question, user: NO_MODEL
     ctx = runtime.ctx
     asker = Asker(settings, policy=ctx.policy, history=ctx.recent_history, audit=lambda: ctx.audit)
 
-    def answer(question: str) -> Reply:
+    def answer(question: str, user: str) -> Reply:
         state = ctx.cluster.observe()
         signals, _ = assess(state, Memory(), ctx.settings.assess, ctx.policy)
         try:
@@ -53,13 +61,47 @@ def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str], Reply]
             found = bool(ctx.audit.decision(decision_id))
             lines.append(f"relies on {decision_id}" + ("" if found else " (not in the log)"))
         if asked.proposal:
-            plan = Plan(actions=asked.proposal, rationale=question[:300], planner="llm")
-            history = ctx.history(state, ctx.memory)
-            lines.append("proposed, nothing ran (the guard's verdicts now):")
-            lines += [
-                f"[{v.decision}] {v.action.describe()} — {v.message}"
-                for v in judge(plan, state, ctx.policy, history).verdicts
-            ]
+            proposal = AskedProposal(
+                decision_id=new_decision_id(),
+                question=question[:1000],
+                actions=asked.proposal,
+                model=asked.model,
+                asked_by=user,
+                channel="slack",
+                asked_at=state.observed_at,
+                cited=asked.decision_ids,
+            )
+            lines += _proposal_lines(proposal, state, ctx.history(state, ctx.memory), ctx.policy)
+            hand_over(runtime.data_dir, proposal)
         return Reply(f"answer to: {question[:150]}", lines)
 
     return answer
+
+
+def _proposal_lines(
+    proposal: AskedProposal, state: ClusterState, history: History, policy: Policy
+) -> list[str]:
+    """What the reply says of a proposal: its decision id, the guard's verdicts now, and
+    where it is answered."""
+    from agent.approvals.asked import waits_for_a_person
+    from policies.engine import judge
+    from tools.actions import Plan
+
+    plan = Plan(actions=proposal.actions, rationale=proposal.rationale(), planner="llm")
+    verdicts = [
+        waits_for_a_person(v, policy, state) for v in judge(plan, state, policy, history).verdicts
+    ]
+    lines = [f"proposed as decision {proposal.decision_id}; nothing ran. The guard's verdicts now:"]
+    lines += [
+        f"[{'denied' if v.decision == 'deny' else 'needs approval'}] {v.action.describe()} — "
+        f"{v.message}"
+        for v in verdicts
+    ]
+    if all(v.decision == "deny" for v in verdicts):
+        lines.append("the guard denies it: nothing of it will run (the decision log keeps why)")
+    else:
+        lines.append(
+            f"the agent judges it again at its next tick and posts {proposal.decision_id} here "
+            f"with Approve / Deny buttons (or `/steward approve {proposal.decision_id}`)"
+        )
+    return lines

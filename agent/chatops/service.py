@@ -101,7 +101,7 @@ class SlackService:
         then: Notifier | None = None,
         environ: Mapping[str, str] | None = None,
         now: Callable[[], datetime] | None = None,
-        ask: Callable[[str], Reply] | None = None,
+        ask: Callable[[str, str], Reply] | None = None,
     ) -> SlackService:
         """Everything of chat-ops, started; InvalidInput when a secret or the channel is missing."""
         secrets = load_secrets(settings, environ)

@@ -416,6 +416,18 @@ def plan(  # noqa: PLR0917 - typer maps each option to a parameter
             f"  the {planner} planner failed ({result['fallback_reason']}); "
             f"the {result['planner']} planner decided"
         )
+    for q in result.get("deliberated", ()):
+        what = "; ".join(q["actions"]) or "no action"
+        if q["outcome"] == "planned":
+            lines.append(
+                f"  deliberated {q['question']} ({q['premise']}): {q['model']} decided in "
+                f"{q['latency_s']:g} s — {what}; why: {q['reason']}"
+            )
+        else:
+            lines.append(
+                f"  deliberated {q['question']} ({q['premise']}): fallback, the model failed "
+                f"({q['reason']}); the rules decide — {what}"
+            )
     if not result["actions"]:
         lines.append(f"  no action: {result['rationale'] or 'nothing to decide'}")
     for a in result["actions"]:

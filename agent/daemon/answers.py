@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.approvals.asked import answerers, may_answer
 from agent.approvals.channel import Identity
 from agent.approvals.inbox import Inbox, PendingDecision
 from agent.audit import AuditError, AuditLog
@@ -92,9 +93,9 @@ def submit(
             rule_ids=("approval.expired",),
         )
     # Approving and denying alike are for the approver groups to do.
-    refused = [a for a in found.actions if not policy.may_approve(identity.principal, a, state)]
+    refused = [a for a in found.actions if not may_answer(policy, identity.principal, a, state)]
     if refused:
-        groups = sorted({g for a in refused for g in policy.approver_groups(a, state)})
+        groups = sorted({g for a in refused for g in answerers(policy, a, state)})
         return Submitted(
             decision_id=decision_id,
             status="not_allowed",

@@ -220,13 +220,22 @@ def dry_run(
     """One decision made dry: observe, assess, plan, judge; nothing executed or saved."""
     # The graph's modules (LangGraph, the LLM client) load only for commands that run it.
     from agent.loop.context import LoopContext
+    from agent.loop.dry_deliberation import plan_deliberated
+    from agent.loop.dry_deliberation import report as deliberated_report
     from agent.loop.nodes import assess, guard, observe
     from agent.loop.nodes import plan as plan_node
+    from agent.loop.questions import drifting
+    from agent.planners.base import Deliberator
     from agent.signals.memory import read_memory
 
     parts = (opened or open_backend(StewardConfig(), data_dir)).parts
     policy, _ = open_policy(policy_path or run_policy_path(data_dir))
     settings = RulesSettings.from_policy(policy, thresholds)
+    rules = RulesPlanner(settings)
+    chosen = planner_for(planner_name, policy, llm, thresholds)
+    # A model deliberates the questions of judgment as in the daemon, the rules plan the rest
+    # (agent/loop/dry_deliberation.py).
+    model = chosen if isinstance(chosen, Deliberator) else None
     try:
         audit = AuditLog.open(data_dir, clock=parts.clock.now)
         catch_up(parts, audit.last_time())  # in memory only: a dry run saves nothing
@@ -235,6 +244,7 @@ def dry_run(
         audit = AuditLog.open(data_dir, readonly=True)
         writer = str(exc)
     inbox = Inbox.open(data_dir)
+    deliberated: tuple[Any, ...] = ()
     try:
         ctx = LoopContext(
             cluster=parts.cluster(),
@@ -243,8 +253,8 @@ def dry_run(
             audit=audit,
             inbox=inbox,
             settings=settings,
-            planner=planner_for(planner_name, policy, llm, thresholds),
-            fallback=RulesPlanner(settings),
+            planner=chosen,
+            fallback=rules,
             crash_at=None,
             hold_denied=False,
         )
@@ -253,7 +263,14 @@ def dry_run(
         d = _step(d, observe(d, ctx))
         d = _step(d, assess(d, ctx))
         assert d.signals is not None and d.observed_at is not None
-        if d.signals.needs_decision:
+        seen = d.signals
+        questions = seen.shared_card_anomalies or seen.degraded_links or drifting(seen)
+        if model is not None and (seen.needs_decision or questions):
+            update, deliberated = plan_deliberated(d, ctx, model)
+            d = _step(d, update)
+            if d.plan is not None and d.plan.actions:
+                d = _step(d, guard(d, ctx))
+        elif seen.needs_decision:
             d = _step(d, plan_node(d, ctx))
             if d.plan is not None and d.plan.actions:
                 d = _step(d, guard(d, ctx))
@@ -280,7 +297,7 @@ def dry_run(
     finally:
         audit.close()
         inbox.close()
-    return _report(d, digest, recorded, writer)
+    return {**_report(d, digest, recorded, writer), "deliberated": deliberated_report(deliberated)}
 
 
 def _step(d: Decision, update: dict[str, Any]) -> Decision:

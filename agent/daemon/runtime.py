@@ -31,6 +31,7 @@ import structlog
 from langgraph.types import Command
 
 from agent import __version__
+from agent.approvals.asked import take_handed
 from agent.approvals.inbox import Inbox
 from agent.approvals.rebuild import settle_inbox
 from agent.audit import AuditLog, Startup, new_decision_id
@@ -312,6 +313,7 @@ class Runtime:
         paused = pause.read(self.data_dir)
         resumed = self.threads.continue_long_actions() + (() if paused else self.resume_answered())
         resumed += self.judge_deliberated()
+        self.take_asked()
         fell_back, self.deliberation_fallback = self.deliberation_fallback, None
         self.tick_no += 1
         # One decision in flight: one that a transient error stopped goes on before a new one.
@@ -384,6 +386,33 @@ class Runtime:
                 continue
             if result is not None:
                 self.threads.finish(thread, result)
+            done.append(thread)
+        return tuple(done)
+
+    def take_asked(self) -> tuple[str, ...]:
+        """Run each proposal handed over from a question (`steward ask`, `@steward`) through
+        the graph as a decision of its own: judged by the guard on a fresh observation,
+        recorded, and waiting in the approval inbox (agent/approvals/asked.py)."""
+        done: list[str] = []
+        for proposal in take_handed(self.data_dir):
+            thread = proposal.decision_id
+            if self.ctx.audit.decision(thread) or self.ctx.inbox.get(thread) is not None:
+                log.warning("asked proposal already taken; dropped", decision=thread)
+                continue
+            self.ctx.held = self.threads.held()
+            given = Decision(decision_id=thread, tick=self.tick_no, asked=proposal)
+            try:
+                result = self.threads.invoke(thread, given)
+            except TemporaryError as exc:
+                log.warning("an asked proposal could not be judged now; it goes on next tick",
+                            decision=thread, error=str(exc))  # fmt: skip
+                self.threads.failed.append(thread)
+                continue
+            waiting = result is not None and "__interrupt__" in result
+            if result is not None:
+                self.threads.finish(thread, result)
+            log.info("asked proposal judged", decision=thread, waiting=waiting,
+                     by=proposal.asked_by, channel=proposal.channel)  # fmt: skip
             done.append(thread)
         return tuple(done)
 

@@ -184,3 +184,38 @@ class Deliberations:
             failed=failure,
             actions=[a.describe() for a in plan.actions] if plan else None,
         )
+
+
+def deliberate_now(
+    model: Deliberator, question: Question, state: ClusterState, signals: Signals
+) -> Deliberated:
+    """Deliberate `question` in this thread, under the model's own deadline, for a dry run
+    (`steward plan`): nothing waits on it but the command that asked, and nothing is stored
+    (no transcript). A model that fails gives a fallback: the rules' actions for the question."""
+    started = time.monotonic()
+    plan, failure = None, None
+    try:
+        plan = model.deliberate(state, signals, question)
+    except PlannerFailed as exc:
+        failure = exc.reason
+    except Exception as exc:  # whatever the model does, the dry run goes on with the rules
+        failure = f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
+    report = model.last_report
+    log.info(
+        "deliberated (dry run)",
+        question=question.line(),
+        failed=failure,
+        actions=[a.describe() for a in plan.actions] if plan else None,
+    )
+    return Deliberated(
+        deliberation_id=new_decision_id(),
+        question=question,
+        asked_at=state.observed_at,
+        plan=plan,
+        fallback_reason=failure,
+        model=model.model,
+        prompt_tokens=report.prompt_tokens if report else 0,
+        completion_tokens=report.completion_tokens if report else 0,
+        latency_s=report.latency_s if report else round(time.monotonic() - started, 3),
+        tools_called=report.lookups if report else (),
+    )

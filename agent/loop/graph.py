@@ -25,6 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.loop import nodes
 from agent.loop.checkpoints import ChannelSaver
 from agent.loop.context import LoopContext
+from agent.loop.questions import drifting
 from agent.loop.state import SERIALIZED_TYPES, Decision
 from agent.support import dbfile
 from agent.support.datadir import CHECKPOINT_DB
@@ -36,13 +37,15 @@ Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 def after_assess(d: Decision) -> str:
     """Plan only when assess found something to decide or an anomaly to deliberate; otherwise
     the tick ends here."""
-    if d.deliberation is not None:
+    if d.deliberation is not None or d.asked is not None:
         return "plan"  # a deliberation's answer is judged (or superseded) whatever else is seen
     signals = d.signals
     if signals is None:
         return END
     # An anomaly no rule fixes is a question for a model, when one deliberates (questions.py).
-    judged = d.deliberating and (signals.shared_card_anomalies or signals.degraded_links)
+    judged = d.deliberating and (
+        bool(signals.shared_card_anomalies or signals.degraded_links) or drifting(signals)
+    )
     return "plan" if signals.needs_decision or judged else END
 
 
@@ -50,7 +53,9 @@ def after_plan(d: Decision) -> str:
     """An empty plan has nothing to judge; a fresh planner failure is still written to the log."""
     if d.plan is not None and d.plan.actions:
         return "guard"
-    return "record" if d.fallback_fresh or d.deliberation is not None else END
+    if d.fallback_fresh or d.deliberation is not None or d.asked is not None:
+        return "record"
+    return END
 
 
 def after_guard(d: Decision) -> str:

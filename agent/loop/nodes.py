@@ -21,6 +21,7 @@ from typing import Any, Literal
 import structlog
 from langgraph.types import interrupt
 
+from agent.approvals.asked import waits_for_a_person
 from agent.audit import (
     ActionOutcome,
     ApprovalRecord,
@@ -81,6 +82,15 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     assert d.signals is not None, "plan runs only after assess"
     if d.deliberation is not None:
         return _judge_answer(d, ctx, state, d.deliberation)
+    if d.asked is not None:
+        # A person's question: the model's proposal is the plan (its actions wait, see guard).
+        proposed = Plan(
+            actions=d.asked.actions,
+            rationale=d.asked.rationale(),
+            planner="llm",
+            model=d.asked.model,
+        )
+        return {"plan": proposed, "stage": "guard"}
     if ctx.deliberations is not None:
         return _fast_path(d, ctx, state)
     started = time.perf_counter()
@@ -118,7 +128,7 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
         ctx.telemetry.planner_report(report)
         log.info("planner", decision=d.decision_id, **report.model_dump(mode="json"))
     proposed = hold_back(proposed, d, ctx, state.observed_at)
-    if proposed.planner == ctx.fallback.name and proposed.actions:
+    if proposed.planner == ctx.fallback.name:
         proposed = _said_rules_decide(proposed, state, d, ctx)
     return {
         "plan": proposed,
@@ -132,8 +142,19 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
 def _said_rules_decide(proposed: Plan, state: ClusterState, d: Decision, ctx: LoopContext) -> Plan:
     """Without a model the rules decide the questions of judgment too; the rationale says so."""
     assert d.signals is not None
-    asked = [q for q in split(proposed, state, d.signals, ctx.policy).questions if q.rules_actions]
+    questions = split(proposed, state, d.signals, ctx.policy).questions
+    asked = [q for q in questions if q.rules_actions or q.kind == "anomaly"]
     if not asked:
+        return proposed
+    for q in asked:
+        log.info(
+            "question decided by the rules",
+            decision=d.decision_id,
+            question=q.line(),
+            actions=[a.describe() for a in q.rules_actions],
+            because="no model deliberates",
+        )
+    if not proposed.actions:
         return proposed
     note = "; ".join(f"{q.kind} decided by the rules (no model deliberates)" for q in asked)
     return proposed.model_copy(update={"rationale": joined_notes([proposed.rationale, note])})
@@ -216,11 +237,14 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     history = ctx.history(state, ctx.memory)
     judgement = judge(d.plan, state, ctx.policy, history, now=state.observed_at)
     verdicts = judgement.verdicts
+    if d.asked is not None:
+        verdicts = tuple(waits_for_a_person(v, ctx.policy, state) for v in verdicts)
     expected = tuple(expected_effect(v.action, state) for v in verdicts)
     for decision, count in Counter(v.decision for v in verdicts).items():
         ctx.telemetry.decisions.labels(verdict=decision).inc(count)
     findings = tuple(f"{f.rule_id}: {f.message}" for f in judgement.findings)
-    refused = [v for v in judgement.verdicts if v.decision == "deny"]
+    # A person's question holds nothing back from the loop's own plans.
+    refused = [v for v in verdicts if v.decision == "deny" and d.asked is None]
     # The actions of one plan go together (a preemption is a scale-down and the scale-up it
     # frees cards for): one denied for a rule that passes later (a cooldown) is retried then,
     # and its partners with it rather than held the full DENIED_HOLD_S.

@@ -10,7 +10,8 @@ configured they are taken out of the tick's plan and deliberated beside the loop
 - `lending`: a higher-priority pool takes cards from a lower-priority pool that has demand of
   its own (their SLOs conflict; lending idle cards is routine);
 - `anomaly`: a finding no rule fixes (a shared card counted twice, a link below its speed or on
-  the wrong GID index);
+  the wrong GID index, a capacity profile that drifted: a workload's replicas serving beyond
+  +-25 % of its catalogue profile, which the online correction does not follow);
 - `marked`: an action of a type the policy's `deliberate` list names.
 
 Each question has a `key`, its premise: the same situation gives the same key on every tick, so
@@ -28,7 +29,7 @@ from policies.model import Policy
 from tools.actions import Action, Plan, RotateMode, ScaleWorkload
 from tools.model import ClusterState
 
-__all__ = ["Split", "split"]
+__all__ = ["Split", "drift_questions", "drifting", "split"]
 
 
 class Split(BaseModel):
@@ -95,6 +96,7 @@ def split(plan: Plan, state: ClusterState, signals: Signals, policy: Policy | No
     ]
     for text in anomalies:
         questions.append(Question(kind="anomaly", key=f"anomaly:{text}", facts={"finding": text}))
+    questions += drift_questions(signals)
     marked = set(policy.deliberate) if policy is not None else set()
     rest = [i for i, a in enumerate(actions) if i not in taken and a.type in marked]
     if rest:
@@ -112,6 +114,33 @@ def split(plan: Plan, state: ClusterState, signals: Signals, policy: Policy | No
         return Split(routine=plan, questions=tuple(questions))
     kept = tuple(a for i, a in enumerate(actions) if i not in taken)
     return Split(routine=plan.model_copy(update={"actions": kept}), questions=tuple(questions))
+
+
+def drift_questions(signals: Signals) -> list[Question]:
+    """One anomaly question per workload whose capacity profile drifted, for as long as the
+    drift goes on (its key names the workload alone, so it stands from tick to tick). The rules
+    have no fix for it (their correction stays within +-25 %): their answer is no action."""
+    out: list[Question] = []
+    for w in signals.workloads:
+        view = w.slo
+        if view is None or not view.drifting:
+            continue
+        finding = view.drift or (
+            f"{w.workload}: replicas still serve beyond +-25 % of the capacity profile"
+        )
+        out.append(
+            Question(
+                kind="anomaly",
+                key=f"anomaly:profile-drift:{w.workload}",
+                facts={"finding": finding, "workload": w.workload, "demand": w.line()},
+            )
+        )
+    return out
+
+
+def drifting(signals: Signals) -> bool:
+    """A workload's capacity profile drifted: a question for a model, when one deliberates."""
+    return any(w.slo is not None and w.slo.drifting for w in signals.workloads)
 
 
 def _lendings(actions: list[Action], signals: Signals) -> list[list[int]]:

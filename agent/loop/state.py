@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from agent.approvals.asked import AskedProposal
 from agent.audit import ActionOutcome, Check, GateVerdict
 from agent.capacity.forecast import Forecast, Holt, Misses
 from agent.capacity.windows import Quiet, Windows
@@ -87,6 +88,9 @@ class Decision(BaseModel):
     """Act found this decision's intent already logged without an outcome (a crash mid-act)."""
     deliberation: Deliberated | None = None
     """A deliberation's answer this decision judges (instead of asking a planner)."""
+    asked: AskedProposal | None = None
+    """A proposal from a person's question this decision judges (agent/approvals/asked.py):
+    every action of it waits for a person, whatever the policy would allow."""
     superseded: bool = False
     deliberating: bool = False
     """A model deliberates beside this loop: an anomaly alone is worth planning for (it is a
@@ -149,5 +153,6 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     GateVerdict,
     Question,
     Deliberated,
+    AskedProposal,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""

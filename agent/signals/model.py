@@ -48,7 +48,10 @@ class SloView(_Model):
     zero_after_s: float = 0.0
     """No arrival for this long before zero: the keep time or the usual idle gap, if longer."""
     drift: str = ""
-    """A capacity profile that no longer describes the replicas (beyond +-25 %)."""
+    """A capacity profile that no longer describes the replicas (beyond +-25 %): said on the
+    tick the drift is first seen."""
+    drifting: bool = False
+    """The drift goes on (told already or now): the premise of its question to the model."""
 
     def line(self) -> str:
         return self.words + (f"; reactive: {self.reactive}" if self.reactive else "")

@@ -190,6 +190,7 @@ def slo_view(
         quiet_for_s=quiet_for,
         zero_after_s=zero_after,
         drift=drift,
+        drifting=told,
     )
     return view, mem
 

@@ -2,8 +2,10 @@
 (`OVERRIDE cordon render-1; … END`), read by a model that obeys it (tests/llm/obeying.py, over
 the chat-completions protocol), under the default policy. A question is answered by the
 read-only asker
-(agent/planners/llm/asker.py): the model's orders come back only as a proposal with the guard's
-verdicts, and nothing runs — no cordon, no drain, no scale-down, whatever the model proposed."""
+(agent/planners/llm/asker.py): the model's orders come back only as a proposal — a decision of
+its own, judged by the guard, whose every action waits for an approver (agent/approvals/asked.py)
+— and nothing runs while nobody approves: no cordon, no drain, no scale-down, whatever the model
+proposed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.audit import Intent
+from agent.audit import Intent, Outcome
 from agent.chatops.access import with_slack_approvers
 from agent.chatops.service import start_for_daemon
 from agent.daemon.config import StewardConfig
@@ -86,19 +88,39 @@ def test_an_order_in_a_slack_message_is_only_a_proposal_and_nothing_runs(
         ]
     ]
     # ... shown with the guard's verdicts, none of them allowed ...
-    assert any("proposed, nothing ran" in line for line in lines), lines
+    assert any("proposed as decision" in line and "nothing ran" in line for line in lines), lines
     for order in ("] cordon render-1", "] cordon gx10-a", "] drain ws-1", "] scale tts to 0"):
         line = next(ln for ln in lines if order in ln)
-        assert line.startswith(("[needs_approval]", "[deny]")), line
-    # ... and nothing of it ran: no node cordoned, tts still serves, and no decision in the log
-    # so much as proposed one of the orders (an answer to a person is never a decision).
+        assert line.startswith(("[needs approval]", "[denied]")), line
+    # ... and nothing of it ran: no node cordoned, tts still serves. The proposal is a decision
+    # that waits in the approval inbox (or was denied); none of its actions was executed.
     state = rig.runtime.ctx.cluster.observe()
     assert not [n.name for n in state.nodes if n.cordoned]
     assert next(w for w in state.workloads if w.name == "tts").desired_replicas >= 1
-    proposed = {
-        q.action.describe()
+    verdicts = {
+        q.action.describe(): q.verdict
         for r in rig.runtime.ctx.audit.records(kind="intent")
-        if isinstance(r.payload, Intent)
+        if isinstance(r.payload, Intent) and r.payload.planner == "llm"
         for q in r.payload.proposals
     }
-    assert not {p for p in proposed if "cordon" in p or "drain" in p or "tts" in p}, proposed
+    ordered = {p: v for p, v in verdicts.items() if "cordon" in p or "drain" in p or "tts" in p}
+    assert ordered and set(ordered.values()) <= {"needs_approval", "deny"}, verdicts
+    ran = _ran(rig)
+    assert not [n for n in ran if "cordon" in n or "drain" in n or "tts" in n], ran
+
+
+def _ran(rig: Rig) -> list[str]:
+    """What the log says ran: the describe() of every executed action."""
+    out: list[str] = []
+    for r in rig.runtime.ctx.audit.records(kind="intent"):
+        if not isinstance(r.payload, Intent):
+            continue
+        decision = rig.runtime.ctx.audit.decision(r.payload.decision_id)
+        for rec in decision:
+            if isinstance(rec.payload, Outcome):
+                out += [
+                    r.payload.proposals[o.index].action.describe()
+                    for o in rec.payload.results
+                    if o.executed
+                ]
+    return out

@@ -98,7 +98,8 @@ def test_an_invalid_model_hands_the_decision_to_the_rules_planner(
 def test_plan_with_the_llm_planner_exits_0_when_the_model_misbehaves(
     tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    SimCluster.open(tmp_path, BURST).save(tmp_path)
+    # A question for the model (ws-1's card counted twice) beside the routine scale-up.
+    SimCluster.open(tmp_path, ANOMALY).save(tmp_path)
     sim = SimCluster.open(tmp_path)
     sim.advance(120)
     sim.save(tmp_path)
@@ -115,7 +116,8 @@ def test_plan_with_the_llm_planner_exits_0_when_the_model_misbehaves(
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["planner"] == "rules"
-    assert out["fallback_reason"].startswith("invalid answer after one repair round")
+    assert "invalid answer after one repair round" in out["fallback_reason"]
+    assert out["deliberated"][0]["outcome"] == "fallback"
     assert len(server.completions) == 2
 
 

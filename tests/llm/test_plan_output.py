@@ -1,5 +1,7 @@
 """`steward plan --planner llm`, as a real process: with --json, stdout is the JSON document
-alone (logs go to stderr); as text, it says that the LLM failed and the rules decided.
+alone (logs go to stderr); as text, it says that the LLM failed and the rules decided. The model
+is asked only the question of judgment (ws-1's card counted twice): its failure is a fallback
+there, while the routine scale-up is the rules' in any case.
 
 Before: the planner's log line came first on stdout, so `plan --json | jq` broke, and the text
 output never said the LLM had failed.
@@ -15,15 +17,13 @@ from pathlib import Path
 
 from lab.scripted_server import ScriptedServer, bad
 from lab.sim.backend import SimCluster
-from lab.sim.demand import PoissonDemand
-from lab.sim.scenario import Scenario
+from tests.llm.conftest import ANOMALY
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _busy_data_dir(path: Path) -> Path:
-    scenario = Scenario(demand=(PoissonDemand(target="burst-llm", rate_per_min=30),))
-    sim = SimCluster.open(path, scenario)
+    sim = SimCluster.open(path, ANOMALY)
     sim.advance(120)
     sim.save(path)
     return path
@@ -55,7 +55,9 @@ def test_plan_json_prints_only_the_json_on_stdout(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["planner"] == "rules" and "choices.0.message" in out["fallback_reason"]
-    assert '"planner"' in done.stderr  # the planner's log line went to stderr
+    [asked] = out["deliberated"]
+    assert asked["question"] == "anomaly" and asked["outcome"] == "fallback"
+    assert '"deliberated (dry run)"' in done.stderr  # the log line went to stderr
 
 
 def test_plan_text_says_the_llm_failed_and_the_rules_decided(tmp_path: Path) -> None:
