@@ -23,7 +23,7 @@ from agent.cli import (
     policy,
     status,
 )
-from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, new_command
 from agent.cli.plugins import add_plugged_commands
 from agent.daemon import logs
 from agent.daemon.config import CONFIG_ENV
@@ -103,6 +103,7 @@ def _root(
 ) -> None:
     """Steward: an autonomous, policy-guarded agent that manages GPU capacity."""
     logs.VERBOSE = verbose
+    new_command()  # before the command's own options are read
 
 
 def main() -> None:
