@@ -109,3 +109,19 @@ def test_fit_context_refuses_what_reads_two_ways(
 ) -> None:
     with pytest.raises(InvalidInput):
         fit_context(context, length, old)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("run",), ("plan",), ("status",), ("place",), ("fit",), ("ask",), ("approve",),
+        ("deny",), ("mode", "status"), ("mode", "rotate"), ("mode", "resume"),
+        ("policy", "explain"),
+    ],
+)  # fmt: skip
+def test_every_command_that_talks_to_a_cluster_takes_kubeconfig_and_context(
+    command: tuple[str, ...],
+) -> None:
+    code, out, _ = steward(*command, "--help")
+    assert code == 0
+    assert "--kubeconfig" in out and "--context " in out, out
