@@ -51,6 +51,7 @@ CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--catalog",
+        metavar="FILE",
         help="Extra model catalogue YAML (repeatable); also $STEWARD_MODELS.",
         dir_okay=False,
     ),
@@ -185,6 +186,7 @@ def fit_command(
         list[str] | None,
         typer.Option(
             "--node",
+            metavar="NODE",
             help="Fit on these live nodes of the cluster in --data-dir (1 for split, 2 for "
             "cluster) instead of the host profile: their memory in use counts.",
         ),
@@ -284,11 +286,13 @@ def place_command(
         Literal["spread", "pack"], typer.Option("--strategy", help="spread or pack.")
     ] = "spread",
     prefer_gpu: Annotated[
-        list[str] | None, typer.Option("--prefer-gpu", help="Preferred card model (repeatable).")
+        list[str] | None,
+        typer.Option("--prefer-gpu", metavar="MODEL", help="Preferred card model (repeatable)."),
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
     tolerate: Annotated[
-        list[str] | None, typer.Option("--tolerate", help="A taint key tolerated (repeatable).")
+        list[str] | None,
+        typer.Option("--tolerate", metavar="KEY", help="A taint key tolerated (repeatable)."),
     ] = None,
     scenario: Annotated[
         Path | None,
