@@ -23,12 +23,18 @@ from agent.cli import (
     policy,
     status,
 )
-from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from agent.cli.common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, UNWRAPPED, new_command
 from agent.cli.plugins import add_plugged_commands
 from agent.daemon import logs
 from agent.daemon.config import CONFIG_ENV
 from agent.provenance import version_line
 from tools.errors import InvalidInput, StewardError
+
+PIPED = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+"""Help (on stdout) goes to a pipe or a file: printed as plain text, each line as long as it
+needs. Rich's panels are as wide as the console, which is 80 columns off a terminal, and would
+cut every line there; click's formatter, which typer uses without Rich (`rich_markup_mode=None`),
+takes its width from the context settings. COLUMNS set: that width, as on a terminal."""
 
 app = typer.Typer(
     name="steward",
@@ -36,8 +42,12 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode="markdown",  # a docstring's lines join into paragraphs, as written
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        **({"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED} if PIPED else {}),
+    },
+    # On a terminal, Rich's help: a docstring's lines join into paragraphs, as written.
+    rich_markup_mode=None if PIPED else "markdown",
 )
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
@@ -103,6 +113,7 @@ def _root(
 ) -> None:
     """Steward: an autonomous, policy-guarded agent that manages GPU capacity."""
     logs.VERBOSE = verbose
+    new_command()  # before the command's own options are read
 
 
 def main() -> None:

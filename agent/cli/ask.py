@@ -22,8 +22,10 @@ import typer
 
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
+    ContextOpt,
     DataDirOpt,
     JsonOpt,
+    KubeconfigOpt,
     config,
     console,
     data_dir,
@@ -53,6 +55,8 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
 ) -> None:
     """Ask about the cluster and its decisions; the model answers with read-only tools only."""
     from agent.approvals.asked import AskedProposal, hand_over

@@ -92,15 +92,18 @@ ContextOpt = Annotated[
         callback=_take_context,
     ),
 ]
-KubeContextOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--kube-context",
-        help="The kubeconfig's context to use (implies --backend kubernetes).",
-        callback=_take_context,
-    ),
-]
-"""`--context` where a command's own --context is something else (`steward fit`'s tokens)."""
+
+
+def use_context(name: str) -> None:
+    """A kubeconfig context that a command resolved from its own flags (`steward fit`, whose
+    --context once meant tokens), laid over steward.yaml by config() as `--context` is."""
+    _take_context(name)
+
+
+def cluster_flags() -> list[str]:
+    """The cluster flags given to the command being run (`--kubeconfig`, `--context`)."""
+    return [f"--{'kubeconfig' if key == 'kubeconfig' else 'context'}" for key in _cluster]
+
 
 UNWRAPPED = 100_000
 """The width of output that goes to a pipe or a file: no line is cut to fit a terminal that is
@@ -129,8 +132,23 @@ def config() -> StewardConfig:
     if not _cluster:
         return loaded
     # --kubeconfig / --context name a cluster: the kubernetes backend talks to it.
-    section = loaded.kubernetes.model_copy(update=_cluster)
-    return loaded.model_copy(update={"backend": "kubernetes", "kubernetes": section})
+    flags = {f"kubernetes.{key}": (f"--{key}", value) for key, value in _cluster.items()}
+    return with_flags(loaded, {**flags, "backend": (cluster_flags()[0], "kubernetes")})
+
+
+def with_flags(settings: StewardConfig, flags: dict[str, tuple[str, Any]]) -> StewardConfig:
+    """`settings` with the command's flags over it, each recorded as the source of its key
+    (`steward config show`, the run's `configuration` log line): dotted key -> (flag, value),
+    None: not given. Exit 2 naming the flag when its value cannot be used."""
+    try:
+        return settings.with_flags(flags)
+    except InvalidInput as exc:
+        fail(str(exc))
+
+
+def new_command() -> None:
+    """Forget the cluster flags of a command run before in this process (tests run many)."""
+    _cluster.clear()
 
 
 def with_backend(backend: str | None) -> StewardConfig:
@@ -142,11 +160,9 @@ def with_backend(backend: str | None) -> StewardConfig:
     if backend not in ("sim", "kubernetes"):
         fail(f"--backend {backend!r}: choose sim or kubernetes")
     if backend == "sim" and _cluster:
-        given = " and ".join(
-            f"--{'kubeconfig' if k == 'kubeconfig' else 'context'}" for k in _cluster
-        )
+        given = " and ".join(cluster_flags())
         fail(f"--backend sim and {given} ask for two different clusters: drop one of them")
-    return settings.model_copy(update={"backend": backend})
+    return with_flags(settings, {"backend": ("--backend", backend)})
 
 
 _warned: set[str] = set()
@@ -157,9 +173,12 @@ def warn_unknown(loaded: StewardConfig) -> None:
     for warning in loaded.warnings:
         if warning not in _warned:
             _warned.add(warning)
-            err_console.print(
-                f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True
-            )
+            warn(warning)
+
+
+def warn(message: str) -> None:
+    """One warning on stderr (stdout stays the command's output, one JSON document with --json)."""
+    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
 def data_dir(option: Path | None) -> Path:

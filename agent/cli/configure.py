@@ -4,8 +4,8 @@
 over it, then what it points at — the policy, the scenario, the metric sources' queries — and
 prints every problem as `FILE:LINE:COL: message` (exit 2), or one line saying it is fine (exit 0).
 `show` prints the effective values, secrets masked, each with where it came from: its default,
-the file, a STEWARD_* variable (named) or a flag (`--backend`, `--planner`, `--data-dir`, as
-`steward run` takes them).
+the file, a STEWARD_* variable (named) or a flag (`--backend`, `--planner`, `--data-dir`,
+`--kubeconfig`, `--context`, as `steward run` takes them).
 """
 
 from __future__ import annotations
@@ -15,9 +15,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
-from agent.cli.common import BackendOpt, JsonOpt, console, emit_json, fail, warn_unknown
+from agent.cli.common import (
+    BackendOpt,
+    ContextOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    console,
+    emit_json,
+    fail,
+    warn_unknown,
+    with_backend,
+    with_flags,
+)
 from agent.daemon.compose import metric_sources
 from agent.daemon.config import StewardConfig, load_config, masked
 from agent.daemon.envvars import leaves
@@ -57,7 +67,7 @@ def check(
 
 
 @app.command("show")
-def show(
+def show(  # noqa: PLR0917 - typer maps each option to a parameter
     json_out: JsonOpt = False,
     backend: BackendOpt = None,
     planner: Annotated[
@@ -67,24 +77,15 @@ def show(
         Path | None,
         typer.Option("--data-dir", help="As `steward run --data-dir`.", file_okay=False),
     ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    kube_context: ContextOpt = None,
 ) -> None:
     """The effective configuration (file + environment + the flags given), secrets masked, and
     where each value came from: default, file, environment (which variable) or flag."""
-    try:
-        config = load_config()
-        config = config.with_flags(
-            {
-                "backend": ("--backend", backend),
-                "planner": ("--planner", planner),
-                "data_dir": ("--data-dir", data_dir_opt),
-            }
-        )
-        StewardConfig.model_validate(config.model_dump())
-    except ValidationError as exc:
-        fail("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors()))
-    except InvalidInput as exc:
-        fail(str(exc))
-    warn_unknown(config)
+    config = with_flags(
+        with_backend(backend),
+        {"planner": ("--planner", planner), "data_dir": ("--data-dir", data_dir_opt)},
+    )
     shown = masked(config)
     sources = {}
     for path in leaves(StewardConfig):

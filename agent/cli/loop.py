@@ -35,6 +35,7 @@ from agent.cli.common import (
     fail,
     reset_data_dir,
     with_backend,
+    with_flags,
 )
 from agent.daemon.compose import (
     Opened,
@@ -44,7 +45,7 @@ from agent.daemon.compose import (
     open_policy,
     planner_for,
 )
-from agent.daemon.config import StewardConfig
+from agent.daemon.config import StewardConfig, masked
 from agent.daemon.logs import configure_logging
 from agent.planners.errors import PlannerFailed
 from agent.support.notices import Notifier, notifier_for
@@ -144,8 +145,21 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
     from agent.support.telemetry import Telemetry
 
     configure_logging()
-    settings = _with_metrics(with_backend(backend), metrics)
-    listen_port = settings.listen.port if port is None else port
+    # Every flag that stands for a key of steward.yaml goes over it as that key's source, as
+    # `steward config show` prints them: the run's `configuration` line says which won.
+    settings = with_flags(
+        _with_metrics(with_backend(backend), metrics),
+        {
+            "listen.port": ("--port", port),
+            "interval_s": ("--interval", interval),
+            "planner": ("--planner", planner),
+            "policy": ("--policy", policy),
+            "scenario": ("--scenario", scenario),
+            "data_dir": ("--data-dir", data_dir_opt),
+        },
+    )
+    log_configuration(settings)
+    listen_port = settings.listen.port
     problems = _slack_problems(settings, listen_port)
     if problems:
         fail("\n".join(problems))
@@ -154,12 +168,12 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         reset_data_dir(where)
     try:
         opened = open_backend(settings, where, scenario)
-        the_policy, policy_path = open_policy(policy or settings.policy)
+        the_policy, policy_path = open_policy(settings.policy)
         if settings.slack.enabled:  # Slack users join the policy's approver groups
             the_policy = with_slack_approvers(the_policy, settings.slack)
         thresholds = assess_settings(settings)
         chosen = planner_for(
-            planner or settings.planner,
+            settings.planner,
             the_policy,
             settings.llm.model_dump(exclude_none=True),
             thresholds,
@@ -182,7 +196,7 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         fail(str(exc), EXIT_CHECK_FAILED)
     (where / "run.json").write_text(json.dumps({"policy": str(policy_path)}))
     check_planner(runtime)
-    step = interval if interval is not None else settings.interval_s
+    step = settings.interval_s
     if not math.isfinite(step):
         runtime.close()
         fail(f"--interval {step}: give a finite number of seconds (0.1 to 86400)")
@@ -227,6 +241,26 @@ def run(  # noqa: PLR0917 - typer maps each option to a parameter
         if server:
             server.shutdown()
     _summary(summary, waiting, where, json_out, the_policy)
+
+
+def log_configuration(settings: StewardConfig) -> None:
+    """One line at start: where the configuration came from and each key set there (not its
+    default), with its source — `flag --port`, `environment STEWARD_…`, `file steward.yaml` —
+    secrets masked, as `steward config show` prints them."""
+    shown = masked(settings)
+    keys = {}
+    for key in sorted(settings.origins):
+        value: object = shown
+        for name in key.split("."):
+            value = value.get(name) if isinstance(value, dict) else None
+        keys[key] = {"value": value, "source": settings.origins[key]}
+    text = ", ".join(f"{key}={v['value']} ({v['source']})" for key, v in keys.items())
+    structlog.get_logger("steward.config").info(
+        "configuration",
+        text=f"{settings.source}: {text}" if text else "every key at its default",
+        source=settings.source,
+        keys=keys,
+    )
 
 
 def check_planner(runtime: Runtime) -> None:
@@ -366,8 +400,7 @@ def _with_metrics(settings: StewardConfig, metrics: str | None) -> StewardConfig
         fail(
             f"--metrics {metrics!r}: {', '.join(unknown)} is not a source; choose prometheus, nvml"
         )
-    section = settings.metrics.model_copy(update={"sources": names})
-    return settings.model_copy(update={"metrics": section})
+    return with_flags(settings, {"metrics.sources": ("--metrics", names)})
 
 
 def plan(  # noqa: PLR0917 - typer maps each option to a parameter

@@ -1,8 +1,11 @@
 """`steward fit` and `steward place`: what fits where, and why.
 
-- `steward fit --list` prints the model catalogue; `steward fit --model NAME --context N
+- `steward fit --list` prints the model catalogue; `steward fit --model NAME --context-length N
   [--mode split|cluster]` says whether it fits on the node pair's host profile, the memory broken
-  down, and the largest context that fits (exit 1 when it does not fit).
+  down, and the largest context that fits (exit 1 when it does not fit). With `--node NAME` it
+  fits on live nodes of the cluster instead, which `--kubeconfig` / `--context` choose as on
+  every command (`--context` is the kubeconfig's context; a number there is the old spelling of
+  `--context-length`, still read, with a warning — see `fit_context`).
 - `steward place WORKLOAD` ranks the nodes of the cluster in --data-dir (the embedded simulated
   cluster by default, or the one a --scenario file describes) for one more replica, with the
   reasons, the rejected nodes and why, and any accounting anomaly.
@@ -22,12 +25,14 @@ from agent.cli.common import (
     DataDirOpt,
     JsonOpt,
     KubeconfigOpt,
-    KubeContextOpt,
+    cluster_flags,
     config,
     console,
     data_dir,
     emit_json,
     fail,
+    use_context,
+    warn,
 )
 from agent.daemon.compose import open_backend
 from tools.errors import InvalidInput
@@ -46,6 +51,7 @@ CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--catalog",
+        metavar="FILE",
         help="Extra model catalogue YAML (repeatable); also $STEWARD_MODELS.",
         dir_okay=False,
     ),
@@ -57,6 +63,64 @@ def _catalog(paths: list[Path] | None) -> Catalog:
         return load_catalog(*(paths or []))
     except InvalidInput as exc:
         fail(str(exc))
+
+
+FitContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="The kubeconfig's context for --node, as kubectl's (implies the kubernetes "
+        "backend). A number here is the old spelling of --context-length: read as tokens, "
+        "with a warning.",
+    ),
+]
+OldKubeContextOpt = Annotated[
+    str | None,
+    typer.Option("--kube-context", hidden=True, help="Deprecated: --context."),
+]
+
+
+def fit_context(
+    context: str | None, context_length: int | None, kube_context: str | None
+) -> tuple[int | None, str | None, list[str]]:
+    """`fit`'s --context, --context-length and the old --kube-context, resolved: (tokens, the
+    kubeconfig's context, warnings), or InvalidInput when they cannot be read one way only.
+
+    --context names the kubeconfig's context on every command; on `fit` it once meant tokens,
+    so a number there (no context name reads like one) is still tokens, with a warning, unless
+    --context-length gives the tokens too: then it is refused, never read one way in silence.
+    """
+    warnings: list[str] = []
+    kube = None
+    tokens = context_length
+    if context is not None and context.strip().isdigit():
+        if context_length is not None:
+            raise InvalidInput(
+                f"--context {context} and --context-length {context_length}: --context names "
+                "the kubeconfig's context, and a number there reads as the old spelling of "
+                "--context-length; give the tokens once, with --context-length (a kubeconfig "
+                "context named by a number: kubernetes.context in steward.yaml or "
+                "STEWARD_KUBERNETES__CONTEXT)"
+            )
+        tokens = int(context)
+        if tokens < 1:
+            raise InvalidInput(f"--context {context}: a context length is 1 token or more")
+        warnings.append(
+            f"`fit --context {context}` is the old spelling of --context-length {tokens} "
+            "(tokens), read as such; --context names the kubeconfig's context, as on every "
+            "command that talks to a cluster: write --context-length"
+        )
+    elif context is not None:
+        kube = context
+    if kube_context is not None:
+        if kube is not None:
+            raise InvalidInput(
+                f"--context {kube} and --kube-context {kube_context} name two kubeconfig "
+                "contexts: give one, with --context"
+            )
+        kube = kube_context
+        warnings.append("--kube-context is deprecated: write --context NAME, as on every command")
+    return tokens, kube, warnings
 
 
 def _print_fit(report: FitReport) -> None:
@@ -108,7 +172,10 @@ def fit_command(
     *,
     list_models: Annotated[bool, typer.Option("--list", help="Print the catalogue.")] = False,
     model: Annotated[str | None, typer.Option("--model", help="A catalogue model.")] = None,
-    context: Annotated[int | None, typer.Option("--context", min=1, help="Tokens.")] = None,
+    context_length: Annotated[
+        int | None,
+        typer.Option("--context-length", min=1, help="The context to fit, in tokens."),
+    ] = None,
     mode: Annotated[
         Literal["split", "cluster"],
         typer.Option("--mode", help="split: one node; cluster: TP=2 over two nodes."),
@@ -119,17 +186,34 @@ def fit_command(
         list[str] | None,
         typer.Option(
             "--node",
+            metavar="NODE",
             help="Fit on these live nodes of the cluster in --data-dir (1 for split, 2 for "
             "cluster) instead of the host profile: their memory in use counts.",
         ),
     ] = None,
     kubeconfig: KubeconfigOpt = None,
-    kube_context: KubeContextOpt = None,
+    context: FitContextOpt = None,
+    old_kube_context: OldKubeContextOpt = None,
     catalog_paths: CatalogOpt = None,
     data: DataDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Whether a model fits at a context length, and the largest context that does."""
+    try:
+        tokens, kube, warnings = fit_context(context, context_length, old_kube_context)
+    except InvalidInput as exc:
+        fail(str(exc))
+    for warning in warnings:
+        warn(warning)
+    if kube is not None:
+        use_context(kube)
+    if cluster_flags() and not node:
+        given = cluster_flags()
+        fail(
+            f"{' and '.join(given)} {'name' if len(given) > 1 else 'names'} a cluster, but fit "
+            "reads one only for --node NAME (without it, it fits on the host profile): add "
+            "--node, or drop it; the context length in tokens is --context-length N"
+        )
     catalog = _catalog(catalog_paths)
     if list_models:
         models = [
@@ -160,12 +244,12 @@ def fit_command(
             )
         console.print(table)
         return
-    if model is None or context is None:
-        fail("give --list, or --model NAME and --context N")
+    if model is None or tokens is None:
+        fail("give --list, or --model NAME and --context-length N (tokens)")
     try:
         live = _live_nodes(node, data) if node else None
         report = fit(
-            model, context, mode, concurrency=concurrency, host=host, nodes=live, catalog=catalog
+            model, tokens, mode, concurrency=concurrency, host=host, nodes=live, catalog=catalog
         )
     except InvalidInput as exc:
         fail(str(exc))
@@ -202,11 +286,13 @@ def place_command(
         Literal["spread", "pack"], typer.Option("--strategy", help="spread or pack.")
     ] = "spread",
     prefer_gpu: Annotated[
-        list[str] | None, typer.Option("--prefer-gpu", help="Preferred card model (repeatable).")
+        list[str] | None,
+        typer.Option("--prefer-gpu", metavar="MODEL", help="Preferred card model (repeatable)."),
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
     tolerate: Annotated[
-        list[str] | None, typer.Option("--tolerate", help="A taint key tolerated (repeatable).")
+        list[str] | None,
+        typer.Option("--tolerate", metavar="KEY", help="A taint key tolerated (repeatable)."),
     ] = None,
     scenario: Annotated[
         Path | None,

@@ -123,16 +123,35 @@ class StewardConfig(Section):
     warnings: tuple[str, ...] = Field(default=(), exclude=True)
     """What was read but set nothing: unknown STEWARD_* variables, by name."""
 
-    def with_flags(self, flags: dict[str, Any]) -> StewardConfig:
-        """This configuration with command-line flags over it: top-level key -> (flag, value);
-        a flag given as None is not given."""
+    def with_flags(self, flags: dict[str, tuple[str, Any]]) -> StewardConfig:
+        """This configuration with command-line flags over it, each remembered as their source
+        (`flag --port`): dotted key (`listen.port`) -> (flag, value); a flag given as None is
+        not given. InvalidInput names the flag whose value the schema refuses."""
         given = {k: v for k, v in flags.items() if v[1] is not None}
         if not given:
             return self
-        origins = dict(self.origins)
-        origins.update({key: f"flag {flag}" for key, (flag, _) in given.items()})
-        update = {key: value for key, (_, value) in given.items()}
-        return self.model_copy(update={**update, "origins": origins})
+        data = self.model_dump()
+        for key, (_, value) in given.items():
+            *parents, leaf = key.split(".")
+            section = data
+            for name in parents:
+                section = section[name]
+            section[leaf] = value
+        try:
+            config = StewardConfig.model_validate(data)
+        except ValidationError as exc:
+            flag_of = {tuple(key.split(".")): flag for key, (flag, _) in given.items()}
+            raise InvalidInput(
+                "; ".join(
+                    f"{flag_of.get(tuple(str(p) for p in e['loc']), '.'.join(map(str, e['loc'])))} "
+                    f"{e['input']!r}: {str(e['msg']).removeprefix('Value error, ')}"
+                    for e in exc.errors()
+                )
+            ) from exc
+        origins = {**self.origins, **{key: f"flag {flag}" for key, (flag, _) in given.items()}}
+        return config.model_copy(
+            update={"source": self.source, "origins": origins, "warnings": self.warnings}
+        )
 
     def origin(self, key: str) -> tuple[str, str]:
         """Where a dotted key's value came from: (default|file|environment|flag, which)."""

@@ -54,6 +54,30 @@ def test_piped_output_is_not_wrapped() -> None:
     assert line.strip() == f"url: {url}  # environment STEWARD_METRICS__PROMETHEUS__URL"
 
 
+@pytest.mark.parametrize(
+    ("args", "option", "help_ends"),
+    [
+        ((), "--show-completion", "to copy it or customize the installation."),
+        (("run",), "--data-dir", "steward.yaml's data_dir, or ./.steward."),
+        (("run",), "--kubeconfig", "$KUBECONFIG, ~/.kube/config."),
+    ],
+)
+def test_piped_help_is_not_wrapped(args: tuple[str, ...], option: str, help_ends: str) -> None:
+    done = steward(*args, "--help")  # stdout is a pipe here, as in `steward run --help | cat`
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.lstrip().startswith(option)]
+    assert line.rstrip().endswith(help_ends), line  # the option's whole help on its own line
+    assert len(line) > 80
+    assert not {"╭", "│"} & set(done.stdout)  # plain text, no panel cut to a width
+
+
+def test_help_takes_the_width_columns_gives() -> None:
+    done = steward("run", "--help", COLUMNS="60")
+    assert done.returncode == 0, done.stderr
+    assert all(len(x) <= 60 for x in done.stdout.splitlines()), done.stdout
+    assert "--data-dir" in done.stdout
+
+
 def test_version_names_the_commit_of_a_checkout() -> None:
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],

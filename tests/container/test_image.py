@@ -8,20 +8,16 @@ Debian's archive by scripts/container; the Dockerfile takes it as a build argume
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "container"
-IMAGE = "localhost/steward:test"
+from tests.container.conftest import Built
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
@@ -36,23 +32,13 @@ def _get(url: str) -> tuple[int, str]:
         return int(answer.status), answer.read().decode()
 
 
-def test_the_image_builds_runs_as_non_root_and_stops_on_sigterm() -> None:
-    if shutil.which("podman") is None:
-        pytest.fail("podman is not installed (.ci/run installs it)")
-    env = {**os.environ, "STEWARD_IMAGE": IMAGE}
-    built = subprocess.run(
-        [str(SCRIPT), "build"], env=env, capture_output=True, text=True, timeout=1500, check=False
-    )
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    conf = subprocess.run(
-        [str(SCRIPT), "conf"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    env["CONTAINERS_CONF"] = conf
+def test_the_image_builds_runs_as_non_root_and_stops_on_sigterm(built_image: Built) -> None:
+    env, image = built_image.env, built_image.name
     port = _free_port()
     name = f"steward-test-{port}"
     started = subprocess.run(
         ["podman", "run", "-d", "--rm", "--name", name, "--read-only",
-         "-v", f"{name}:/data", "-p", f"127.0.0.1:{port}:9108", IMAGE],
+         "-v", f"{name}:/data", "-p", f"127.0.0.1:{port}:9108", image],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr

@@ -116,10 +116,24 @@ def test_the_rendered_manifests_and_examples_apply_and_plan_finds_the_workloads(
 
         planned = subprocess.run(
             [sys.executable, "-m", "agent.cli", "plan", "--kubeconfig", kubeconfig,
-             "--context", "steward-twin", "--data-dir", str(tmp_path / "agent")],
+             "--context", "steward-twin", "--data-dir", str(tmp_path / "state")],
             cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert planned.returncode == 0, planned.stdout + planned.stderr
         assert "Traceback" not in planned.stderr, planned.stderr
         (found,) = [line for line in planned.stdout.splitlines() if "workload(s) labelled" in line]
         assert "chat (burst)" in found and "render-queue (render)" in found, found
+
+        # `--context` names the kubeconfig's context on every command, `fit --node` included
+        # (its context length is --context-length).
+        nodes = json.loads(run(*kubectl, "get", "nodes", "-o", "json"))["items"]
+        node = nodes[0]["metadata"]["name"]
+        fitted = subprocess.run(
+            [sys.executable, "-m", "agent.cli", "fit", "--model", "qwen3-32b",
+             "--context-length", "8192", "--node", node, "--kubeconfig", kubeconfig,
+             "--context", "steward-twin", "--data-dir", str(tmp_path / "state"), "--json"],
+            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert fitted.returncode in (0, 1) and fitted.stdout.startswith("{"), fitted.stderr
+        assert json.loads(fitted.stdout)["host"] == node
+        assert "warning" not in fitted.stderr, fitted.stderr  # the new spelling: no deprecation

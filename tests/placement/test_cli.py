@@ -29,7 +29,9 @@ def test_fit_list_prints_the_catalogue_as_a_json_list() -> None:
 
 
 def test_fit_reports_the_largest_context_and_the_breakdown() -> None:
-    code, report, _ = _run("fit", "--model", "deepseek-v4-flash", "--context", "65536", "--json")
+    code, report, _ = _run(
+        "fit", "--model", "deepseek-v4-flash", "--context-length", "65536", "--json"
+    )
     assert code == 0
     assert report["fits"] is True
     assert report["largest_context"] == 524_288
@@ -38,21 +40,32 @@ def test_fit_reports_the_largest_context_and_the_breakdown() -> None:
 
 
 def test_fit_exits_1_when_it_does_not_fit_and_0_in_cluster_mode() -> None:
-    code, report, _ = _run("fit", "--model", "glm-5.3-flash", "--context", "1048576", "--json")
+    code, report, _ = _run(
+        "fit", "--model", "glm-5.3-flash", "--context-length", "1048576", "--json"
+    )
     assert code == 1
     assert report["fits"] is False and report["reasons"]
     code, report, _ = _run(
-        "fit", "--model", "glm-5.3-flash", "--context", "1048576", "--mode", "cluster", "--json"
+        "fit",
+        "--model",
+        "glm-5.3-flash",
+        "--context-length",
+        "1048576",
+        "--mode",
+        "cluster",
+        "--json",
     )
     assert code == 0
     assert report["largest_context"] == 1_048_576
 
 
 def test_fit_with_an_unknown_model_is_bad_input(tmp_path: Path) -> None:
-    code, _, err = _run("fit", "--model", "gpt-9", "--context", "1024")
+    code, _, err = _run("fit", "--model", "gpt-9", "--context-length", "1024")
     assert code == 2
     assert "known: deepseek-v4-flash" in err
-    code, _, err = _run("fit", "--model", "x", "--context", "1", "--catalog", str(tmp_path / "n"))
+    code, _, err = _run(
+        "fit", "--model", "x", "--context-length", "1", "--catalog", str(tmp_path / "n")
+    )
     assert code == 2
     assert "cannot read the model catalogue" in err
 
@@ -64,7 +77,7 @@ def test_fit_reads_a_user_catalogue(tmp_path: Path) -> None:
         "    kv_heads: 4\n    head_dim: 128\n    max_context: 131072\n"
     )
     code, report, _ = _run(
-        "fit", "--model", "small", "--context", "131072", "--catalog", str(mine), "--json"
+        "fit", "--model", "small", "--context-length", "131072", "--catalog", str(mine), "--json"
     )
     assert code == 0
     assert report["largest_context"] == 131_072
@@ -116,13 +129,13 @@ def test_bench_place_prints_its_figures() -> None:
 def test_fit_on_live_nodes_counts_what_runs_there(tmp_path: Path) -> None:
     # The simulated homelab starts in cluster mode: the big model holds both GX10.
     code, report, _ = _run(
-        "fit", "--model", "qwen3-32b", "--context", "8192", "--node", "gx10-a",
+        "fit", "--model", "qwen3-32b", "--context-length", "8192", "--node", "gx10-a",
         "--data-dir", str(tmp_path), "--json",
     )  # fmt: skip
     assert code == 1
     assert report["host"] == "gx10-a"
     assert "in use (measured)" in report["budget_per_node"]["source"]
-    code, _, err = _run("fit", "--model", "qwen3-32b", "--context", "8192", "--node", "nope",
+    code, _, err = _run("fit", "--model", "qwen3-32b", "--context-length", "8192", "--node", "nope",
                         "--data-dir", str(tmp_path))  # fmt: skip
     assert code == 2
     assert "not in the cluster" in err
