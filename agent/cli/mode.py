@@ -16,16 +16,15 @@ import typer
 from agent.audit import AuditError, AuditLog
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
-    ContextOpt,
     DataDirOpt,
     JsonOpt,
-    KubeconfigOpt,
     PolicyOpt,
     config,
     console,
     data_dir,
     emit_json,
     fail,
+    names_a_cluster,
 )
 from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
@@ -76,11 +75,10 @@ def _audit(where: Path, parts: Parts) -> AuditLog:
 
 
 @app.command("status")
-def status(  # noqa: PLR0917 - typer maps each option to a parameter
+@names_a_cluster
+def status(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -158,6 +156,7 @@ def status(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 @app.command("rotate")
+@names_a_cluster
 def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     target: Annotated[str, typer.Argument(help="The mode to rotate to (e.g. split, cluster).")],
     dry_run: Annotated[
@@ -169,8 +168,6 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -197,11 +194,10 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 @app.command("resume")
+@names_a_cluster
 def resume(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
     """Finish a rotation a killed process left open: its commit, or its rollback."""
