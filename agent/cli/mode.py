@@ -8,6 +8,8 @@ policy judges it, the decision log records it, a rotation that needs approval wa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -65,13 +67,24 @@ def _setup(where: Path, scenario: Path | None, policy: Path | None) -> tuple[Par
     return parts, the_policy
 
 
-def _audit(where: Path, parts: Parts) -> AuditLog:
+@contextmanager
+def _requests(where: Path, parts: Parts, policy: Policy) -> Iterator[RotationRequests]:
+    """Rotation requests on the data dir's decision log, opened as its writer and closed after;
+    what they raise becomes the exit it means: 2 for bad input, 1 for a log or a cluster that
+    refused."""
     try:
         log = AuditLog.open(where, clock=parts.clock.now)
     except AuditError as exc:
         fail(f"{exc} (with the agent running, ask it for the rotation instead)", EXIT_CHECK_FAILED)
     catch_up(parts, log.last_time())  # records never go back before the log's last one
-    return log
+    try:
+        yield RotationRequests(parts, where, policy, log)
+    except InvalidInput as exc:
+        fail(str(exc))
+    except (AuditError, TemporaryError) as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
+    finally:
+        log.close()
 
 
 @app.command("status")
@@ -178,16 +191,8 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     if dry_run:
         _dry_run(parts, where, the_policy, target, json_out)
         return
-    audit = _audit(where, parts)
-    try:
-        requests = RotationRequests(parts, where, the_policy, audit)
+    with _requests(where, parts, the_policy) as requests:
         result = requests.answered(decision, target) if decision else requests.request(target)
-    except InvalidInput as exc:
-        fail(str(exc))
-    except (AuditError, TemporaryError) as exc:
-        fail(str(exc), EXIT_CHECK_FAILED)
-    finally:
-        audit.close()
     _print_result(result, json_out)
     if result.outcome is None or result.outcome.result != "committed":
         raise typer.Exit(EXIT_CHECK_FAILED)
@@ -203,15 +208,8 @@ def resume(
     """Finish a rotation a killed process left open: its commit, or its rollback."""
     where = data_dir(data_dir_opt)
     parts, the_policy = _setup(where, None, policy)
-    audit = _audit(where, parts)
-    try:
-        outcome = RotationRequests(parts, where, the_policy, audit).finish_open()
-    except InvalidInput as exc:
-        fail(str(exc))
-    except (AuditError, TemporaryError) as exc:
-        fail(str(exc), EXIT_CHECK_FAILED)
-    finally:
-        audit.close()
+    with _requests(where, parts, the_policy) as requests:
+        outcome = requests.finish_open()
     if json_out:
         emit_json({"resumed": outcome})
     elif outcome is None:
