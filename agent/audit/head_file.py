@@ -24,12 +24,12 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.audit.chain import mac_of, time_text
 from agent.audit.errors import AuditError, LogRefused
 from agent.audit.records import GENESIS_HASH
-from agent.support.datadir import replace_file
+from agent.support.datadir import read_model_file, replace_file
 
 HEAD_FILE = "audit.head"
 HISTORY_FILES = ("checkpoints.db", "inbox.db", "modes/journal.jsonl", "loop.json")
@@ -65,24 +65,14 @@ def path_of(data_dir: Path) -> Path:
 
 def read(data_dir: Path) -> HeadRecord | None:
     """The witnessed head, None when there is none; AuditError when the file is unreadable."""
-    path = path_of(data_dir)
-    try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise LogRefused(
-            f"{path}: the log's head held outside it cannot be read ({exc.strerror}); "
-            "it was replaced or damaged: restore it from a backup, or keep the data dir as "
-            "evidence and move it away"
-        ) from exc
-    try:
-        return HeadRecord.model_validate_json(text)
-    except ValidationError as exc:
-        raise LogRefused(
-            f"{path}: the log's head held outside it is unreadable ({exc.error_count()} "
-            "problem(s)); it was damaged or edited: restore it, or keep the data dir as evidence"
-        ) from exc
+    return read_model_file(
+        path_of(data_dir),
+        HeadRecord,
+        "the log's head held outside it",
+        "it was replaced or damaged: restore it from a backup, or keep the data dir as evidence "
+        "and move it away",
+        LogRefused,
+    )
 
 
 def write(data_dir: Path, seq: int, digest: str, at: datetime, key: bytes | None) -> None:

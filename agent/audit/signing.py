@@ -26,11 +26,11 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.audit.chain import mac_of
 from agent.audit.errors import LogRefused
-from agent.support.datadir import replace_file
+from agent.support.datadir import read_model_file, replace_file
 
 SIGNING_FILE = "audit.signing"
 _CHECK_TEXT = "steward audit key check"
@@ -59,23 +59,13 @@ def path_of(data_dir: Path) -> Path:
 def read(data_dir: Path) -> Signing | None:
     """The recorded fact, None when the data dir has never seen a key; LogRefused when the
     file is there but not readable as one (a directory, garbage)."""
-    path = path_of(data_dir)
-    try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise LogRefused(
-            f"{path}: cannot be read ({exc.strerror}); it records that this data dir's log is "
-            "signed: restore it from a backup (it is never rebuilt from the log)"
-        ) from exc
-    try:
-        return Signing.model_validate_json(text)
-    except ValidationError as exc:
-        raise LogRefused(
-            f"{path}: damaged ({exc.error_count()} problem(s)); it records that this data dir's "
-            "log is signed: restore it from a backup (it is never rebuilt from the log)"
-        ) from exc
+    return read_model_file(
+        path_of(data_dir),
+        Signing,
+        "the record that this data dir's log is signed",
+        "restore it from a backup (it is never rebuilt from the log)",
+        LogRefused,
+    )
 
 
 def write(data_dir: Path, since_seq: int, key: bytes, at: datetime) -> Signing:

@@ -18,10 +18,8 @@ from agent.approvals.rebuild import why_unresumable
 from agent.audit import AuditError, AuditLog
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
-    ContextOpt,
     DataDirOpt,
     JsonOpt,
-    KubeconfigOpt,
     PolicyOpt,
     config,
     console,
@@ -29,6 +27,7 @@ from agent.cli.common import (
     decision_id_arg,
     emit_json,
     fail,
+    names_a_cluster,
 )
 from agent.daemon.answers import history_for, submit
 from agent.daemon.catchup import catch_up
@@ -73,12 +72,11 @@ def pending(json_out: JsonOpt = False, data_dir_opt: DataDirOpt = None) -> None:
             console.print(f"  {action.describe()} — {message}", markup=False, highlight=False)
 
 
-def approve(  # noqa: PLR0917 - typer maps each option to a parameter
+@names_a_cluster
+def approve(
     decision_id: DecisionArg,
     as_name: AsOpt = None,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -86,13 +84,12 @@ def approve(  # noqa: PLR0917 - typer maps each option to a parameter
     _answer(decision_id, True, as_name, "", data_dir_opt, policy, json_out)
 
 
+@names_a_cluster
 def deny(  # noqa: PLR0917 - typer maps each option to a parameter
     decision_id: DecisionArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the decision log).")],
     as_name: AsOpt = None,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

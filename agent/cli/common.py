@@ -7,11 +7,14 @@ exit 0 ok, 1 a check failed, 2 bad input.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 from pydantic import BaseModel
@@ -222,6 +225,35 @@ def decision_id_arg(value: str) -> str:
         fail(f"{shown[:80]!r} is not a decision id (ids look like d-1a2b3c4d5e6f; "
              "`steward pending` and `steward audit show` list them)")  # fmt: skip
     return value
+
+
+P = ParamSpec("P")
+
+
+def names_a_cluster(command: Callable[P, None]) -> Callable[P, None]:
+    """Give a command `--kubeconfig` and `--context`, after its own options. Their callbacks lay
+    them over steward.yaml for config(); the command never reads them, so they are declared here
+    once rather than as two unused parameters of every command that opens the backend."""
+    own = inspect.signature(command, eval_str=True)
+    cluster = [
+        inspect.Parameter(
+            "kubeconfig", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=KubeconfigOpt
+        ),
+        inspect.Parameter(
+            "kube_context", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ContextOpt
+        ),
+    ]
+
+    @functools.wraps(command)
+    def with_cluster(*args: P.args, **kwargs: P.kwargs) -> None:
+        kwargs.pop("kubeconfig", None)
+        kwargs.pop("kube_context", None)
+        command(*args, **kwargs)
+
+    with_cluster.__signature__ = own.replace(  # type: ignore[attr-defined]  # read by typer
+        parameters=[*own.parameters.values(), *cluster]
+    )
+    return with_cluster
 
 
 def _configured() -> bool:

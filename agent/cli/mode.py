@@ -8,6 +8,8 @@ policy judges it, the decision log records it, a rotation that needs approval wa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,16 +18,15 @@ import typer
 from agent.audit import AuditError, AuditLog
 from agent.cli.common import (
     EXIT_CHECK_FAILED,
-    ContextOpt,
     DataDirOpt,
     JsonOpt,
-    KubeconfigOpt,
     PolicyOpt,
     config,
     console,
     data_dir,
     emit_json,
     fail,
+    names_a_cluster,
 )
 from agent.daemon.catchup import catch_up
 from agent.daemon.compose import open_backend, open_policy, run_policy_path
@@ -66,21 +67,31 @@ def _setup(where: Path, scenario: Path | None, policy: Path | None) -> tuple[Par
     return parts, the_policy
 
 
-def _audit(where: Path, parts: Parts) -> AuditLog:
+@contextmanager
+def _requests(where: Path, parts: Parts, policy: Policy) -> Iterator[RotationRequests]:
+    """Rotation requests on the data dir's decision log, opened as its writer and closed after;
+    what they raise becomes the exit it means: 2 for bad input, 1 for a log or a cluster that
+    refused."""
     try:
         log = AuditLog.open(where, clock=parts.clock.now)
     except AuditError as exc:
         fail(f"{exc} (with the agent running, ask it for the rotation instead)", EXIT_CHECK_FAILED)
     catch_up(parts, log.last_time())  # records never go back before the log's last one
-    return log
+    try:
+        yield RotationRequests(parts, where, policy, log)
+    except InvalidInput as exc:
+        fail(str(exc))
+    except (AuditError, TemporaryError) as exc:
+        fail(str(exc), EXIT_CHECK_FAILED)
+    finally:
+        log.close()
 
 
 @app.command("status")
-def status(  # noqa: PLR0917 - typer maps each option to a parameter
+@names_a_cluster
+def status(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -158,6 +169,7 @@ def status(  # noqa: PLR0917 - typer maps each option to a parameter
 
 
 @app.command("rotate")
+@names_a_cluster
 def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     target: Annotated[str, typer.Argument(help="The mode to rotate to (e.g. split, cluster).")],
     dry_run: Annotated[
@@ -169,8 +181,6 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     ] = None,
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     scenario: ScenarioOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
@@ -181,41 +191,25 @@ def rotate(  # noqa: PLR0917 - typer maps each option to a parameter
     if dry_run:
         _dry_run(parts, where, the_policy, target, json_out)
         return
-    audit = _audit(where, parts)
-    try:
-        requests = RotationRequests(parts, where, the_policy, audit)
+    with _requests(where, parts, the_policy) as requests:
         result = requests.answered(decision, target) if decision else requests.request(target)
-    except InvalidInput as exc:
-        fail(str(exc))
-    except (AuditError, TemporaryError) as exc:
-        fail(str(exc), EXIT_CHECK_FAILED)
-    finally:
-        audit.close()
     _print_result(result, json_out)
     if result.outcome is None or result.outcome.result != "committed":
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 @app.command("resume")
+@names_a_cluster
 def resume(
     json_out: JsonOpt = False,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     policy: PolicyOpt = None,
 ) -> None:
     """Finish a rotation a killed process left open: its commit, or its rollback."""
     where = data_dir(data_dir_opt)
     parts, the_policy = _setup(where, None, policy)
-    audit = _audit(where, parts)
-    try:
-        outcome = RotationRequests(parts, where, the_policy, audit).finish_open()
-    except InvalidInput as exc:
-        fail(str(exc))
-    except (AuditError, TemporaryError) as exc:
-        fail(str(exc), EXIT_CHECK_FAILED)
-    finally:
-        audit.close()
+    with _requests(where, parts, the_policy) as requests:
+        outcome = requests.finish_open()
     if json_out:
         emit_json({"resumed": outcome})
     elif outcome is None:

@@ -19,15 +19,14 @@ from pydantic import ValidationError
 from agent.capacity.release import DIP_PERCENTILE, GAP_MARGIN, HISTORY_S
 from agent.cli.common import (
     EXIT_BAD_INPUT,
-    ContextOpt,
     DataDirOpt,
     JsonOpt,
-    KubeconfigOpt,
     config,
     console,
     data_dir,
     emit_json,
     fail,
+    names_a_cluster,
 )
 from policies.durations import format_duration
 from policies.engine import judge
@@ -143,6 +142,7 @@ def explained(policy: Policy) -> list[str]:
 
 
 @app.command("explain")
+@names_a_cluster
 def explain(  # typer passes options by name
     *,
     action: Annotated[
@@ -165,8 +165,6 @@ def explain(  # typer passes options by name
         typer.Option("--at", help="Judge at this time (ISO 8601); default: the observation's."),
     ] = None,
     data_dir_opt: DataDirOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Judge an action against the cluster state and print the verdict and the rules."""

@@ -16,15 +16,14 @@ from rich.table import Table
 
 from agent.cli.common import (
     BackendOpt,
-    ContextOpt,
     DataDirOpt,
     JsonOpt,
-    KubeconfigOpt,
     ResetOpt,
     console,
     data_dir,
     emit_json,
     fail,
+    names_a_cluster,
     reset_data_dir,
     with_backend,
 )
@@ -44,13 +43,12 @@ ScenarioOpt = Annotated[
 ]
 
 
-def status(  # noqa: PLR0917 - typer maps each option to a parameter
+@names_a_cluster
+def status(
     json_out: JsonOpt = False,
     scenario: ScenarioOpt = None,
     data_dir_opt: DataDirOpt = None,
     backend: BackendOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    kube_context: ContextOpt = None,
     reset: ResetOpt = False,
 ) -> None:
     """Show the cluster: nodes, cards and their sharing, workloads and queues, mode, links."""

@@ -11,6 +11,9 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from agent.support import lockfile
 from agent.support.dbfile import DamagedFile
@@ -89,6 +92,30 @@ def locked(data_dir: Path) -> Iterator[None]:
         yield
     finally:
         lockfile.release(fd)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_model_file(
+    path: Path, model: type[M], what: str, fix: str, refused: type[InvalidInput] = DamagedFile
+) -> M | None:
+    """The `model` a `replace_file` left at `path`, None when there is no file. A file that is
+    there but cannot be read (a directory, no permission) or is not one (garbage) is never taken
+    for an absent one: `refused` names the file, `what` it holds and the `fix`."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise refused(f"{path}: {what} cannot be read ({exc.strerror}); {fix}") from exc
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        raise refused(
+            f"{path}: {what} is damaged ({exc.error_count()} problem(s), e.g. "
+            f"{exc.errors()[0]['msg']}); {fix}"
+        ) from exc
 
 
 def replace_file(path: Path, data: bytes) -> None:

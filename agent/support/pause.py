@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from agent.support.datadir import replace_file
+from agent.support.datadir import read_model_file, replace_file
 from agent.support.dbfile import DamagedFile
 
 PAUSE_NAME = "pause.json"
@@ -38,20 +38,7 @@ class Pause(BaseModel):
 
 def read(data_dir: Path) -> Pause | None:
     """The pause in force, or None when the agent runs."""
-    path = data_dir / PAUSE_NAME
-    try:
-        text = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise DamagedFile(f"{path}: cannot be read ({exc.strerror}); {_FIX}") from exc
-    try:
-        return Pause.model_validate_json(text)
-    except ValidationError as exc:
-        raise DamagedFile(
-            f"{path}: the pause is damaged ({exc.error_count()} problem(s), e.g. "
-            f"{exc.errors()[0]['msg']}); {_FIX}"
-        ) from exc
+    return read_model_file(data_dir / PAUSE_NAME, Pause, "the pause", _FIX)
 
 
 _FIX = (

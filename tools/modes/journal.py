@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
@@ -73,6 +73,17 @@ class JournalEntry(BaseModel):
     result: Result | None = None
     message: str = ""
     detail: dict[str, JsonValue] = {}
+
+
+class EntryFields(TypedDict, total=False):
+    """What an entry says beyond its transaction, kind and time: `JournalEntry`'s other fields,
+    as `Journal.append` and the saga's steps pass them on."""
+
+    step: StepName | None
+    status: StepStatus | None
+    result: Result | None
+    message: str
+    detail: dict[str, JsonValue]
 
 
 class Transaction(BaseModel):
@@ -131,29 +142,10 @@ class Journal:
         return uuid.uuid4().hex[:12]
 
     def append(
-        self,
-        txn: str,
-        kind: EntryKind,
-        at: datetime,
-        *,
-        step: StepName | None = None,
-        status: StepStatus | None = None,
-        result: Result | None = None,
-        message: str = "",
-        detail: dict[str, JsonValue] | None = None,
+        self, txn: str, kind: EntryKind, at: datetime, **fields: Unpack[EntryFields]
     ) -> JournalEntry:
         """Write one entry durably: write, flush, fsync."""
-        entry = JournalEntry(
-            txn=txn,
-            seq=self._next_seq(txn),
-            at=at,
-            kind=kind,
-            step=step,
-            status=status,
-            result=result,
-            message=message,
-            detail=detail or {},
-        )
+        entry = JournalEntry(txn=txn, seq=self._next_seq(txn), at=at, kind=kind, **fields)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.cut_torn_tail()
         line = _line(entry.model_dump_json())

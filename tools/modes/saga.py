@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from pydantic import JsonValue
 
@@ -31,6 +32,7 @@ from tools.errors import StewardError
 from tools.model import ClusterState
 from tools.modes.crash import crash_point
 from tools.modes.journal import (
+    EntryFields,
     EntryKind,
     Journal,
     JournalEntry,
@@ -313,27 +315,8 @@ class Rotation:
         except StewardError as exc:
             problems.append(str(exc))
 
-    def _log(
-        self,
-        txn: _Txn,
-        kind: EntryKind,
-        *,
-        step: StepName | None = None,
-        status: StepStatus | None = None,
-        result: Result | None = None,
-        message: str = "",
-        detail: dict[str, JsonValue] | None = None,
-    ) -> JournalEntry:
-        entry = self.journal.append(
-            txn.txn,
-            kind,
-            self.clock.now(),
-            step=step,
-            status=status,
-            result=result,
-            message=message,
-            detail=detail,
-        )
+    def _log(self, txn: _Txn, kind: EntryKind, **fields: Unpack[EntryFields]) -> JournalEntry:
+        entry = self.journal.append(txn.txn, kind, self.clock.now(), **fields)
         txn.entries.append(entry)
         if self.on_step is not None:
             self.on_step(entry, txn.plan)
