@@ -56,7 +56,9 @@ def on_nodes(workloads: Sequence[Workload], nodes: frozenset[str]) -> dict[str, 
     for i, w in enumerate(workloads):
         counts: dict[str, list[int]] = {}
         for replica in w.placement:
-            for node in {n for n in replica.nodes if n in nodes}:
+            if nodes.isdisjoint(replica.nodes):
+                continue
+            for node in nodes.intersection(replica.nodes):
                 tally = counts.setdefault(node, [0, 0])
                 tally[0] += 1 if replica.ready else 0
                 tally[1] += 1
