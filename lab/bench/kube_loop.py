@@ -16,7 +16,9 @@ taken in.
 are scraped by a real Prometheus (the `prometheus` binary) that loads Steward's recording rules
 (tools/metrics/prometheus/rules.yaml), and the loop reads its readings through the Prometheus
 metric source: a timed tick is then the whole of it — the queries, the join, assess, plan,
-guard, record (targets at 1,000 nodes: p99_ms <= 1,000, peak_rss_mb <= 400). The exporters
+guard, record (targets at 1,000 nodes: p99_ms <= 1,000, peak_rss_mb <= 400); `tick_cpu` is each
+timed tick's CPU time in this process and `load_average` the machine's (1 minute) before and
+after the timed ticks, for a machine shared with others. The exporters
 write no sample times, as real ones: Prometheus dates each scrape on the wall clock, which is
 the loop's too. `prometheus` reports the source's own part of the timed ticks (queries and
 join), the series a tick read, and which families the rules answered."""
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +76,9 @@ def bench_figures(
             else None
         )
         reports: list[TickReport] = []
+        cpu_ms: list[float] = []
+        """Each timed tick's CPU time (every thread of this process): what a tick costs apart
+        from waiting for a core on a shared machine."""
         try:
             cluster.start()
             lists_at_start = cluster.lists
@@ -107,7 +113,9 @@ def bench_figures(
                 runtime.start()
                 first = measure("first", runtime.decide, 1)
                 lists_after_first = cluster.lists
-                tick = measure("tick", runtime.decide, runs, setup=between)
+                load_before = os.getloadavg()[0]
+                tick = measure("tick", runtime.decide, runs, setup=between, cpu_ms=cpu_ms)
+                load_after = os.getloadavg()[0]
                 if source is not None and source.last_tick is not None:
                     reports.append(source.last_tick)
             finally:
@@ -124,6 +132,8 @@ def bench_figures(
                 "median_ms": tick.median_ms,
                 "p99_ms": tick.p99_ms,
                 "tick": tick.model_dump(),
+                "tick_cpu": figures("tick_cpu", cpu_ms).model_dump(),
+                "load_average": [round(load_before, 2), round(load_after, 2)],
                 "first_tick_ms": first.median_ms,
                 "lists_at_start": lists_at_start,
                 "relists": cluster.lists - lists_after_first,
