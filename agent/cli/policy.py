@@ -122,9 +122,9 @@ def explained(policy: Policy) -> list[str]:
             lines.append(
                 f"pools.{name}.keep_loads: a replica unneeded for {limits.keep_loads:g} model "
                 "load(s) is given back, or for longer than the workload's usual dip below its "
-                f"replicas ({GAP_MARGIN:g} x the {DIP_PERCENTILE:.0%} percentile of its dips over "
-                f"the last {HISTORY_S / 60:.0f} minutes) when that is longer; zero only after no "
-                "arrival for that long or the usual idle gap, if longer"
+                f"replicas ({GAP_MARGIN:g} x the {DIP_PERCENTILE * 100:.0f}th percentile of its "
+                f"dips over the last {HISTORY_S / 60:.0f} minutes) when that is longer; zero only "
+                "after no arrival for that long or the usual idle gap, if longer"
             )
     for direction, wait in policy.cooldowns.by_direction.items():
         way = "growth" if direction == "scale_up" else "a scale-down"

@@ -139,9 +139,9 @@ def slo_view(
     sizing, _ = size_shared(demand, capacity_at, ttft_s=ttft)
     readings = Readings(
         ready=workload.ready_replicas,
-        running=running,
-        waiting=depth,
-        in_flight=in_flight,
+        running=max(0.0, running),  # a sum of floats may come back a hair below zero
+        waiting=max(0.0, depth),
+        in_flight=max(0.0, in_flight),
         kv_usage=_read(workload.kv_cache_usage, now, max_age),
         ttft_s=_read(workload.ttft_s, now, max_age),
         itl_s=_read(workload.itl_s, now, max_age),

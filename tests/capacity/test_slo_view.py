@@ -119,3 +119,12 @@ def test_a_noisy_prompt_rate_does_not_flip_the_sizing_tick_to_tick() -> None:
         assert view is not None
         needs.append(view.need)
     assert len(set(needs[8:])) == 1, needs
+
+
+def test_a_running_count_a_hair_below_zero_is_read_as_none_running() -> None:
+    """The engines' running requests summed in floats may come back as -2e-13: the reactive
+    layer reads nothing running, it does not fail the tick (found on a fleet replay)."""
+    idle = _burst(queue_depth=0, tokens_per_s=0, requests_running=-2.04e-13)
+    view, _ = _fed(idle, 2)
+    assert view is not None
+    assert view.reactive == ""  # type: ignore[attr-defined]

@@ -29,7 +29,7 @@ def test_check_refuses_min_above_max_with_one_line_per_problem(tmp_path: Path) -
     assert result.stdout.splitlines() == [
         f"{bad}:4:1: unknown key 'extra' in the top level; allowed keys: activity, approval, "
         "approvals, approvers, budget, change_budget, cooldowns, deliberate, pools, protected, "
-        "rotation, slo, timezone, version, windows",
+        "reactive, rotation, slo, timezone, version, windows",
     ]
     bad.write_text("pools:\n  render: {min_cards: 3, max_cards: 2}\n")
     result = runner.invoke(app, ["policy", "check", str(bad)])

@@ -84,6 +84,7 @@ def test_an_slo_needs_a_target_and_is_explained() -> None:
 def test_the_reactive_thresholds_are_policy_keys_and_explained() -> None:
     policy = default_policy()
     assert policy.reactive == Reactive()  # the shipped policy states the defaults
+    policy = replace(policy, slo={**policy.slo, "burst": SloTarget(ttft_s=3, itl_s=0.1)})
     lines = explained(policy)
     reactive = next(line for line in lines if line.startswith("reactive (pools burst)"))
     for key in ("kv_usage", "ttft_share", "itl_share", "waiting_readings"):
