@@ -11,6 +11,7 @@ CLI's `steward approve` / `steward deny` / `steward audit verify` are the real o
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,16 @@ from typer.testing import CliRunner
 from agent.audit import AuditLog, DeliberationRecord, Execution, Intent, Outcome
 from agent.cli.app import app
 from agent.daemon.runtime import Runtime
+from agent.loop.approval_split import splits
+from agent.loop.state import Decision, Deliberated
+from agent.planners.question import Question, QuestionKind
 from lab.scripted_server import Reply, ScriptedServer, submit
 from lab.sim.backend import SimCluster
+from policies.judgement import Verdict
 from policies.loader import load_default_policy
 from tests.deliberation.conftest import planner, tick_until
 from tests.deliberation.test_injected_instructions import SCENARIO
+from tools.actions import Plan, ScaleWorkload
 
 OWNER = "homelab-owner"
 """The member of the default policy's approver group `owners`."""
@@ -139,3 +145,36 @@ def test_a_denied_drain_never_runs_and_the_scale_up_stands(tmp_path: Path) -> No
     burst = next(w for w in after.workloads if w.name == "burst-llm")
     assert burst.desired_replicas == 1
     _verified(tmp_path)
+
+
+def _mixed(kind: QuestionKind) -> tuple[Decision, tuple[Verdict, ...]]:
+    """A decision judging an answer to a `kind` question: a scale-down the guard allows and a
+    scale-up that needs approval."""
+    down = ScaleWorkload(workload="render", replicas=0)
+    up = ScaleWorkload(workload="burst-llm", replicas=2)
+    plan = Plan(actions=(down, up), rationale="lend render's card to burst", planner="llm")
+    asked = Deliberated(
+        deliberation_id="d-000000000001",
+        question=Question(kind=kind, key=f"{kind}:render/burst"),
+        asked_at=datetime(2026, 3, 2, tzinfo=UTC),
+        plan=plan,
+    )
+    d = Decision(decision_id="d-000000000001", deliberation=asked, plan=plan)
+    verdicts = (
+        Verdict(index=0, action=down, decision="allow", rule_ids=(), message="allowed"),
+        Verdict(index=1, action=up, decision="needs_approval", rule_ids=(), message="ask"),
+    )
+    return d, verdicts
+
+
+def test_answers_whose_actions_go_together_are_never_split() -> None:
+    for kind in ("rotation", "lending"):
+        d, verdicts = _mixed(kind)
+        assert splits(d, verdicts) is None, kind  # they wait, or run, as one
+    d, verdicts = _mixed("marked")
+    split = splits(d, verdicts)
+    assert split is not None
+    assert [v.action.describe() for v in split.verdicts] == ["scale render to 0 replica(s)"]
+    assert [v.index for v in split.verdicts] == [0]
+    assert [a.describe() for a in split.waiting.plan.actions] == ["scale burst-llm to 2 replica(s)"]
+    assert split.waiting.split_from == d.decision_id != split.waiting.decision_id
