@@ -337,6 +337,9 @@ class Runtime:
             self.threads.failed.append(decision_id)
         waiting = "__interrupt__" in result
         final = decision_of(result)
+        if final.split_off is not None and not failed:
+            # A deliberation's answer retried here after a transient error: its waiting part.
+            resumed += self._wait_split(final.split_off)
         if not waiting and not failed and decision_id not in self.threads.running:
             self.threads.delete(decision_id)
         if not failed:
