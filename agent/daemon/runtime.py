@@ -45,7 +45,7 @@ from agent.loop.context import LoopContext, Rotator
 from agent.loop.deliberation import Deliberations
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
-from agent.loop.state import Decision
+from agent.loop.state import Decision, SplitPart
 from agent.planners.base import Deliberator, Planner, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
@@ -337,6 +337,9 @@ class Runtime:
             self.threads.failed.append(decision_id)
         waiting = "__interrupt__" in result
         final = decision_of(result)
+        if final.split_off is not None and not failed:
+            # A deliberation's answer retried here after a transient error: its waiting part.
+            resumed += self._wait_split(final.split_off)
         if not waiting and not failed and decision_id not in self.threads.running:
             self.threads.delete(decision_id)
         if not failed:
@@ -387,7 +390,33 @@ class Runtime:
             if result is not None:
                 self.threads.finish(thread, result)
             done.append(thread)
+            values = result if result is not None else self.threads.values(thread)
+            split = decision_of(values).split_off if values else None
+            if split is not None:
+                done.extend(self._wait_split(split))
         return tuple(done)
+
+    def _wait_split(self, split: SplitPart) -> tuple[str, ...]:
+        """Run the part of an answer that needs approval as a decision of its own: judged by
+        the guard on a fresh observation, recorded, and waiting in the approval inbox
+        (agent/loop/approval_split.py)."""
+        thread = split.decision_id
+        if self.ctx.audit.decision(thread) or self.ctx.inbox.get(thread) is not None:
+            return ()  # taken already (the answer's decision ran again after a restart)
+        self.ctx.held = self.threads.held()
+        given = Decision(decision_id=thread, tick=self.tick_no, split_part=split)
+        try:
+            result = self.threads.invoke(thread, given)
+        except TemporaryError as exc:
+            log.warning("a split-off part could not be judged now; it goes on next tick",
+                        decision=thread, error=str(exc))  # fmt: skip
+            self.threads.failed.append(thread)
+            return ()
+        if result is not None:
+            self.threads.finish(thread, result)
+        log.info("split-off part judged", decision=thread, split_from=split.split_from,
+                 waiting=result is not None and "__interrupt__" in result)  # fmt: skip
+        return (thread,)
 
     def take_asked(self) -> tuple[str, ...]:
         """Run each proposal handed over from a question (`steward ask`, `@steward`) through

@@ -37,7 +37,7 @@ Graph = CompiledStateGraph[Decision, None, Decision, Decision]
 def after_assess(d: Decision) -> str:
     """Plan only when assess found something to decide or an anomaly to deliberate; otherwise
     the tick ends here."""
-    if d.deliberation is not None or d.asked is not None:
+    if d.deliberation is not None or d.asked is not None or d.split_part is not None:
         return "plan"  # a deliberation's answer is judged (or superseded) whatever else is seen
     signals = d.signals
     if signals is None:

@@ -35,6 +35,7 @@ from agent.audit import (
     proposals,
 )
 from agent.audit.execution import write_execution
+from agent.loop.approval_split import splits, still_waits
 from agent.loop.context import LoopContext
 from agent.loop.decision_notices import refused_notice, waiting_notice
 from agent.loop.execute import applied, run_action
@@ -82,6 +83,9 @@ def plan(d: Decision, ctx: LoopContext) -> Update:
     assert d.signals is not None, "plan runs only after assess"
     if d.deliberation is not None:
         return _judge_answer(d, ctx, state, d.deliberation)
+    if d.split_part is not None:
+        # The part of an answer that needs approval, split off to wait (see guard).
+        return {"plan": d.split_part.plan, "stage": "guard"}
     if d.asked is not None:
         # A person's question: the model's proposal is the plan (its actions wait, see guard).
         proposed = Plan(
@@ -239,6 +243,22 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
     verdicts = judgement.verdicts
     if d.asked is not None:
         verdicts = tuple(waits_for_a_person(v, ctx.policy, state) for v in verdicts)
+    if d.split_part is not None:
+        split_from = d.split_part.split_from
+        verdicts = tuple(still_waits(v, split_from, ctx.policy, state) for v in verdicts)
+    update: Update = {}
+    # A deliberation's answer that mixes actions allowed now with actions that need approval:
+    # the allowed ones run now, the others wait as a decision of their own (approval_split.py).
+    split = splits(d, verdicts)
+    if split is not None:
+        verdicts = split.verdicts
+        update = {"plan": split.plan, "split_off": split.waiting}
+        log.info(
+            "answer split",
+            decision=d.decision_id,
+            waiting=split.waiting.decision_id,
+            actions=[a.describe() for a in split.waiting.plan.actions],
+        )
     expected = tuple(expected_effect(v.action, state) for v in verdicts)
     for decision, count in Counter(v.decision for v in verdicts).items():
         ctx.telemetry.decisions.labels(verdict=decision).inc(count)
@@ -257,6 +277,7 @@ def guard(d: Decision, ctx: LoopContext) -> Update:
         kept = denied_recently(ctx.memory, state.observed_at)
         ctx.memory = ctx.memory.model_copy(update={"denied": {**kept, **denied}})
     return {
+        **update,
         "verdicts": verdicts,
         "expected_effects": expected,
         "plan_findings": findings,

@@ -53,6 +53,18 @@ class Deliberated(_Model):
     transcript_digest: str | None = None
 
 
+class SplitPart(_Model):
+    """The actions of a deliberation's answer that need approval, split off from the decision
+    that ran the rest at once, to wait as a decision of their own (agent/loop/approval_split.py)."""
+
+    decision_id: str
+    """The decision they become: its approval id (`steward approve ID`)."""
+    split_from: str
+    """The decision that ran the rest of the answer."""
+    plan: Plan
+    """Only the actions that wait, with the answer's planner, model and rationale."""
+
+
 class Decision(BaseModel):
     """The graph state of one decision. Nodes return partial updates of it."""
 
@@ -92,10 +104,15 @@ class Decision(BaseModel):
     """A proposal from a person's question this decision judges (agent/approvals/asked.py):
     every action of it waits for a person, whatever the policy would allow."""
     superseded: bool = False
+    """The deliberation's premise no longer held on the fresh observation: nothing ran."""
     deliberating: bool = False
     """A model deliberates beside this loop: an anomaly alone is worth planning for (it is a
     question for the model); without one the tick ends where nothing needs deciding."""
-    """The deliberation's premise no longer held on the fresh observation: nothing ran."""
+    split_off: SplitPart | None = None
+    """The part of this decision's plan that needs approval, handed on to wait as a decision
+    of its own while this one acts on the rest (agent/loop/approval_split.py)."""
+    split_part: SplitPart | None = None
+    """The split-off part this decision judges: every action of it waits for a person."""
 
     @model_validator(mode="before")
     @classmethod
@@ -154,5 +171,6 @@ SERIALIZED_TYPES: tuple[type[BaseModel], ...] = (
     Question,
     Deliberated,
     AskedProposal,
+    SplitPart,
 )
 """Models the checkpointer may rebuild from its msgpack records (with the Action classes)."""
