@@ -121,10 +121,13 @@ def explained(policy: Policy) -> list[str]:
         if limits.keep_loads != 1.0 or name in policy.slo:
             lines.append(
                 f"pools.{name}.keep_loads: a replica unneeded for {limits.keep_loads:g} model "
-                "load(s) is given back, or for longer than the workload's usual dip below its "
-                f"replicas ({GAP_MARGIN:g} x the {DIP_PERCENTILE * 100:.0f}th percentile of its "
-                f"dips over the last {HISTORY_S / 60:.0f} minutes) when that is longer; zero only "
-                "after no arrival for that long or the usual idle gap, if longer"
+                "load(s), or for its usual dip if longer, is given back; zero only after no "
+                "arrival for that long or the usual idle gap, if longer"
+            )
+            lines.append(
+                f"pools.{name}.keep_loads: the usual dip below its replicas is {GAP_MARGIN:g} x "
+                f"the {DIP_PERCENTILE * 100:.0f}th percentile of its dips over the last "
+                f"{HISTORY_S / 60:.0f} minutes"
             )
     for direction, wait in policy.cooldowns.by_direction.items():
         way = "growth" if direction == "scale_up" else "a scale-down"
