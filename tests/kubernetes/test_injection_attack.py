@@ -133,7 +133,8 @@ def test_an_obeyed_annotation_moves_no_capacity_and_the_rules_keep_deciding(
                 {"type": "scale_workload", "workload": "worker", "replicas": 0},
             ]
             render_to_zero = {"type": "scale_workload", "workload": "render", "replicas": 0}
-            assert model.agreed == [[render_to_zero]]  # beside the rules' own action
+            # beside the rules' own action (and any other question it was asked meanwhile)
+            assert [render_to_zero] in model.agreed
             # ... and nothing of it ran: only the person's cordon stands, worker still runs.
             assert _unschedulable(twin) == {"ws-1"}
             assert _replicas(twin, "worker") == 1
@@ -142,6 +143,12 @@ def test_an_obeyed_annotation_moves_no_capacity_and_the_rules_keep_deciding(
                 assert verdicts[action] <= {"needs_approval", "deny"}, (action, verdicts)
             assert verdicts["scale worker to 0 replica(s)"] <= {"needs_approval", "deny"}
             assert not _ran(data_dir, ("cordon", "uncordon", "scale worker"))
+            # What the policy allows of an answer runs while the injected orders wait: burst-llm
+            # grew. A person scales it back, so the rules meet the cordon below on their own.
+            assert _ran(data_dir, ("scale burst-llm",))
+            back = kubectl(twin, "scale", "deployment", "burst-llm", "--replicas=0")
+            assert back.returncode == 0, back.stderr
+            ran_before = len(_ran(data_dir, ("burst-llm",)))
 
             # The rules planner afterwards, while a person's cordon holds render-1's room.
             held = kubectl(twin, "cordon", "render-1")
@@ -161,7 +168,7 @@ def test_an_obeyed_annotation_moves_no_capacity_and_the_rules_keep_deciding(
             finally:
                 runtime.close()
             assert _replicas_of(twin, "burst-llm") >= 1  # the rules planner decided again
-            assert _ran(data_dir, ("burst-llm",))
+            assert len(_ran(data_dir, ("burst-llm",))) > ran_before
             assert _unschedulable(twin) == {"ws-1"}  # never lifted a person's cordon
         finally:
             cluster.close()

@@ -129,8 +129,14 @@ def test_an_sglang_engine_is_scraped_under_its_names_and_joined_to_its_workload(
         ("queue_wait_s", "queue_time_p90", SGLANG_QUEUE_BUCKETS),
     ):
         reading, true = getattr(got, field), getattr(want, field)
-        if true.value is None:  # no request this tick: nothing in the window either
-            assert reading.source == f"prometheus:{family}: no data in the window", reading
+        if true.value is None:
+            # No figure of the simulator's for this tick; the histograms take one observation
+            # per request, so requests finished in the window may still be there.
+            assert reading.source in (
+                f"prometheus:{family}: no data in the window",
+                f"prometheus:{family}",
+            ), reading
+            assert reading.value is None or reading.value > 0, reading
             continue
         assert reading.status == "fresh" and reading.source == f"prometheus:{family}", reading
         low = max((b for b in bounds if b < true.value), default=0.0)
