@@ -106,17 +106,27 @@ def answerers(policy: Policy, action: Action, state: ClusterState) -> tuple[str,
     return policy.approver_groups(action, state) or tuple(policy.approvers.groups)
 
 
-def waits_for_a_person(v: Verdict, policy: Policy, state: ClusterState) -> Verdict:
-    """The guard's verdict on an action proposed in answer to a question: one the policy
-    would allow waits for a person all the same; a denied one stays denied, with its reason."""
+def held_for_a_person(
+    v: Verdict, rule_id: str, why: str, policy: Policy, state: ClusterState
+) -> Verdict:
+    """`v` with an action the policy would allow made to wait for a person all the same,
+    under `rule_id`, saying `why`; a denied or already waiting one is returned as it is."""
     if v.decision != "allow":
         return v
     return v.model_copy(
         update={
             "decision": "needs_approval",
-            "rule_ids": (RULE_ID, *v.rule_ids),
-            "message": "proposed by the model in answer to a question: a person approves it "
-            f"before it runs (the policy alone would allow it: {v.message})",
+            "rule_ids": (rule_id, *v.rule_ids),
+            "message": f"{why}: a person approves it before it runs (the policy alone would "
+            f"allow it: {v.message})",
             "approvers": answerers(policy, v.action, state),
         }
+    )
+
+
+def waits_for_a_person(v: Verdict, policy: Policy, state: ClusterState) -> Verdict:
+    """The guard's verdict on an action proposed in answer to a question: one the policy
+    would allow waits for a person all the same; a denied one stays denied, with its reason."""
+    return held_for_a_person(
+        v, RULE_ID, "proposed by the model in answer to a question", policy, state
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.approvals.asked import answerers
+from agent.approvals.asked import held_for_a_person
 from agent.audit import new_decision_id
 from agent.loop.state import Decision, SplitPart
 from agent.planners.question import QuestionKind
@@ -88,14 +88,5 @@ def still_waits(v: Verdict, split_from: str, policy: Policy, state: ClusterState
     """The guard's verdict, on a fresh observation, on an action split off to wait: it needed
     approval when proposed, so it waits for a person even if the policy would allow it now; a
     denied one stays denied, with its reason."""
-    if v.decision != "allow":
-        return v
-    return v.model_copy(
-        update={
-            "decision": "needs_approval",
-            "rule_ids": (RULE_ID, *v.rule_ids),
-            "message": f"needed approval when decision {split_from} proposed it: a person "
-            f"approves it before it runs (the policy alone would allow it now: {v.message})",
-            "approvers": answerers(policy, v.action, state),
-        }
-    )
+    why = f"needed approval when decision {split_from} proposed it"
+    return held_for_a_person(v, RULE_ID, why, policy, state)
