@@ -403,20 +403,30 @@ class Runtime:
         thread = split.decision_id
         if self.ctx.audit.decision(thread) or self.ctx.inbox.get(thread) is not None:
             return ()  # taken already (the answer's decision ran again after a restart)
-        self.ctx.held = self.threads.held()
         given = Decision(decision_id=thread, tick=self.tick_no, split_part=split)
+        judged = self._judge_apart(given, "a split-off part")
+        if judged is None:
+            return ()
+        log.info("split-off part judged", decision=thread, split_from=split.split_from,
+                 waiting=judged)  # fmt: skip
+        return (thread,)
+
+    def _judge_apart(self, given: Decision, what: str) -> bool | None:
+        """Run `given` through the graph as a decision of its own; whether it waits for a
+        person, or None when a temporary error stopped it (it goes on next tick)."""
+        thread = given.decision_id
+        self.ctx.held = self.threads.held()
         try:
             result = self.threads.invoke(thread, given)
         except TemporaryError as exc:
-            log.warning("a split-off part could not be judged now; it goes on next tick",
+            log.warning(f"{what} could not be judged now; it goes on next tick",
                         decision=thread, error=str(exc))  # fmt: skip
             self.threads.failed.append(thread)
-            return ()
-        if result is not None:
-            self.threads.finish(thread, result)
-        log.info("split-off part judged", decision=thread, split_from=split.split_from,
-                 waiting=result is not None and "__interrupt__" in result)  # fmt: skip
-        return (thread,)
+            return None
+        if result is None:
+            return False
+        self.threads.finish(thread, result)
+        return "__interrupt__" in result
 
     def take_asked(self) -> tuple[str, ...]:
         """Run each proposal handed over from a question (`steward ask`, `@steward`) through
@@ -428,18 +438,10 @@ class Runtime:
             if self.ctx.audit.decision(thread) or self.ctx.inbox.get(thread) is not None:
                 log.warning("asked proposal already taken; dropped", decision=thread)
                 continue
-            self.ctx.held = self.threads.held()
             given = Decision(decision_id=thread, tick=self.tick_no, asked=proposal)
-            try:
-                result = self.threads.invoke(thread, given)
-            except TemporaryError as exc:
-                log.warning("an asked proposal could not be judged now; it goes on next tick",
-                            decision=thread, error=str(exc))  # fmt: skip
-                self.threads.failed.append(thread)
+            waiting = self._judge_apart(given, "an asked proposal")
+            if waiting is None:
                 continue
-            waiting = result is not None and "__interrupt__" in result
-            if result is not None:
-                self.threads.finish(thread, result)
             log.info("asked proposal judged", decision=thread, waiting=waiting,
                      by=proposal.asked_by, channel=proposal.channel)  # fmt: skip
             done.append(thread)
