@@ -144,7 +144,7 @@ class Asker:
             raise
         finally:
             self.last_transcript = list(messages)
-            self.last_report = _report(self, usage, deadline, called, failure)
+            self.last_report = self.endpoint.report(usage, deadline, called, failure)
 
     def _turn(
         self,
@@ -193,22 +193,5 @@ class Asker:
             proposal=answer.proposal,
             model=self.endpoint.model,
             tools_called=tuple(called),
-            report=_report(self, usage, deadline, called, None),
+            report=self.endpoint.report(usage, deadline, called, None),
         )
-
-
-def _report(
-    asker: Asker, usage: Usage, deadline: Deadline, called: list[str], failure: str | None
-) -> PlannerReport:
-    return PlannerReport(
-        planner="llm",
-        model=asker.endpoint.model,
-        endpoint=asker.endpoint.base_url,
-        output_mode=asker.endpoint.mode,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        latency_s=round(max(0.0, deadline.elapsed()), 4),
-        requests=usage.requests,
-        lookups=tuple(called),
-        failure=failure,
-    )
