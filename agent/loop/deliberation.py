@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import structlog
@@ -50,27 +50,20 @@ class _Running:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(eq=False)
 class Deliberations:
     """The questions in deliberation and the answers not yet judged (module docstring)."""
 
-    def __init__(
-        self,
-        model: Deliberator,
-        data_dir: Path,
-        *,
-        deadline_s: float,
-        wait: bool = False,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.model = model
-        self.data_dir = data_dir
-        self.deadline_s = deadline_s
-        self.wait = wait
-        self.clock = clock
-        self._running: list[_Running] = []
-        self._lock = threading.Lock()
-        self.settled: dict[str, str] = {}
-        """Premises answered (key -> deliberation id): not asked again while they stand."""
+    model: Deliberator
+    data_dir: Path
+    _: KW_ONLY
+    deadline_s: float
+    wait: bool = False
+    clock: Callable[[], float] = time.monotonic
+    settled: dict[str, str] = field(default_factory=dict, init=False)
+    """Premises answered (key -> deliberation id): not asked again while they stand."""
+    _running: list[_Running] = field(default_factory=list, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     @property
     def busy(self) -> bool:
