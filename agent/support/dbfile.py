@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from agent.support.durable import fsync_dir
 from tools.errors import InvalidInput
 
 
@@ -96,10 +97,6 @@ def _create(path: Path) -> None:
             os.link(aside, path)
         except FileExistsError:
             return
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        fsync_dir(path.parent)
     finally:
         aside.unlink(missing_ok=True)
