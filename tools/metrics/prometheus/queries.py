@@ -70,6 +70,9 @@ class Family(BaseModel):
     dated_by: str = ""
     """The labels the default timestamp query groups by (with `keep`): a value series is dated
     by the timestamp of the group with its values of them — its own oldest sample."""
+    ticked: bool = True
+    """Read every tick; False: only when the settings ask for it (`power`: no decision reads a
+    card's power, and `steward gpus` reads it from NVML itself)."""
     keep: str = ""
     """The labels the default value query keeps: its series aggregated by them and `dated_by`,
     by the family's aggregate, so that they are unique without their names (what joining their
@@ -184,7 +187,7 @@ FAMILY_LIST: tuple[Family, ...] = (
     _gauge(
         "fb_free", "gpu", "memory_free_bytes", "DCGM_FI_DEV_FB_FREE", aggregate="max", scale=MIB
     ),
-    _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max"),
+    _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max", ticked=False),
     _engine("waiting", "workload", "queue_depth", _WAITING),
     _engine("running", "workload", "requests_running", _RUNNING),
     _engine("kv_cache", "workload", "kv_cache_usage", _KV, aggregate="max"),
@@ -244,7 +247,6 @@ RECORDED: dict[str, tuple[str, str]] = {
     "gpu_util": ("steward:gpu_utilization:max", CARD_TIME),
     "fb_used": ("steward:gpu_memory_used_mebibytes:max", CARD_TIME),
     "fb_free": ("steward:gpu_memory_free_mebibytes:max", CARD_TIME),
-    "power": ("steward:gpu_power_watts:max", CARD_TIME),
     "waiting": ("steward:workload_requests_waiting:sum", WORKLOAD_TIME),
     "running": ("steward:workload_requests_running:sum", WORKLOAD_TIME),
     "kv_cache": ("steward:workload_kv_cache_usage:max", WORKLOAD_TIME),
@@ -341,15 +343,21 @@ class Choices(Protocol):
     def window(self) -> str: ...
     @property
     def rules(self) -> Literal["recorded", "raw"]: ...
+    @property
+    def read_power(self) -> bool: ...
 
 
 def resolve(settings: Choices) -> list[Resolved]:
-    """The families in use: defaults with the settings' overrides; empty queries turn one off."""
+    """The families in use: defaults with the settings' overrides; empty queries turn one off,
+    and a family not read every tick (`power`) is read when `read_power` or a query of its own
+    asks for it."""
     out: list[Resolved] = []
     for family in FAMILY_LIST:
         query = settings.queries.get(family.name, family.query)
         if not query.strip():
             continue
+        if not family.ticked and not settings.read_power and family.name not in settings.queries:
+            continue  # power: asked for by name only
         default = family.name not in settings.queries and family.name not in settings.timestamps
         if family.name in settings.timestamps:
             stamp = settings.timestamps[family.name]

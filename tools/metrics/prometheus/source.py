@@ -92,6 +92,11 @@ class PrometheusSource:
 
         return check_queries(self.settings, self.client)
 
+    @property
+    def from_rules(self) -> list[str]:
+        """The families the last `ask` had answered from the recorded series."""
+        return list(self._from_rules)
+
     def ask(self, at: float | None = None) -> dict[str, Answer]:
         """Every family's answer for this tick, evaluated at POSIX time `at` (None: now): from
         the recorded series where the family has them, else from the raw series."""
