@@ -75,7 +75,12 @@ def _read(prometheus: RealPrometheus, rules: Literal["recorded", "raw"]) -> Clus
             assert isinstance(util, Vector)
             # gpu-a's cards alike, gpu-b's one exported card, gx10's one: a series a node.
             assert len(util) == 3 and util.column(CARDS).count(None) == 0
-        return source.read(bare(_alike()))
+        state = source.read(bare(_alike()))
+        if rules == "recorded":
+            # Utilization: gpu-a, gpu-b (its one exported card: asked again), gx10; memory used
+            # and free: gpu-a (gx10's are marked as host memory, gpu-b's differ).
+            assert source.last_tick is not None and source.last_tick.node_series == 5
+        return state
     finally:
         source.close()
 

@@ -24,7 +24,7 @@ from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.last_readings import LastReadings
-from tools.metrics.prometheus.queries import Resolved, cards_recorded, resolve
+from tools.metrics.prometheus.queries import CARDS, Resolved, cards_recorded, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
@@ -45,6 +45,9 @@ class TickReport(BaseModel):
     join_ms: float
     """Matching the series to the observation and building the new one."""
     series: int
+    node_series: int = 0
+    """Of `series`, those that each stood for the cards of a node that read alike
+    (tools.metrics.prometheus.alike)."""
     unmatched: int
     failed: dict[str, str] = {}
     from_rules: list[str] = []
@@ -133,19 +136,27 @@ class PrometheusSource:
         start = time.perf_counter()
         at = state.observed_at.timestamp() if self.settings.evaluate_at == "observation" else None
         answers = self.ask(at)
-        asked = time.perf_counter()
-        series = sum(len(a) for a in answers.values() if isinstance(a, Vector))
+        query_s = time.perf_counter() - start
+        given = [a for a in answers.values() if isinstance(a, Vector)]
+        series = sum(map(len, given))
+        nodes = sum(len(a) - a.column(CARDS).count(None) for a in given)
+        joining = time.perf_counter()
         spread, unplaced = self.spread_cards(state, answers)
-        spread_s = time.perf_counter() - asked
+        join_s = time.perf_counter() - joining
         if unplaced:  # nodes whose cards the node series could not stand for: one by one
-            again = time.perf_counter()
-            spread = self.ask_cards(spread, unplaced, at)
-            asked += time.perf_counter() - again
+            asking = time.perf_counter()
+            more = self.ask_cards(spread, unplaced, at)
+            query_s += time.perf_counter() - asking
+            series += sum(
+                len(more[name]) - len(answer)
+                for name, answer in spread.items()
+                if isinstance(answer, Vector)
+            )
+            spread = more
+        joining = time.perf_counter()
         merged = self.merge(state, spread)
-        done = time.perf_counter()
-        self.last_tick = self.last_tick_report(
-            answers, series, asked - start - spread_s, done - asked
-        )
+        join_s += time.perf_counter() - joining
+        self.last_tick = self.last_tick_report(answers, series, query_s, join_s, nodes)
         return merged
 
     def spread_cards(
@@ -187,12 +198,18 @@ class PrometheusSource:
         return out
 
     def last_tick_report(
-        self, answers: dict[str, Answer], series: int, query_s: float, join_s: float
+        self,
+        answers: dict[str, Answer],
+        series: int,
+        query_s: float,
+        join_s: float,
+        node_series: int = 0,
     ) -> TickReport:
         return TickReport(
             query_ms=round(query_s * 1000, 3),
             join_ms=round(join_s * 1000, 3),
             series=series,
+            node_series=node_series,
             unmatched=self._unmatched,
             failed={k: v for k, v in answers.items() if isinstance(v, str)},
             from_rules=self._from_rules,
