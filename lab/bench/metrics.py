@@ -349,6 +349,8 @@ def metrics(
         figures = run_bench(nodes, runs, targets)
     except PrometheusMissing as exc:
         fail(str(exc), EXIT_BAD_INPUT)
+    except TimeoutError as exc:  # a loaded machine: its exporter or Prometheus fell behind
+        fail(f"the bench's Prometheus was not ready: {exc}", EXIT_CHECK_FAILED)
     if json_out:
         emit_json(figures)
     else:
