@@ -320,7 +320,7 @@ class PrometheusSource:
             return state.nodes
         total = Totals(free, shared) if used is not None and free is not None else None
         # Column by column (each a lookup in C, where the answer was not read as one): a
-        # fleet's 8,000 cards, four fields each.
+        # fleet's 8,000 cards, one field a column.
         columns = {name: _in_order(readings, cards) for name, readings in plain}
         if total is not None and used is not None:
             column = total.batch(used, uuids)
