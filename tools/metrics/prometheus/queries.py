@@ -363,14 +363,19 @@ def cards_recorded(value: str, time: str, nodes: list[dict[str, str]]) -> str:
     """The recorded series `value` of the cards of `nodes` (each a node's labels, as its
     series in an `alike_recorded` answer carries them), one series a card, dated."""
     chosen: dict[str, list[str]] = {}
+    nameless = False
+    """Whether a node series has no node label: it stands for the cards without one."""
     for labels in nodes:
-        for name in NODE_BY.split(", "):
-            if name in labels:
-                chosen.setdefault(name, []).append(_regex_literal(labels[name]))
-                break
+        name = next((n for n in NODE_BY.split(", ") if n in labels), None)
+        if name is None:
+            nameless = True
+        else:
+            chosen.setdefault(name, []).append(_regex_literal(labels[name]))
     selectors = [
         f'{value}{{{name}=~"{"|".join(sorted(set(names)))}"}}' for name, names in chosen.items()
     ]
+    if nameless:
+        selectors.append(value + "{" + ", ".join(f'{n}=""' for n in NODE_BY.split(", ")) + "}")
     return dated_recorded(f"({' or '.join(selectors)})", time)
 
 
