@@ -21,7 +21,9 @@ timed tick's CPU time in this process and `load_average` the machine's (1 minute
 after the timed ticks, for a machine shared with others. The exporters
 write no sample times, as real ones: Prometheus dates each scrape on the wall clock, which is
 the loop's too. `prometheus` reports the source's own part of the timed ticks (queries and
-join), the series a tick read, and which families the rules answered."""
+join), the series a tick read (`node_series_per_tick` of them each the one series of a node
+whose cards read alike: docs/metrics.md, "Recording rules"), and which families the rules
+answered."""
 
 from __future__ import annotations
 
@@ -195,6 +197,7 @@ def _source_figures(reports: list[TickReport]) -> dict[str, Any]:
         "query": figures("query", [r.query_ms for r in reports]).model_dump(),
         "join": figures("join", [r.join_ms for r in reports]).model_dump(),
         "series_per_tick": last.series,
+        "node_series_per_tick": last.node_series,
         "unmatched": last.unmatched,
         "failed": last.failed,
         "from_rules": last.from_rules,

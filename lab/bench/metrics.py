@@ -5,7 +5,10 @@ reading on every card and engine; it is served under DCGM's and vLLM's names
 (tools.metrics.exposition) — a DCGM exporter per node, as its DaemonSet runs, and every engine
 pod, as Prometheus's pod discovery scrapes them, each its own scrape target with its own sample
 times (`--targets one`: one exporter for every card, one for every engine) — a real Prometheus
-(the `prometheus` binary) scrapes it, and the source asks its families and joins the answers to
+(the `prometheus` binary) scrapes it with Steward's recording rules loaded
+(tools/metrics/prometheus/rules.yaml), and the source asks its families — the series the rules
+record, as a tick of the loop asks them: cards with the join's labels only, engines already
+aggregated per workload — and joins the answers to
 the same fleet with no readings, each time on the answers decoded afresh from the text
 Prometheus sent, by the client's own code, as every tick's are. The join — matching the series
 to cards and workloads and building the new observation — is timed apart from the queries
@@ -39,7 +42,7 @@ from lab.twin.engines import EngineExporter
 from tools.metrics.exposition import card_lines, render
 from tools.metrics.prometheus import PrometheusSettings, PrometheusSource
 from tools.metrics.prometheus.client import vector_from
-from tools.metrics.prometheus.queries import Resolved
+from tools.metrics.prometheus.queries import RULES_FILE, Resolved
 from tools.metrics.prometheus.source import Answer
 from tools.metrics.prometheus.vector import Vector
 from tools.metrics.serve import MetricsServer
@@ -67,7 +70,10 @@ class MetricsBench(BaseModel):
     cards: int
     workloads: int
     series: int
-    """Series in one tick's answers (value and timestamp series of every family)."""
+    """Series in one tick's answers: every family the tick reads, each answered from the series
+    Steward's recording rules record (what a tick joins, as the loop's)."""
+    from_rules: list[str]
+    """The families the recording rules answered (the others from the raw series)."""
     scrape_targets: int
     """Targets Prometheus scrapes: a DCGM exporter per node and each engine pod (or one for all
     cards and one for all engines)."""
@@ -191,9 +197,12 @@ def run_bench(nodes: int, runs: int, targets: Targets = "per-node") -> MetricsBe
     jobs = [{"job_name": "exporters", "scrape_timeout": "10s", "static_configs": groups}]
     try:
         with tempfile.TemporaryDirectory(prefix="steward-bench-prom-") as tmp:
-            prometheus = RealPrometheus(Path(tmp), [], interval="10s", jobs=jobs)
+            prometheus = RealPrometheus(
+                Path(tmp), [], interval="10s", jobs=jobs, rules=(RULES_FILE,)
+            )
             with prometheus:
                 prometheus.wait_for_scrapes(2, timeout_s=180)
+                prometheus.wait_for_rules(timeout_s=120)
                 # Every card and engine read, as a healthy fleet's are: a target that missed
                 # its scrape would have the join read its family by keys, not as a column.
                 prometheus.wait_until_up(len(routes), timeout_s=120)
@@ -303,8 +312,9 @@ def _measure(
         cards=len(cards),
         workloads=len(joined.workloads),
         series=sum(len(a) for a in answers.values() if not isinstance(a, str)),
+        from_rules=source.from_rules,
         scrape_targets=targets,
-        matched_cards=sum(1 for g in cards if g.utilization.usable and g.power_w.usable),
+        matched_cards=sum(1 for g in cards if g.utilization.usable and g.memory_used_bytes.usable),
         matched_workloads=sum(1 for w in joined.workloads if w.queue_depth.usable),
         card_sample_times=len({g.utilization.observed_at for g in cards}),
         runs=join.runs,
@@ -339,12 +349,15 @@ def metrics(
         figures = run_bench(nodes, runs, targets)
     except PrometheusMissing as exc:
         fail(str(exc), EXIT_BAD_INPUT)
+    except TimeoutError as exc:  # a loaded machine: its exporter or Prometheus fell behind
+        fail(f"the bench's Prometheus was not ready: {exc}", EXIT_CHECK_FAILED)
     if json_out:
         emit_json(figures)
     else:
         console.print(
             f"{figures.nodes} nodes, {figures.cards} cards, {figures.series} series from "
-            f"{figures.scrape_targets} targets: join "
+            f"{figures.scrape_targets} targets ({len(figures.from_rules)} families from the "
+            f"recording rules, as a tick reads them): join "
             f"{figures.median_ms:.1f} ms median, {figures.p99_ms:.1f} ms p99 (target "
             f"{TARGET_P99_MS:g}); queries {figures.query_median_ms:.1f} ms median, "
             f"{figures.query_p99_ms:.1f} ms p99 (decoding {figures.decode_median_ms:.1f} ms); "

@@ -132,7 +132,7 @@ class RealPrometheus:
             r = httpx.get(
                 f"{self.url}/api/v1/query",
                 params={"query": "min(count_over_time(up[1h]))"},
-                timeout=2,
+                timeout=30,  # thousands of targets on a loaded machine: seconds
             )
             result = r.json()["data"]["result"]
             return float(result[0]["value"][1]) if result else 0.0

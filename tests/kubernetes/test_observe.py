@@ -131,3 +131,19 @@ def test_pending_replicas_that_cannot_be_placed_are_pending_pods_with_an_event(
         assert time.monotonic() < deadline, "the pending replica never showed"
         time.sleep(0.02)
     assert burst.placement[0].nodes == ()
+
+
+def test_closing_the_backend_ends_every_watch_thread_promptly(twin: Twin) -> None:
+    """Each cache's informer is stopped through its own `stop` (no private attribute of the
+    client read or written): its thread, the one that listed and delivers the events, ends, and
+    closing does not wait on a quiet watch stream for its next line."""
+    b = open_backend(twin)
+    threads = [cache.thread for cache in b.caches.values()]
+    assert threads and all(t is not None and t.is_alive() for t in threads)
+    start = time.monotonic()
+    b.close()
+    assert time.monotonic() - start < 1.5 * len(threads)
+    deadline = time.monotonic() + 10
+    while any(t is not None and t.is_alive() for t in threads) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t is not None and t.is_alive() for t in threads)

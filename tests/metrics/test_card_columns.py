@@ -82,7 +82,8 @@ def test_an_exporter_gone_quiet_reads_down_the_column_as_by_keys_tick_after_tick
     families = ("gpu_util", "fb_used", "fb_free", "power")
     quiet = {g.uuid for g in state.nodes[0].gpus}
     stranger = ({"UUID": "GPU-nowhere", "instance": "x", "job": "dcgm", STAMP: repr(NOW)}, 1.0)
-    sources = [PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1")) for _ in range(2)]
+    settings = PrometheusSettings(url="http://127.0.0.1:1", read_power=True)
+    sources = [PrometheusSource(settings) for _ in range(2)]
     try:
         for tick, gone in enumerate((False, True, True, False)):
             full = {name: _answer(state, 100.0 * (k + 1) + tick) for k, name in enumerate(families)}
@@ -149,7 +150,7 @@ def test_a_merge_read_down_columns_is_the_merge_read_by_keys() -> None:
     stranger = ({"UUID": "GPU-nowhere", "instance": "x", "job": "dcgm", STAMP: repr(NOW)}, 1.0)
     merged = []
     for extra in ([], [stranger]):
-        source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1"))
+        source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1", read_power=True))
         try:
             answers = {k: Vector(NOW, [*v, *extra]) for k, v in full.items()}
             merged.append(source.merge(state, answers))

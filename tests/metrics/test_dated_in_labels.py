@@ -71,7 +71,7 @@ def test_a_sample_has_one_age_whichever_familys_query_was_evaluated_later() -> N
     state = bare(truth())
     series = per_node_answer(state, 10.0, NOW)
     answers = {"gpu_util": Vector(NOW, series), "power": Vector(NOW + 3, series)}
-    source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1"))
+    source = PrometheusSource(PrometheusSettings(url="http://127.0.0.1:1", read_power=True))
     try:
         merged = source.merge(state, answers)
         alone = source.merge(state, {"gpu_util": Vector(NOW + 3, series)})

@@ -79,7 +79,7 @@ def test_prometheus_scrapes_it_and_the_readings_join_back_to_the_card(
         prometheus.wait_for_scrapes(2)
         up = httpx.get(f"{prometheus.url}/api/v1/query", params={"query": "up"}).json()
         assert up["data"]["result"][0]["value"][1] == "1"
-        source = PrometheusSource(PrometheusSettings(url=prometheus.url))
+        source = PrometheusSource(PrometheusSettings(url=prometheus.url, read_power=True))
         try:
             state = source.read(bare)
         finally:

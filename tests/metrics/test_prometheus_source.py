@@ -22,7 +22,9 @@ from tools.model import ClusterState, Gpu, Workload
 
 
 def _settings(prometheus: RealPrometheus, **kw: object) -> PrometheusSettings:
-    return PrometheusSettings.model_validate({"url": prometheus.url, "window": "5s", **kw})
+    return PrometheusSettings.model_validate(
+        {"url": prometheus.url, "window": "5s", "read_power": True, **kw}
+    )
 
 
 def _gpu(state: ClusterState, uuid: str) -> Gpu:

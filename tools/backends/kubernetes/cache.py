@@ -51,6 +51,9 @@ class Watched:
         self.synced = threading.Event()
         self.errors: list[str] = []
         self.stopping = False
+        self.thread: threading.Thread | None = None
+        """The informer's thread (it runs `listing` and the event handlers): seen there, as the
+        informer does not say which it is."""
         self._dirty: dict[str, Obj | None] = {}
         """Changes since the last `changes()`: key -> the object, or None if deleted."""
         self._reset = True
@@ -62,6 +65,7 @@ class Watched:
 
             :rtype: object
             """
+            self.thread = threading.current_thread()
             # `:rtype: object` is what the client's Watch reads to decode each event: into the
             # event's own JSON dict, as for a custom object, not into the client's model. The
             # list is read as JSON too: the informer's cache then holds the very dicts this
@@ -99,16 +103,17 @@ class Watched:
         self.informer.start()  # type: ignore[no-untyped-call]
 
     def stop(self) -> None:
-        """Stop watching: the stream's socket is shut, and the thread given a moment to end
-        (a daemon thread still reading when the interpreter exits can abort it)."""
+        """Stop watching, giving the informer's thread a moment to end (a daemon thread still
+        reading when the interpreter exits can abort it).
+
+        The informer's own `stop` joins its thread for as long as the watch stream takes to
+        yield its next line (a bookmark, an event, or the server's timeout), so it runs on a
+        daemon thread of its own, waited for a second at most."""
         self.stopping = True
-        self.informer._stop_event.set()
-        watch = self.informer._watch
-        if watch is not None:
-            watch.stop()
-        thread = self.informer._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(1.0)
+        stopper = threading.Thread(target=self.informer.stop, name=f"stop-{self.name}", daemon=True)
+        stopper.start()
+        if self.thread is not threading.current_thread():
+            stopper.join(1.0)
 
     def wait_synced(self, timeout_s: float) -> None:
         if not self.synced.wait(timeout_s):
@@ -204,7 +209,7 @@ class _QuietWhenStopped(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         thread = threading.current_thread()
-        return not any(w.stopping and w.informer._thread is thread for w in list(self.caches))
+        return not any(w.stopping and w.thread is thread for w in list(self.caches))
 
 
 _QUIET = _QuietWhenStopped()

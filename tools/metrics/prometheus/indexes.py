@@ -48,6 +48,7 @@ class CardIndex:
         self.uuids: AbstractSet[str] = self.position.keys()
         self._canonical: dict[str, str] | None = None
         self._by_slot: dict[tuple[str, str], str] | None = None
+        self._by_node: dict[str, list[str]] | None = None
         self.refresh(state)
 
     def refresh(self, state: ClusterState) -> None:
@@ -55,6 +56,7 @@ class CardIndex:
         when they are the same cards in the same order, as they are tick after tick."""
         self.state = state
         self._by_slot = None
+        self._by_node = None
         order = [gpu.uuid for node in state.nodes for gpu in node.gpus]
         if order == self.order:
             return
@@ -98,6 +100,22 @@ class CardIndex:
                 for gpu in node.gpus
             }
         return self._by_slot
+
+    @property
+    def by_node(self) -> dict[str, list[str]]:
+        """Each node's cards' UUIDs, by the node's name."""
+        if self._by_node is None:
+            self._by_node = {n.name: [g.uuid for g in n.gpus] for n in self.state.nodes}
+        return self._by_node
+
+    def node_cards(self, labels: dict[str, str]) -> list[str] | None:
+        """The cards of the node a series names (`Hostname`, `node` or `kubernetes_node`);
+        None when it names no node of the observation."""
+        for name in NODE_LABELS:
+            host = labels.get(name)
+            if host is not None and (found := self.by_node.get(host)) is not None:
+                return found
+        return None
 
     def key(self, labels: dict[str, str]) -> str | None:
         uuid = labels.get("UUID")

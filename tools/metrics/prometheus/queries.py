@@ -34,6 +34,9 @@ PART = "steward_part"
 STAMP = "steward_t"
 """The label that carries a value series' sample time (POSIX seconds, as Prometheus writes a
 float) in the answer to a family's default queries."""
+CARDS = "steward_cards"
+"""The label of a node's series in a card family's answer: how many of its cards' series the
+node's one value stands for (they all read it; tools.metrics.prometheus.alike)."""
 UNIFIED_LABEL = "memory_source"
 """Set by `steward gpus --serve` on memory series taken from the host (GB10 unified memory)."""
 
@@ -70,6 +73,9 @@ class Family(BaseModel):
     dated_by: str = ""
     """The labels the default timestamp query groups by (with `keep`): a value series is dated
     by the timestamp of the group with its values of them — its own oldest sample."""
+    ticked: bool = True
+    """Read every tick; False: only when the settings ask for it (`power`: no decision reads a
+    card's power, and `steward gpus` reads it from NVML itself)."""
     keep: str = ""
     """The labels the default value query keeps: its series aggregated by them and `dated_by`,
     by the family's aggregate, so that they are unique without their names (what joining their
@@ -184,7 +190,7 @@ FAMILY_LIST: tuple[Family, ...] = (
     _gauge(
         "fb_free", "gpu", "memory_free_bytes", "DCGM_FI_DEV_FB_FREE", aggregate="max", scale=MIB
     ),
-    _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max"),
+    _gauge("power", "gpu", "power_w", "DCGM_FI_DEV_POWER_USAGE", aggregate="max", ticked=False),
     _engine("waiting", "workload", "queue_depth", _WAITING),
     _engine("running", "workload", "requests_running", _RUNNING),
     _engine("kv_cache", "workload", "kv_cache_usage", _KV, aggregate="max"),
@@ -244,7 +250,6 @@ RECORDED: dict[str, tuple[str, str]] = {
     "gpu_util": ("steward:gpu_utilization:max", CARD_TIME),
     "fb_used": ("steward:gpu_memory_used_mebibytes:max", CARD_TIME),
     "fb_free": ("steward:gpu_memory_free_mebibytes:max", CARD_TIME),
-    "power": ("steward:gpu_power_watts:max", CARD_TIME),
     "waiting": ("steward:workload_requests_waiting:sum", WORKLOAD_TIME),
     "running": ("steward:workload_requests_running:sum", WORKLOAD_TIME),
     "kv_cache": ("steward:workload_kv_cache_usage:max", WORKLOAD_TIME),
@@ -274,8 +279,12 @@ class Resolved(BaseModel):
     """Both queries are the family's own: its answer comes as value series dated in labels."""
     recorded: str = ""
     """The query over the series Steward's recording rules record for this family: its value
-    series, each with its node's or workload's sample time in `steward_t` (`dated_recorded`);
-    "" where none is asked (an override, a family without rules, or `rules: raw`)."""
+    series, each with its node's or workload's sample time in `steward_t` (`dated_recorded`;
+    a card family's: `alike_recorded`, one series for a node whose cards read alike); "" where
+    none is asked (an override, a family without rules, or `rules: raw`)."""
+    recorded_series: tuple[str, str] | None = None
+    """A card family's recorded value series and the series that dates them: what asks for
+    some nodes' cards one by one (`cards_recorded`)."""
 
     @property
     def name(self) -> str:
@@ -329,6 +338,63 @@ def dated_recorded(value: str, time: str) -> str:
     return f"{value} + on ({by}) group_left ({STAMP}) (0 * {stamp})"
 
 
+NODE_BY = DATED_BY[CARD_TIME]
+
+
+def alike_recorded(value: str, time: str, *, marked: bool) -> str:
+    """A card family's recorded series `value`, dated as `dated_recorded` dates them, with the
+    cards of a node that all read the same value answered as one series of that node: its
+    value, its node labels and, in `steward_cards`, how many card series it stands for. The
+    cards of any other node come one series each. Nothing is approximated: a node's series is
+    there only when its cards' largest and smallest values are equal (a NaN never is), and
+    the join gives that value to each of the node's cards when the count is theirs
+    (tools.metrics.prometheus.alike). `marked`: a memory family, whose cards marked as host
+    memory (`memory_source`) always come one by one, with their mark."""
+    alike = f"(max by ({NODE_BY}) ({value}) == min by ({NODE_BY}) ({value}))"
+    if marked:
+        alike = f'({alike} unless on ({NODE_BY}) {value}{{{UNIFIED_LABEL}!=""}})'
+    count = f'count_values by ({NODE_BY}) ("{CARDS}", count by ({NODE_BY}) ({value}))'
+    nodes = f"{alike} + on ({NODE_BY}) group_left ({CARDS}) (0 * {count})"
+    cards = f"({value} unless on ({NODE_BY}) {alike})"
+    return dated_recorded(f"({nodes} or {cards})", time)
+
+
+def cards_recorded(value: str, time: str, nodes: list[dict[str, str]]) -> str:
+    """The recorded series `value` of the cards of `nodes` (each a node's labels, as its
+    series in an `alike_recorded` answer carries them), one series a card, dated."""
+    chosen: dict[str, list[str]] = {}
+    nameless = False
+    """Whether a node series has no node label: it stands for the cards without one."""
+    for labels in nodes:
+        name = next((n for n in NODE_BY.split(", ") if n in labels), None)
+        if name is None:
+            nameless = True
+        else:
+            chosen.setdefault(name, []).append(_regex_literal(labels[name]))
+    selectors = [
+        f'{value}{{{name}=~"{"|".join(sorted(set(names)))}"}}' for name, names in chosen.items()
+    ]
+    if nameless:
+        selectors.append(value + "{" + ", ".join(f'{n}=""' for n in NODE_BY.split(", ")) + "}")
+    return dated_recorded(f"({' or '.join(selectors)})", time)
+
+
+def _regex_literal(text: str) -> str:
+    """`text` as a regular expression matching only itself, written inside a PromQL string
+    (whose own escapes double a backslash)."""
+    out: list[str] = []
+    for c in text:
+        if c == '"':
+            out.append('\\"')
+        elif c == "\\":
+            out.append("\\" * 4)
+        elif c in ".^$*+?()[]{}|":
+            out.append("\\" * 2 + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 class Choices(Protocol):
     """What `resolve` reads of the settings (tools.metrics.prometheus.settings, which names the
     families of this module: so this module does not import it back)."""
@@ -341,15 +407,21 @@ class Choices(Protocol):
     def window(self) -> str: ...
     @property
     def rules(self) -> Literal["recorded", "raw"]: ...
+    @property
+    def read_power(self) -> bool: ...
 
 
 def resolve(settings: Choices) -> list[Resolved]:
-    """The families in use: defaults with the settings' overrides; empty queries turn one off."""
+    """The families in use: defaults with the settings' overrides; empty queries turn one off,
+    and a family not read every tick (`power`) is read when `read_power` or a query of its own
+    asks for it."""
     out: list[Resolved] = []
     for family in FAMILY_LIST:
         query = settings.queries.get(family.name, family.query)
         if not query.strip():
             continue
+        if not family.ticked and not settings.read_power and family.name not in settings.queries:
+            continue  # power: asked for by name only
         default = family.name not in settings.queries and family.name not in settings.timestamps
         if family.name in settings.timestamps:
             stamp = settings.timestamps[family.name]
@@ -358,9 +430,13 @@ def resolve(settings: Choices) -> list[Resolved]:
         else:
             stamp = family.timestamp
         window = settings.window
-        recorded = ""
+        recorded, series = "", None
         if default and settings.rules == "recorded" and family.name in RECORDED:
-            recorded = dated_recorded(*RECORDED[family.name])
+            series = RECORDED[family.name]
+            if family.target == "gpu":
+                recorded = alike_recorded(*series, marked=family.marked)
+            else:
+                recorded, series = dated_recorded(*series), None
         out.append(
             Resolved(
                 family=family,
@@ -368,6 +444,7 @@ def resolve(settings: Choices) -> list[Resolved]:
                 timestamp=stamp.replace("{window}", window),
                 default=default,
                 recorded=recorded,
+                recorded_series=series,
             )
         )
     return out

@@ -48,6 +48,12 @@ class PrometheusSettings(BaseModel):
     or not evaluated yet) is asked again over the raw series that tick. `raw`: the raw series
     only, joined here (`window` applies to them alone: the rules' window is their own)."""
 
+    read_power: bool = False
+    """Read each card's power (`DCGM_FI_DEV_POWER_USAGE`, the `power` family) every tick. Off by
+    default: no decision reads it (a card's `power_w` stays as the backend gave it, missing on
+    Kubernetes), and a fleet's 8,000 cards are 8,000 series a tick; `steward gpus` reads a
+    host's cards' power from NVML."""
+
     @field_validator("queries", "timestamps")
     @classmethod
     def _known_families(cls, value: dict[str, str]) -> dict[str, str]:

@@ -18,12 +18,13 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from tools.metrics.prometheus.alike import spread
 from tools.metrics.prometheus.client import PrometheusClient, PrometheusUnavailable, QueryRefused
 from tools.metrics.prometheus.fields import FieldReadings, Shared, metric
 from tools.metrics.prometheus.indexes import CardIndex, WorkloadIndex
 from tools.metrics.prometheus.join import SampleTimes, collect
 from tools.metrics.prometheus.last_readings import LastReadings
-from tools.metrics.prometheus.queries import Resolved, resolve
+from tools.metrics.prometheus.queries import CARDS, Resolved, cards_recorded, resolve
 from tools.metrics.prometheus.readings import Readings
 from tools.metrics.prometheus.settings import PrometheusSettings
 from tools.metrics.prometheus.totals import Totals
@@ -44,6 +45,9 @@ class TickReport(BaseModel):
     join_ms: float
     """Matching the series to the observation and building the new one."""
     series: int
+    node_series: int = 0
+    """Of `series`, those that each stood for the cards of a node that read alike
+    (tools.metrics.prometheus.alike)."""
     unmatched: int
     failed: dict[str, str] = {}
     from_rules: list[str] = []
@@ -92,6 +96,11 @@ class PrometheusSource:
 
         return check_queries(self.settings, self.client)
 
+    @property
+    def from_rules(self) -> list[str]:
+        """The families the last `ask` had answered from the recorded series."""
+        return list(self._from_rules)
+
     def ask(self, at: float | None = None) -> dict[str, Answer]:
         """Every family's answer for this tick, evaluated at POSIX time `at` (None: now): from
         the recorded series where the family has them, else from the raw series."""
@@ -127,20 +136,80 @@ class PrometheusSource:
         start = time.perf_counter()
         at = state.observed_at.timestamp() if self.settings.evaluate_at == "observation" else None
         answers = self.ask(at)
-        asked = time.perf_counter()
-        merged = self.merge(state, answers)
-        done = time.perf_counter()
-        series = sum(len(a) for a in answers.values() if isinstance(a, Vector))
-        self.last_tick = self.last_tick_report(answers, series, asked - start, done - asked)
+        query_s = time.perf_counter() - start
+        given = [a for a in answers.values() if isinstance(a, Vector)]
+        series = sum(map(len, given))
+        nodes = sum(len(a) - a.column(CARDS).count(None) for a in given)
+        joining = time.perf_counter()
+        spread, unplaced = self.spread_cards(state, answers)
+        join_s = time.perf_counter() - joining
+        if unplaced:  # nodes whose cards the node series could not stand for: one by one
+            asking = time.perf_counter()
+            more = self.ask_cards(spread, unplaced, at)
+            query_s += time.perf_counter() - asking
+            series += sum(
+                len(more[name]) - len(answer)
+                for name, answer in spread.items()
+                if isinstance(answer, Vector)
+            )
+            spread = more
+        joining = time.perf_counter()
+        merged = self.merge(state, spread)
+        join_s += time.perf_counter() - joining
+        self.last_tick = self.last_tick_report(answers, series, query_s, join_s, nodes)
         return merged
 
+    def spread_cards(
+        self, state: ClusterState, answers: Mapping[str, Answer]
+    ) -> tuple[dict[str, Answer], dict[str, list[dict[str, str]]]]:
+        """Each card family's answer with one series per card (tools.metrics.prometheus.alike),
+        and per family the node series that could not stand for their node's cards."""
+        cards = self._card_index(state)
+        out = dict(answers)
+        unplaced: dict[str, list[dict[str, str]]] = {}
+        for family in self.families:
+            answer = answers.get(family.name)
+            if family.family.target == "gpu" and isinstance(answer, Vector):
+                out[family.name], left = spread(answer, cards)
+                if left:
+                    unplaced[family.name] = left
+        return out, unplaced
+
+    def ask_cards(
+        self,
+        answers: dict[str, Answer],
+        unplaced: dict[str, list[dict[str, str]]],
+        at: float | None,
+    ) -> dict[str, Answer]:
+        """`answers` with the cards of the `unplaced` nodes asked for one by one, each family's
+        added to its answer (a family whose second query fails keeps its answer: those cards
+        have no series this tick)."""
+        out = dict(answers)
+        for family in self.families:
+            nodes, answer = unplaced.get(family.name), answers.get(family.name)
+            if not nodes or family.recorded_series is None or not isinstance(answer, Vector):
+                continue
+            query = cards_recorded(*family.recorded_series, nodes)
+            try:
+                more = self.client.query(query, at, family.reads)
+            except (PrometheusUnavailable, QueryRefused, ValueError, KeyError, TypeError):
+                continue
+            out[family.name] = Vector(answer.evaluated_at, answer.series + more.series)
+        return out
+
     def last_tick_report(
-        self, answers: dict[str, Answer], series: int, query_s: float, join_s: float
+        self,
+        answers: dict[str, Answer],
+        series: int,
+        query_s: float,
+        join_s: float,
+        node_series: int = 0,
     ) -> TickReport:
         return TickReport(
             query_ms=round(query_s * 1000, 3),
             join_ms=round(join_s * 1000, 3),
             series=series,
+            node_series=node_series,
             unmatched=self._unmatched,
             failed={k: v for k, v in answers.items() if isinstance(v, str)},
             from_rules=self._from_rules,
@@ -150,14 +219,18 @@ class PrometheusSource:
         """The join and the new observation (apart from `ask`, so that it can be timed alone)."""
         return self.observation(state, self.fields(state, answers))
 
-    def fields(self, state: ClusterState, answers: Mapping[str, Answer]) -> Tick:
-        """Each field's readings this tick, from the answers (what the next tick needs of them
-        kept)."""
+    def _card_index(self, state: ClusterState) -> CardIndex:
         cards = self._cards
         if cards is None:
             cards = self._cards = CardIndex(state)
         else:
             cards.refresh(state)
+        return cards
+
+    def fields(self, state: ClusterState, answers: Mapping[str, Answer]) -> Tick:
+        """Each field's readings this tick, from the answers (what the next tick needs of them
+        kept)."""
+        cards = self._card_index(state)
         self._workloads.refresh(state)
         self._unmatched = 0
         # One clock for the tick: each family's query is evaluated at Prometheus's own now,
@@ -168,6 +241,8 @@ class PrometheusSource:
         fields: dict[str, FieldReadings] = {}
         for family in self.families:
             answer = answers.get(family.name, "not asked")
+            if family.family.target == "gpu" and isinstance(answer, Vector):
+                answer = spread(answer, cards)[0]  # a node's series: its cards' (none left)
             fields[family.family.field] = self._field(
                 family, answer, state, cards, shared=shared, times=times
             )
@@ -245,7 +320,7 @@ class PrometheusSource:
             return state.nodes
         total = Totals(free, shared) if used is not None and free is not None else None
         # Column by column (each a lookup in C, where the answer was not read as one): a
-        # fleet's 8,000 cards, four fields each.
+        # fleet's 8,000 cards, one field a column.
         columns = {name: _in_order(readings, cards) for name, readings in plain}
         if total is not None and used is not None:
             column = total.batch(used, uuids)
