@@ -17,7 +17,7 @@ name).
 
 from __future__ import annotations
 
-import math
+from datetime import UTC, datetime, timedelta
 
 from policies.model import Policy
 from tools.model import ClusterState, Metric, Node, Workload
@@ -86,7 +86,7 @@ def unread(
     named with their source and reason, for the finding that holds the pool."""
     count = 0
     named: list[str] = []
-    oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
+    oldest = None if max_age_s is None else state.observed_at - timedelta(seconds=max_age_s)
     by_node: dict[str, CardReadings] = {}
     """Each node's card readings, read once in this call: a node holds many replicas."""
 
@@ -99,7 +99,7 @@ def unread(
 
     def old(metric: Metric) -> bool:
         at = metric.observed_at
-        return oldest is not None and at is not None and at.timestamp() < oldest
+        return oldest is not None and at is not None and at < oldest
 
     for workload in state.pool_workloads(pool):
         if not _runs(workload):
@@ -119,7 +119,8 @@ def unread(
                         continue
                     found = by_node[node_name] = node_card_readings(here)
                 unseen, fresh_at, fresh_since = found
-                if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
+                young = oldest is None or fresh_since is None or fresh_since >= oldest
+                if unseen.isdisjoint(cards) and young:
                     continue  # every card of the replica here reads fresh, and young enough
                 if len(named) >= limit and unseen.issuperset(cards):
                     count += len(cards)  # all unread, past the ones named: counted at once
@@ -160,23 +161,28 @@ def _cards(node: Node, threshold: float) -> Cards:
     return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
 
-CardReadings = tuple[frozenset[str], dict[str, float], float]
-"""A node's cards with no fresh utilization reading (stale or missing), the POSIX time of each
-fresh one, and the oldest of those times (infinity when none is fresh)."""
+CardReadings = tuple[frozenset[str], dict[str, datetime], datetime | None]
+"""A node's cards with no fresh utilization reading (stale or missing), when each fresh one was
+taken, and the oldest of those times (None when none is fresh)."""
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""When a fresh reading that carries no time counts as taken: as old as can be."""
 
 
 def node_card_readings(node: Node) -> CardReadings:
     """The node's card readings: for naming the readings that hold a pool (a replica's cards
     are checked a set at a time, one card at a time only where one is unread), and for the
-    loop's stale-metrics finding."""
-    unseen = frozenset(g.uuid for g in node.gpus if not g.utilization.usable)
-    fresh_at: dict[str, float] = {}
+    loop's stale-metrics finding. Times stay datetimes, compared as they are: every tick reads
+    every card of the fleet here, and turning each into a POSIX time cost more than the rest."""
+    unseen: list[str] = []
+    fresh_at: dict[str, datetime] = {}
     for g in node.gpus:
         reading = g.utilization
-        if reading.usable and reading.value != _ABSENT:  # -1: read as "no such card" before
-            at = reading.observed_at
-            fresh_at[g.uuid] = at.timestamp() if at is not None else 0.0
-    return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
+        if not reading.usable:
+            unseen.append(g.uuid)
+        elif reading.value != _ABSENT:  # -1: read as "no such card" before
+            fresh_at[g.uuid] = reading.observed_at or EPOCH
+    return frozenset(unseen), fresh_at, min(fresh_at.values(), default=None)
 
 
 def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:
