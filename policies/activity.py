@@ -118,25 +118,31 @@ def unread(
                     if here is None:
                         continue
                     found = by_node[node_name] = node_card_readings(here)
-                unseen, fresh_at, fresh_since = found
+                unseen, fresh_since = found
                 young = oldest is None or fresh_since is None or fresh_since >= oldest
                 if unseen.isdisjoint(cards) and young:
                     continue  # every card of the replica here reads fresh, and young enough
                 if len(named) >= limit and unseen.issuperset(cards):
                     count += len(cards)  # all unread, past the ones named: counted at once
                     continue
+                node = state.node(node_name)
+                assert node is not None  # the table has only the observation's nodes
+                on_node = {g.uuid: g for g in node.gpus}
                 for uuid in cards:
-                    if uuid not in unseen:
-                        at = fresh_at.get(uuid)
-                        if oldest is None or at is None or at >= oldest:
-                            continue
-                    if len(named) >= limit:
-                        count += 1  # counted, not named: no need to find the card
+                    card = on_node.get(uuid)
+                    if card is None:
+                        continue  # a card of the replica on another of its nodes
+                    reading = card.utilization
+                    if uuid not in unseen and (
+                        oldest is None
+                        or reading.value == _ABSENT
+                        or (reading.observed_at or EPOCH) >= oldest
+                    ):
                         continue
-                    node = state.node(node_name)
-                    assert node is not None  # the table has only the observation's nodes
-                    card = next(g for g in node.gpus if g.uuid == uuid)
-                    note(f"{node_name} card {card.index} utilization", card.utilization)
+                    if len(named) >= limit:
+                        count += 1  # counted, not named
+                        continue
+                    note(f"{node_name} card {card.index} utilization", reading)
     return count, tuple(named)
 
 
@@ -161,28 +167,32 @@ def _cards(node: Node, threshold: float) -> Cards:
     return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
 
-CardReadings = tuple[frozenset[str], dict[str, datetime], datetime | None]
-"""A node's cards with no fresh utilization reading (stale or missing), when each fresh one was
-taken, and the oldest of those times (None when none is fresh)."""
+CardReadings = tuple[frozenset[str], datetime | None]
+"""A node's cards with no fresh utilization reading (stale or missing), and when the oldest
+fresh one was taken (None when none is)."""
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """When a fresh reading that carries no time counts as taken: as old as can be."""
+_ALL_READ: frozenset[str] = frozenset()
 
 
 def node_card_readings(node: Node) -> CardReadings:
     """The node's card readings: for naming the readings that hold a pool (a replica's cards
-    are checked a set at a time, one card at a time only where one is unread), and for the
-    loop's stale-metrics finding. Times stay datetimes, compared as they are: every tick reads
-    every card of the fleet here, and turning each into a POSIX time cost more than the rest."""
+    are checked a set at a time, one card at a time only where one is unread or too old), and
+    for the loop's stale-metrics finding. Every tick reads every card of the fleet here: one
+    pass, times compared as the datetimes they are (turning each into a POSIX time cost more
+    than all the rest)."""
     unseen: list[str] = []
-    fresh_at: dict[str, datetime] = {}
+    oldest: datetime | None = None
     for g in node.gpus:
         reading = g.utilization
         if not reading.usable:
             unseen.append(g.uuid)
         elif reading.value != _ABSENT:  # -1: read as "no such card" before
-            fresh_at[g.uuid] = reading.observed_at or EPOCH
-    return frozenset(unseen), fresh_at, min(fresh_at.values(), default=None)
+            at = reading.observed_at or EPOCH
+            if oldest is None or at < oldest:
+                oldest = at
+    return (frozenset(unseen) if unseen else _ALL_READ), oldest
 
 
 def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:

@@ -87,7 +87,7 @@ def findings_of(
     # The card readings policies.activity holds a pool on.
     too_old = state.observed_at - timedelta(seconds=max_age_s)
     for node in state.nodes:
-        unread, _, oldest = node_card_readings(node)
+        unread, oldest = node_card_readings(node)
         if unread or (oldest is not None and oldest < too_old):
             found.append(_node_stale(node.name))
     for workload in state.workloads:
