@@ -17,7 +17,7 @@ name).
 
 from __future__ import annotations
 
-import math
+from datetime import UTC, datetime, timedelta
 
 from policies.model import Policy
 from tools.model import ClusterState, Metric, Node, Workload
@@ -86,7 +86,7 @@ def unread(
     named with their source and reason, for the finding that holds the pool."""
     count = 0
     named: list[str] = []
-    oldest = None if max_age_s is None else state.observed_at.timestamp() - max_age_s
+    oldest = None if max_age_s is None else state.observed_at - timedelta(seconds=max_age_s)
     by_node: dict[str, CardReadings] = {}
     """Each node's card readings, read once in this call: a node holds many replicas."""
 
@@ -99,7 +99,7 @@ def unread(
 
     def old(metric: Metric) -> bool:
         at = metric.observed_at
-        return oldest is not None and at is not None and at.timestamp() < oldest
+        return oldest is not None and at is not None and at < oldest
 
     for workload in state.pool_workloads(pool):
         if not _runs(workload):
@@ -118,24 +118,31 @@ def unread(
                     if here is None:
                         continue
                     found = by_node[node_name] = node_card_readings(here)
-                unseen, fresh_at, fresh_since = found
-                if unseen.isdisjoint(cards) and (oldest is None or fresh_since >= oldest):
+                unseen, fresh_since = found
+                young = oldest is None or fresh_since is None or fresh_since >= oldest
+                if unseen.isdisjoint(cards) and young:
                     continue  # every card of the replica here reads fresh, and young enough
                 if len(named) >= limit and unseen.issuperset(cards):
                     count += len(cards)  # all unread, past the ones named: counted at once
                     continue
+                node = state.node(node_name)
+                assert node is not None  # the table has only the observation's nodes
+                on_node = {g.uuid: g for g in node.gpus}
                 for uuid in cards:
-                    if uuid not in unseen:
-                        at = fresh_at.get(uuid)
-                        if oldest is None or at is None or at >= oldest:
-                            continue
-                    if len(named) >= limit:
-                        count += 1  # counted, not named: no need to find the card
+                    card = on_node.get(uuid)
+                    if card is None:
+                        continue  # a card of the replica on another of its nodes
+                    reading = card.utilization
+                    if uuid not in unseen and (
+                        oldest is None
+                        or reading.value == _ABSENT
+                        or (reading.observed_at or EPOCH) >= oldest
+                    ):
                         continue
-                    node = state.node(node_name)
-                    assert node is not None  # the table has only the observation's nodes
-                    card = next(g for g in node.gpus if g.uuid == uuid)
-                    note(f"{node_name} card {card.index} utilization", card.utilization)
+                    if len(named) >= limit:
+                        count += 1  # counted, not named
+                        continue
+                    note(f"{node_name} card {card.index} utilization", reading)
     return count, tuple(named)
 
 
@@ -160,23 +167,32 @@ def _cards(node: Node, threshold: float) -> Cards:
     return frozenset(g.uuid for g in fresh), frozenset(busy), frozenset(unread_cards)
 
 
-CardReadings = tuple[frozenset[str], dict[str, float], float]
-"""A node's cards with no fresh utilization reading (stale or missing), the POSIX time of each
-fresh one, and the oldest of those times (infinity when none is fresh)."""
+CardReadings = tuple[frozenset[str], datetime | None]
+"""A node's cards with no fresh utilization reading (stale or missing), and when the oldest
+fresh one was taken (None when none is)."""
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""When a fresh reading that carries no time counts as taken: as old as can be."""
+_ALL_READ: frozenset[str] = frozenset()
 
 
 def node_card_readings(node: Node) -> CardReadings:
     """The node's card readings: for naming the readings that hold a pool (a replica's cards
-    are checked a set at a time, one card at a time only where one is unread), and for the
-    loop's stale-metrics finding."""
-    unseen = frozenset(g.uuid for g in node.gpus if not g.utilization.usable)
-    fresh_at: dict[str, float] = {}
+    are checked a set at a time, one card at a time only where one is unread or too old), and
+    for the loop's stale-metrics finding. Every tick reads every card of the fleet here: one
+    pass, times compared as the datetimes they are (turning each into a POSIX time cost more
+    than all the rest)."""
+    unseen: list[str] = []
+    oldest: datetime | None = None
     for g in node.gpus:
         reading = g.utilization
-        if reading.usable and reading.value != _ABSENT:  # -1: read as "no such card" before
-            at = reading.observed_at
-            fresh_at[g.uuid] = at.timestamp() if at is not None else 0.0
-    return unseen, fresh_at, min(fresh_at.values(), default=math.inf)
+        if not reading.usable:
+            unseen.append(g.uuid)
+        elif reading.value != _ABSENT:  # -1: read as "no such card" before
+            at = reading.observed_at or EPOCH
+            if oldest is None or at < oldest:
+                oldest = at
+    return (frozenset(unseen) if unseen else _ALL_READ), oldest
 
 
 def _busy_nodes(state: ClusterState, threshold: float) -> frozenset[str]:

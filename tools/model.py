@@ -12,7 +12,7 @@ reads this one model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, NamedTuple, Self
@@ -262,13 +262,20 @@ class ClusterState(Frozen):
             by_pool.setdefault(w.pool, []).append(w)
         return by_pool
 
-    def nodes_with_model(self, model: str) -> frozenset[str]:
-        """The nodes carrying a card of this model."""
-        return frozenset(
-            name
-            for name, node in self._nodes_by_name.items()
-            if any(g.model == model for g in node.gpus)
-        )
+    def nodes_with_model(self, models: Collection[str]) -> Iterator[str]:
+        """The nodes carrying a card of one of `models`, in the observation's order, found as
+        they are asked for: a rule that wants one such node besides its own stops at the
+        first, where listing them all read every card of the fleet."""
+        for name, node in self._nodes_by_name.items():
+            for g in node.gpus:
+                if g.model in models:
+                    yield name
+                    break
+
+    def carries(self, name: str, models: Collection[str]) -> bool:
+        """Whether the node `name` has a card of one of `models` (False: no such node)."""
+        node = self._nodes_by_name.get(name)
+        return node is not None and any(g.model in models for g in node.gpus)
 
     def pool_nodes(self, pool: str) -> frozenset[str]:
         """The nodes a pool's node selector matches (every node when it has none)."""

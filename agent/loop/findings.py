@@ -26,6 +26,7 @@ a restart neither repeats an appearance nor forgets a clearing.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from functools import lru_cache
 from typing import get_args
 
@@ -84,10 +85,10 @@ def findings_of(
         text = f"{name}: demand metrics stale or missing ({entry})"
         found.append(Finding(kind="stale_metrics", key=f"stale_metrics:{name}", text=text))
     # The card readings policies.activity holds a pool on.
-    now = state.observed_at.timestamp()
+    too_old = state.observed_at - timedelta(seconds=max_age_s)
     for node in state.nodes:
-        unread, _, oldest = node_card_readings(node)
-        if unread or now - oldest > max_age_s:
+        unread, oldest = node_card_readings(node)
+        if unread or (oldest is not None and oldest < too_old):
             found.append(_node_stale(node.name))
     for workload in state.workloads:
         found += _workload_findings(workload, state)

@@ -12,9 +12,9 @@ decision log with fsync, the simulated cluster saved when something changed):
   does between two decisions runs untimed before each: the periodic save of the simulated
   cluster (`housekeep`, every second of wall time, as the daemon does it), 15 s of simulated
   world time, and parsing the observation they produced — the backend's work at the edge, timed
-  apart as `parse`; `housekeep` times the daemon's own work between ticks (the saves, the
-  garbage collector, the digest of the observation just decided on), which no decision waits
-  for but the process pays. An observation an action made within the tick is parsed inside it (and
+  apart as `parse`; `housekeep` times the daemon's own work between ticks (the saves, and the
+  full garbage collection of `Runtime.rest`), which no decision waits for but the process
+  pays. An observation an action made within the tick is parsed inside it (and
   counted there); `tick_cpu` is the same ticks' CPU time (all the process's threads): on a
   shared machine a tick whose wall time is far above it waited for a core or a disk, not for its
   own work;
@@ -121,11 +121,13 @@ def max_age_s(scrape_every_s: float) -> float:
 
 
 def _between(runtime: Runtime, sim: FreshSim, housekeep_ms: list[float]) -> None:
-    """What `Runtime.tick` does around a decision, untimed: the daemon's work after the
-    previous one (`housekeep`, its time appended to `housekeep_ms`), 15 s of the world, and the
-    backend parsing what it observes."""
+    """What `Runtime.run` does around a decision, untimed: the daemon's work after the
+    previous one (`housekeep`, and `rest` as a daemon ticking in real time does before it waits;
+    their time appended to `housekeep_ms`), 15 s of the world, and the backend parsing what it
+    observes."""
     start = time.perf_counter()
     runtime.housekeep()
+    runtime.rest()
     housekeep_ms.append((time.perf_counter() - start) * 1000)
     sim.advance(INTERVAL_S)
     sim.prepare()

@@ -9,6 +9,7 @@ a hundred times. So is what the rules read of the observed workloads as a whole 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -29,6 +30,24 @@ class Limits(NamedTuple):
     max_cards: int
     min_ready_replicas: int
     idle_before_zero: timedelta | None
+
+
+def holds(ctx: Context, pool: str, node: str) -> bool:
+    """Whether `node` is one of the nodes a pool that keeps a minimum may run on: those carrying
+    a card model it names, and those its replicas run on."""
+    models = ctx.pools_kept[pool]
+    if models and ctx.state.carries(node, models):
+        return True
+    return node in ctx.pools_placed.get(pool, ())
+
+
+def nodes_of(ctx: Context, pool: str) -> Iterator[str]:
+    """The pool's nodes (see `holds`), found as they are asked for: a rule that wants one other
+    than its own mostly stops at the first (a node may come twice)."""
+    models = ctx.pools_kept[pool]
+    if models:
+        yield from ctx.state.nodes_with_model(models)
+    yield from ctx.pools_placed.get(pool, ())
 
 
 @dataclass
@@ -82,25 +101,19 @@ class Context:
         return out
 
     @cached_property
-    def pool_nodes(self) -> dict[str, frozenset[str]]:
-        """pool that keeps a minimum -> the nodes it may run on: those its replicas run on and,
-        when it names card models, those carrying one (read only for cordons and drains)."""
-        out: dict[str, frozenset[str]] = {}
-        state = self.state
-        keeping = [n for n, p in self.policy.pools.items() if p.min_cards or p.min_ready_replicas]
-        placed = pools_placed(state.workloads, keeping)
-        with_model: dict[str, frozenset[str]] = {}  # pools often name one card model
-        for name, limits in self.policy.pools.items():
-            if not (limits.min_cards or limits.min_ready_replicas):
-                continue
-            for m in limits.gpu_models:
-                if m not in with_model:
-                    with_model[m] = state.nodes_with_model(m)
-            models = [with_model[m] for m in limits.gpu_models]
-            found = models[0] if len(models) == 1 else frozenset().union(*models)
-            runs_on = placed.get(name)
-            out[name] = found if runs_on is None or runs_on <= found else found | runs_on
-        return out
+    def pools_kept(self) -> dict[str, frozenset[str]]:
+        """pool that keeps a minimum -> the card models it names (read only for cordons and
+        drains; see `holds`)."""
+        return {
+            name: frozenset(p.gpu_models)
+            for name, p in self.policy.pools.items()
+            if p.min_cards or p.min_ready_replicas
+        }
+
+    @cached_property
+    def pools_placed(self) -> dict[str, set[str]]:
+        """pool that keeps a minimum -> the nodes its replicas run on (pools with a replica)."""
+        return pools_placed(self.state.workloads, self.pools_kept)
 
     @cached_property
     def active_windows(self) -> list[QuietWindow]:

@@ -11,9 +11,10 @@ Rule ids: nodes.last_of_pool, nodes.last_of_mode.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import assert_never
 
-from policies.rules.context import Context
+from policies.rules.context import Context, holds, nodes_of
 from policies.rules.ledger import Denial, Ledger
 from tools import actions
 from tools.actions import Action
@@ -43,16 +44,13 @@ def check(action: Action, effect: Effect, ctx: Context, ledger: Ledger) -> list[
     node = action.node
     denials = []
 
-    def others_left(nodes: frozenset[str] | tuple[str, ...]) -> bool:
+    def others_left(nodes: Iterable[str]) -> bool:
         return any(n != node and _available(n, ctx, ledger) for n in nodes)
 
-    last: tuple[frozenset[str], bool] | None = None  # pools often share one set (a card model's)
-    for pool, nodes in ctx.pool_nodes.items():
-        if node not in nodes:
+    for pool in ctx.pools_kept:
+        if not holds(ctx, pool, node):
             continue
-        if last is None or last[0] is not nodes:
-            last = nodes, others_left(nodes)
-        if not last[1]:
+        if not others_left(nodes_of(ctx, pool)):
             limits = ctx.policy.pools[pool]
             keeps = (
                 f"{limits.min_ready_replicas} ready replica(s)"

@@ -62,7 +62,10 @@ def _assert_true_to(state: ClusterState) -> None:
     assert state.node_facts("nowhere") is None
     for model in MODELS:
         expected = {n.name for n in state.nodes if any(g.model == model for g in n.gpus)}
-        assert state.nodes_with_model(model) == expected
+        assert set(state.nodes_with_model({model})) == expected
+        for n in state.nodes:
+            assert state.carries(n.name, {model}) == (n.name in expected)
+    assert not state.carries("nowhere", MODELS)
     for i, selector in enumerate(SELECTORS):
         expected = {
             n.name for n in state.nodes if all(n.labels.get(k) == v for k, v in selector.items())
