@@ -28,6 +28,10 @@ class RequestRecord:
     user: str
     attrs: Attributes | None = None
     """What the authorizer was asked (None: not a resource request the twin knows)."""
+    client_gone: bool = False
+    """The client had closed the connection before the answer was ready (it gave up waiting,
+    as a client does on its own request timeout): what the request did still happened, but the
+    client never heard of it, so it may send the same request again."""
 
 
 class TwinParts(Protocol):

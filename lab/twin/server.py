@@ -291,9 +291,17 @@ class Twin:
         finally:
             if len(self.requests) > 200_000:
                 del self.requests[:100_000]
+            gone = request.transport is None or request.transport.is_closing()
             self.requests.append(
                 RequestRecord(
-                    request.method, request.path, request.query_string, dry, status, user, attrs
+                    request.method,
+                    request.path,
+                    request.query_string,
+                    dry,
+                    status,
+                    user,
+                    attrs,
+                    client_gone=gone,
                 )
             )
 

@@ -42,8 +42,14 @@ def test_one_effect_per_action_and_bounded_retries(twin: Twin) -> None:
         injected = sum(twin.faults.injected.values())
         assert injected >= 8, twin.faults.injected  # the faults did strike
         writes = [r for r in twin.requests if r.method in ("PUT", "PATCH", "POST")]
-        ok_writes = [r for r in writes if r.status < 300]
-        assert len(ok_writes) == len(results)  # each action reached the server once
+        heard = [r for r in writes if r.status < 300 and not r.client_gone]
+        unheard = [r for r in writes if r.status < 300 and r.client_gone]
+        # Each action was accepted once with the client hearing of it. A write the server
+        # accepted after the client's 0.25 s timeout (a slow answer on a loaded machine, as on a
+        # real API server) is sent again: the effects above show that it did not act twice.
+        assert len(results) - len(unheard) <= len(heard) <= len(results), (heard, unheard)
+        held_back = [r for r in twin.requests if r.status == 504]
+        assert held_back and all(r.client_gone for r in held_back)  # the twin sees a client leave
         assert b.call.calls <= 8 * len(results) * 2  # bounded: reads + writes, 8 tries at most
         assert b.lists == lists_after_start  # watches resumed; nothing was listed again
     finally:
