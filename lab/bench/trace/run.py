@@ -210,7 +210,7 @@ def bench(
 
     if progress is not None and rate_scale is None:
         progress("calibrating the load on the training split (the whole pool, held)")
-    train = calibrated(prepare(setup(train_name, TRAIN_SEED, offset)))
+    train = calibrated(prepare(setup(train_name, TRAIN_SEED, offset)), jobs)
     tuned = tune(train, names, progress, jobs)
     tests = [
         with_scales(prepare(setup(trace, s, 0.0)), train.rate_scale)
