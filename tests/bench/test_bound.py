@@ -16,6 +16,7 @@ from lab.bench.trace.bound import (
     bound,
     demand,
     need,
+    planned_gpu_hours,
     plans,
     schedule,
     search,
@@ -134,3 +135,23 @@ def test_a_schedule_already_replayed_is_not_replayed_again(monkeypatch: pytest.M
 
 def _scored(f: Figures) -> dict[str, object]:
     return f.model_dump(exclude={"median_ms", "p99_ms"})
+
+
+def test_a_later_window_replays_only_schedules_cheaper_than_the_best_certified() -> None:
+    # As `bound` searches: the whole run's mean first, then a window below its certified best;
+    # that window's costliest schedule below the best is replayed first, and when it fails the
+    # window stops there (more capacity is what certifies).
+    prep = prepared("azure-conv", 600, seed=0, fleet=(4, 8))
+    first = search(prep, TARGET_ATTAINMENT, math.inf)
+    best = min(
+        planned_gpu_hours(prep, plans(prep, b.utilization, math.inf)) for b in first if b.certified
+    )
+    later = search(prep, TARGET_ATTAINMENT, 60.0, below=best)
+    for b in later:
+        assert planned_gpu_hours(prep, plans(prep, b.utilization, 60.0)) < best
+    if later and not later[0].certified:
+        assert len(later) == 1
+    found = bound(prep, TARGET_ATTAINMENT)
+    assert found.certified and found.outcome.figures.gpu_hours <= min(
+        b.outcome.figures.gpu_hours for b in first if b.certified
+    )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.bench.trace.calibrate import calibrated
 from lab.bench.trace.run import bench
+from tests.bench.conftest import prepared
 
 WALL_CLOCK = {"median_ms", "p99_ms"}
 """Decision times measure the machine, the only figures that may differ between two runs."""
@@ -27,3 +29,11 @@ def test_jobs_give_the_figures_of_one_process() -> None:
     alone, parallel = figures(1), figures(2)
     assert list(parallel["controllers"]) == ["steward", "keda", "static"]
     assert parallel == alone
+
+
+def test_the_calibration_gives_the_scale_of_one_process() -> None:
+    # Its first two runs (the load almost empty, and as given) run at once with jobs > 1.
+    train = prepared("flash", 600, seed=1000)
+    alone, parallel = calibrated(train, 1), calibrated(train, 2)
+    assert parallel.rate_scale == alone.rate_scale
+    assert alone.rate_scale != train.rate_scale  # the bisection ran: the scale was lowered

@@ -13,11 +13,14 @@ a replica count per workload for every 15 s step:
   bridged across a gap when holding it is cheaper than unloading and loading again (a gap no
   longer than a load), started one load (with a margin for slow loads) before it is needed, and
   free at the start when it is needed within the first load (every replay starts warm);
-- for each window of SMOOTHING_S, `u` is searched by bisection (BISECTIONS steps: to within
-  0.8 / 2**BISECTIONS) for the highest value whose schedule, replayed in the simulator with the
+- `u` runs over a grid (HIGH_U down to LOW_U in GRID steps); for each window of SMOOTHING_S
+  the grid is bisected for the highest `u` whose schedule, replayed in the simulator with the
   same seed as the controllers, reaches the attainment target: the replay certifies it (a
-  schedule already replayed for another `u` of the window is not replayed again: a replay
-  depends on the schedule and the seed alone). The bound is the cheapest certified schedule over
+  schedule already replayed is not replayed again: a replay depends on the schedule and the
+  seed alone). The windows are searched one after another, each only among the schedules that
+  plan fewer GPU-hours than the cheapest certified so far, the costliest of those first: when
+  it fails the window is done in one replay. The bisection stops once the cheapest schedule left
+  untried would save less than TOLERANCE. The bound is the cheapest certified schedule over
   every window and every `u` tried.
 
 What it bounds: schedules of this family, planned with the future known. It is the cheapest
@@ -39,9 +42,14 @@ from lab.bench.trace.replay import Outcome, Prepared, replay
 STEP_S = 15.0
 LOAD_MARGIN = 1.3
 """Loads are planned this much longer than the profile says (they vary; some fail)."""
-LOW_U, HIGH_U, BISECTIONS = 0.2, 1.0, 8
-SMOOTHING_S = (0.0, 60.0, 600.0, math.inf)
-"""Windows the demand is averaged over before the need is taken (inf: the whole run's mean)."""
+LOW_U, HIGH_U = 0.2, 1.0
+GRID = 256
+"""Planned utilizations searched: HIGH_U down to LOW_U in GRID steps (0.003125 apart)."""
+TOLERANCE = 0.003
+"""A search stops once the cheapest schedule left to try would save less than this share."""
+SMOOTHING_S = (math.inf, 600.0, 60.0, 0.0)
+"""Windows the demand is averaged over before the need is taken (inf: the whole run's mean),
+in the order they are searched: the whole run's mean plans the fewest distinct schedules."""
 
 
 def demand(prep: Prepared, target: Target, smoothing_s: float = 0.0) -> list[float]:
@@ -158,10 +166,27 @@ class Bound:
     """Schedules replayed in the search that found it."""
 
 
+Key = tuple[tuple[str, tuple[int, ...]], ...]
+
+
 def bound(prep: Prepared, target: float, progress: Callable[[str], None] | None = None) -> Bound:
     """The cheapest certified schedule over every smoothing window and planned utilization
-    tried; with none certified, the one closest to the target (marked uncertified)."""
-    return cheapest([b for window in SMOOTHING_S for b in search(prep, target, window, progress)])
+    tried; with none certified, the one closest to the target (marked uncertified).
+
+    The windows are searched one after another, each only below the planned GPU-hours of the
+    cheapest schedule certified so far: a window whose schedule just below it fails is done in
+    one replay (more capacity certifies more, so nothing cheaper in it can certify)."""
+    replayed: dict[Key, Outcome] = {}
+    tried: list[Bound] = []
+    best: float | None = None
+    for window in SMOOTHING_S:
+        found = search(prep, target, window, progress, below=best, replayed=replayed)
+        tried += found
+        for b in found:
+            if b.certified:
+                cost = planned_gpu_hours(prep, plans(prep, b.utilization, window))
+                best = cost if best is None else min(best, cost)
+    return cheapest(tried)
 
 
 def cheapest(tried: Sequence[Bound]) -> Bound:
@@ -174,46 +199,90 @@ def cheapest(tried: Sequence[Bound]) -> Bound:
     return Bound(best.outcome, best.utilization, best.certified, best.smoothing_s, len(tried))
 
 
+def utilization(i: int) -> float:
+    """The planned utilization of grid point `i` (0: HIGH_U, the least capacity; GRID: LOW_U)."""
+    return HIGH_U - (HIGH_U - LOW_U) * i / GRID
+
+
+def planned_gpu_hours(prep: Prepared, planned: dict[str, list[int]]) -> float:
+    """The GPU-hours a schedule holds over the scored window (the tail is not scored)."""
+    steps = math.ceil(prep.setup.duration_s / STEP_S - 1e-9)
+    cards = {t.name: t.cards_per_replica for t in prep.targets}
+    held = sum(cards[name] * sum(counts[:steps]) for name, counts in planned.items())
+    return held * STEP_S / 3600
+
+
 def search(
     prep: Prepared,
     target: float,
     smoothing_s: float,
     progress: Callable[[str], None] | None = None,
+    *,
+    below: float | None = None,
+    replayed: dict[Key, Outcome] | None = None,
 ) -> list[Bound]:
-    """Every schedule replayed while bisecting `u` for one smoothing window."""
+    """Every schedule replayed while bisecting `u` on a grid for one smoothing window.
 
-    replayed: dict[tuple[tuple[str, tuple[int, ...]], ...], Outcome] = {}
+    More capacity (a lower `u`) is taken to certify no less: the search keeps an uncertified
+    grid point and a certified one and halves the points between them, until they are
+    neighbours or the cheapest schedule left to try saves less than TOLERANCE of the certified
+    one. With `below` (the planned GPU-hours of a schedule another window certified), only the
+    schedules planning fewer are searched, and the costliest of them is replayed first: if it
+    fails, nothing cheaper in this window can certify."""
+    replayed = {} if replayed is None else replayed
     """Outcomes by schedule: two values of `u` that plan the same replica counts replay alike
     (a replay depends on nothing else), so the second is not run again."""
+    planned_at: dict[int, dict[str, list[int]]] = {}
 
-    def run(u: float) -> Bound:
+    def planned(i: int) -> dict[str, list[int]]:
+        if i not in planned_at:
+            planned_at[i] = plans(prep, utilization(i), smoothing_s)
+        return planned_at[i]
+
+    def cost(i: int) -> float:
+        return planned_gpu_hours(prep, planned(i))
+
+    def run(i: int) -> Bound:
+        u = utilization(i)
         if progress is not None:
             progress(f"bound: seed {prep.setup.seed}, smoothing {smoothing_s:g} s, u={u:.4g}")
-        planned = plans(prep, u, smoothing_s)
         knob = f"utilization={u:.4g} smoothing_s={smoothing_s:g}"
-        key = tuple((name, tuple(counts)) for name, counts in sorted(planned.items()))
+        key = tuple((name, tuple(counts)) for name, counts in sorted(planned(i).items()))
         o = replayed.get(key)
         if o is None:
-            controller = Scheduled(planned)
+            controller = Scheduled(planned(i))
             entry = Entry("bound", knob, lambda sim, d: controller, controller.initial)
             o = replayed[key] = replay(prep, entry)
         else:
             o = replace(o, knob=knob)
         return Bound(o, u, o.figures.slo_attainment >= target, smoothing_s)
 
-    high = run(HIGH_U)
-    if high.certified:  # the least capacity this window plans: nothing cheaper to look for
-        return [high]
-    low = run(LOW_U)
-    out = [high, low]
-    if not low.certified:
+    top = GRID
+    if below is not None:  # the most capacity planning fewer GPU-hours than `below`
+        if cost(0) >= below - 1e-9:
+            return []
+        lo, hi = 0, GRID
+        if cost(GRID) >= below - 1e-9:
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if cost(mid) < below - 1e-9 else (lo, mid)
+            top = lo
+    out: list[Bound] = []
+    if below is None:  # the least capacity this window plans: nothing cheaper to look for
+        first = run(0)
+        out.append(first)
+        if first.certified:
+            return out
+    last = run(top)
+    out.append(last)
+    if not last.certified:
         return out
-    lo, hi = LOW_U, HIGH_U
-    for _ in range(BISECTIONS):
-        mid = (lo + hi) / 2
+    lo, hi = (0 if below is None else -1), top
+    while hi - lo > 1 and (lo < 0 or cost(lo + 1) < cost(hi) * (1 - TOLERANCE)):
+        mid = (lo + hi) // 2
         b = run(mid)
         out.append(b)
-        lo, hi = (mid, hi) if b.certified else (lo, mid)
+        lo, hi = (lo, mid) if b.certified else (mid, hi)
     return out
 
 

@@ -15,8 +15,10 @@ scale found is carried to every test seed.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from lab.bench.trace.base import Entry
+from lab.bench.trace.parallel import run_all
 from lab.bench.trace.replay import CAPACITY_SPREAD, Prepared, replay, rescaled
 from lab.bench.trace.static import Static
 
@@ -31,7 +33,9 @@ def _whole_pool() -> Entry:
     return Entry("static", "replicas=max", lambda sim, data_dir: static, static.initial)
 
 
-def calibrated(prep: Prepared) -> Prepared:
+def calibrated(prep: Prepared, jobs: int = 1) -> Prepared:
+    """`prep` at the calibrated rate scale; its first two runs (almost empty, as given) run
+    `jobs` at once, the bisection after them one by one."""
     if prep.setup.rate_scale is not None:
         return prep
     full = _whole_pool()
@@ -43,8 +47,9 @@ def calibrated(prep: Prepared) -> Prepared:
     def attainment(k: float) -> float:
         return replay(rescaled(slowest, k), full).figures.slo_attainment
 
-    floor = min(attainment(1.0 / 2**STEPS), 1.0) - SLACK
-    if attainment(1.0) >= floor:
+    empty, given = run_all([partial(attainment, 1.0 / 2**STEPS), partial(attainment, 1.0)], jobs)
+    floor = min(empty, 1.0) - SLACK
+    if given >= floor:
         return prep
     lo, hi = 1.0 / 2**STEPS, 1.0
     for _ in range(STEPS):

@@ -1,7 +1,7 @@
 """Independent replays run at once: `steward bench trace --jobs N`.
 
 A benchmark is many replays that share nothing (a training grid, each test seed's controllers, the
-bound's search per smoothing window): each is a call with no argument that returns a picklable
+bound's search per test seed): each is a call with no argument that returns a picklable
 result. With `jobs` > 1 they run in that many forked processes: the children inherit the calls
 (closures over the prepared loads, which need no pickling) and send back only their results, in
 the order given. Every replay draws from generators seeded by its own setup, never from a shared

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lab.bench.trace.bound import SMOOTHING_S, Beaten, Bound, beaten_by, cheapest, search
+from lab.bench.trace.bound import Beaten, Bound, beaten_by, bound
 from lab.bench.trace.calibrate import calibrated
 from lab.bench.trace.intervals import mean_ci
 from lab.bench.trace.load import resolve, training_split
@@ -210,7 +210,7 @@ def bench(
 
     if progress is not None and rate_scale is None:
         progress("calibrating the load on the training split (the whole pool, held)")
-    train = calibrated(prepare(setup(train_name, TRAIN_SEED, offset)))
+    train = calibrated(prepare(setup(train_name, TRAIN_SEED, offset)), jobs)
     tuned = tune(train, names, progress, jobs)
     tests = [
         with_scales(prepare(setup(trace, s, 0.0)), train.rate_scale)
@@ -227,8 +227,9 @@ def _test(
     jobs: int,
     progress: Callable[[str], None] | None,
 ) -> tuple[dict[str, list[Outcome]], list[Bound]]:
-    """Every controller and the bound's search (one call per smoothing window) on each test
-    seed, `jobs` at once; the longest calls (Steward's, the bound's) are handed out first."""
+    """Every controller and the bound's search (one call per seed: its windows are searched one
+    after another, each below the cheapest certified so far) on each test seed, `jobs` at
+    once; the longest calls (the bound's, Steward's) are handed out first."""
 
     def one(prep: Prepared, name: str) -> Outcome:
         if progress is not None:
@@ -237,29 +238,25 @@ def _test(
 
     first = [n for n in names if n == "steward"]
     rest = [n for n in names if n != "steward"]
-    calls: list[Callable[[], Outcome | list[Bound]]] = []
+    calls: list[Callable[[], Outcome | Bound]] = []
+    calls += [partial(bound, prep, TARGET_ATTAINMENT, progress) for prep in tests]
     calls += [partial(one, prep, n) for n in first for prep in tests]
-    calls += [
-        partial(search, prep, TARGET_ATTAINMENT, w, progress) for prep in tests for w in SMOOTHING_S
-    ]
     calls += [partial(one, prep, n) for n in rest for prep in tests]
     results = iter(run_all(calls, jobs))
+    bounds = [_bound(next(results)) for _ in tests]
     runs: dict[str, list[Outcome]] = {}
-    for n in first:
-        runs[n] = [_outcome(next(results)) for _ in tests]
-    bounds = [cheapest([b for _ in SMOOTHING_S for b in _tried(next(results))]) for _ in tests]
-    for n in rest:
+    for n in [*first, *rest]:
         runs[n] = [_outcome(next(results)) for _ in tests]
     return {n: runs[n] for n in names}, bounds
 
 
-def _outcome(x: Outcome | list[Bound]) -> Outcome:
+def _outcome(x: Outcome | Bound) -> Outcome:
     assert isinstance(x, Outcome)
     return x
 
 
-def _tried(x: Outcome | list[Bound]) -> list[Bound]:
-    assert isinstance(x, list)
+def _bound(x: Outcome | Bound) -> Bound:
+    assert isinstance(x, Bound)
     return x
 
 
