@@ -9,6 +9,11 @@ the largest of:
   actually asked, whatever the forecast says);
 - backlog: the queued requests admitted at once, and their prompts prefilled within the TTFT
   target once the replicas asked for are ready;
+- prefill: each replica's prompts wait for its prefill (one prompt at a time, in chunks), a queue
+  whose wait grows as rho / (1 - rho) x a prompt's prefill with the prefill utilization rho
+  (M/M/1; Kingman's G/G/1 approximation with Poisson arrivals): the replicas that keep that wait
+  within `ttft_share` of what the TTFT target leaves after the prompt's own prefill, at the short
+  window's high prompt rate;
 - kv: the KV-cache tokens the work in flight holds (Little's law again) within the caches.
 
 A replica's slots depend on how many replicas share the prompts' prefill (agent.capacity.replica:
@@ -30,6 +35,9 @@ from agent.capacity.forecast import Forecast
 from agent.capacity.replica import KV_HEADROOM, Capacity
 from agent.capacity.staffing import servers_for
 
+PREFILL_WAIT_SHARE = 0.5
+"""The share of the TTFT target a prompt may wait for its replica's prefill (the reactive
+layer's TTFT threshold by default)."""
 WAIT_CHANCE = 0.05
 """The chance a request may wait for a slot (Erlang C): the SLO holds with 95 %."""
 FORECAST_Z = 1.64
@@ -51,6 +59,8 @@ class Demand(BaseModel):
     output_tokens: float | None = None
     kv_tokens_held: float | None = None
     """KV-cache tokens held by the requests in flight now (None: not known)."""
+    prompt_rate: float = 0.0
+    """Prompt tokens/s to prefill (the short window's high; 0: not known)."""
 
 
 class Sizing(BaseModel):
@@ -58,7 +68,7 @@ class Sizing(BaseModel):
 
     need: int
     terms: dict[str, int]
-    """Replicas each term asks for: forecast, burst, backlog, kv."""
+    """Replicas each term asks for: forecast, burst, backlog, prefill, kv."""
     deciding: str
     """The term that asks for the most."""
     words: str
@@ -72,8 +82,10 @@ def size(
     kv_tokens: int | None = None,
     eps: float = WAIT_CHANCE,
     z: float = FORECAST_Z,
+    ttft_share: float = PREFILL_WAIT_SHARE,
 ) -> Sizing:
-    """The replicas `demand` needs of replicas of `capacity` to meet the TTFT target."""
+    """The replicas `demand` needs of replicas of `capacity` to meet the TTFT target (the
+    prefill queue's wait kept within `ttft_share` of it)."""
     slots = max(1, capacity.slots)
     service_s = _service_s(demand, capacity)
     prefill_s = (demand.prompt_tokens or 0.0) / capacity.prefill_tok_s
@@ -84,6 +96,7 @@ def size(
         "forecast": _replicas(servers_for(high, eps, ratio), slots),
         "burst": _replicas(servers_for(demand.short_high, eps, ratio), slots),
         "backlog": _backlog(demand, capacity, slots, ttft_s),
+        "prefill": _prefill(demand, capacity, ttft_s, ttft_share),
         "kv": _kv(demand, kv_tokens),
     }
     deciding = max(terms, key=lambda k: (terms[k], k == "forecast"))
@@ -93,7 +106,8 @@ def size(
         f"{demand.forecast.horizon_s:.0f} s ahead (now {demand.now:.1f}, short-window high "
         f"{demand.short_high:.1f}, {demand.queued:g} queued); one replica serves "
         f"{capacity.slots} at ITL {capacity.itl_s * 1000:.0f} ms (limited by "
-        f"{capacity.limited_by}, speed x{capacity.correction:.2f}); replicas by term: "
+        f"{capacity.limited_by}, speed x{capacity.correction:.2f}) and prefills "
+        f"{capacity.prefill_tok_s:.0f} tok/s ({demand.prompt_rate:.0f} asked); replicas by term: "
         + ", ".join(f"{k} {v}" for k, v in terms.items())
         + f" -> {need} ({deciding})"
     )
@@ -112,6 +126,7 @@ def size_shared(
     kv_tokens: int | None = None,
     eps: float = WAIT_CHANCE,
     z: float = FORECAST_Z,
+    ttft_share: float = PREFILL_WAIT_SHARE,
 ) -> tuple[Sizing, Capacity]:
     """The fewest replicas N such that N replicas of `capacity_at(N)` (one replica's capacity
     when N share the work) meet the TTFT target for `demand`, the sizing at N, and that capacity.
@@ -122,7 +137,10 @@ def size_shared(
 
     def at(n: int) -> tuple[Sizing, Capacity]:
         cap = capacity_at(n)
-        return size(demand, cap, ttft_s=ttft_s, kv_tokens=kv_tokens, eps=eps, z=z), cap
+        sized = size(
+            demand, cap, ttft_s=ttft_s, kv_tokens=kv_tokens, eps=eps, z=z, ttft_share=ttft_share
+        )
+        return sized, cap
 
     found = at(1)
     if found[0].need <= 1:
@@ -171,6 +189,22 @@ def _backlog(demand: Demand, capacity: Capacity, slots: int, ttft_s: float) -> i
     prompts = demand.queued * (demand.prompt_tokens or 0.0)
     prefill = math.ceil(prompts / (capacity.prefill_tok_s * ttft_s)) if prompts else 0
     return max(admit, prefill)
+
+
+def _prefill(demand: Demand, capacity: Capacity, ttft_s: float, share: float) -> int:
+    """Replicas whose prefill queue keeps a prompt's wait within `share` of what the TTFT target
+    leaves after its own prefill S, at the demand's prompt rate: rho / (1 - rho) x S <= wait, so
+    rho <= r / (1 + r) with r = wait / S. 0 when a prompt's own prefill takes the whole target:
+    more replicas do not prefill one prompt faster."""
+    if demand.prompt_rate <= 0 or not demand.prompt_tokens:
+        return 0
+    prefill_s = demand.prompt_tokens / capacity.prefill_tok_s
+    wait_s = share * (ttft_s - prefill_s)
+    if wait_s <= 0:
+        return 0
+    r = wait_s / prefill_s
+    rho = r / (1.0 + r)
+    return math.ceil(demand.prompt_rate / (capacity.prefill_tok_s * rho) - 1e-9)
 
 
 def _kv(demand: Demand, kv_tokens: int | None) -> int:

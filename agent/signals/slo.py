@@ -41,9 +41,10 @@ WAITING_SHARE = 0.25
 """A reading counts as "requests waiting" when the oldest has waited this share of the TTFT
 target: an engine's queue holds arrivals for a step or two in the normal course."""
 GAP_PERCENTILE = 0.95
-WARM_READINGS = 8
-"""Readings the forecast must have folded before its sizing may give a replica back."""
 """The idle gaps' percentile that going to zero waits out."""
+WARM_READINGS = 8
+"""Readings the forecast must have folded before its sizing may give a replica back, and before
+its forecasts are scored (the record that widens it)."""
 
 
 def slo_view(
@@ -106,7 +107,10 @@ def slo_view(
     horizon = load_s + mem.holt.step_s
     ahead = forecast.ahead(mem.holt, horizon)
     holt, recent = mem.holt, mem.windows
-    if fresh:
+    if fresh and holt.readings >= WARM_READINGS:
+        # Scored only once warm: the first readings climb from nothing (a counter's rate needs
+        # two scrapes, the windows start at the first reading), and a forecast of that climb is
+        # no record of the load's own surprises.
         mem = mem.model_copy(
             update={"misses": forecast.expect(mem.misses, read_at + horizon, ahead.mean)}
         )
@@ -133,10 +137,13 @@ def slo_view(
         queued=depth,
         prompt_tokens=prompt_mean,
         output_tokens=output_mean,
+        prompt_rate=prefill_high,
     )
     # Sized at the replicas whose own prefill share serves the demand, not at those running
     # now: what one replica fewer would ask is what the sizing asks (the N/(N-1) check).
-    sizing, _ = size_shared(demand, capacity_at, ttft_s=ttft)
+    sizing, _ = size_shared(
+        demand, capacity_at, ttft_s=ttft, ttft_share=settings.reactive_ttft_share
+    )
     readings = Readings(
         ready=workload.ready_replicas,
         running=max(0.0, running),  # a sum of floats may come back a hair below zero

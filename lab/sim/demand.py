@@ -177,6 +177,10 @@ def _sizes(rng: random.Random, spec: _Demand) -> tuple[int, int]:
 
 COHORT_ABOVE = 16.0
 """Expected arrivals per window above which a generator emits one cohort per window."""
+_QUANTILES = tuple(-math.log(1.0 - (i + 0.5) / 4) for i in range(4))
+OUTPUT_SHARES = tuple(q / (sum(_QUANTILES) / len(_QUANTILES)) for q in _QUANTILES)
+"""A cohort's answer lengths, as shares of the mean: the midpoints of the exponential's quarters
+(the per-request draws' distribution), scaled so that their mean is the mean."""
 
 
 class Generator:
@@ -270,7 +274,17 @@ class Generator:
         if isinstance(spec, RenderDemand):
             return [Request(mid, 0, 0, spec.target, count, work_s=spec.gpu_s_per_job)]
         assert not isinstance(spec, TraceDemand)
-        return [Request(mid, spec.input_tokens, spec.output_tokens, spec.target, count)]
+        # The cohort's answers are as long as the per-request draws' (exponential around the
+        # mean), not all alike: alike requests admitted together would all finish in the same
+        # step, and a least-loaded router would then refill that replica with one cohort's worth
+        # of prompts at once, again and again (their first tokens seconds late).
+        parts = [count // len(OUTPUT_SHARES) + (i < count % len(OUTPUT_SHARES))
+                 for i in range(len(OUTPUT_SHARES))]  # fmt: skip
+        return [
+            Request(mid, spec.input_tokens, max(1, round(spec.output_tokens * f)), spec.target, k)
+            for f, k in zip(OUTPUT_SHARES, parts, strict=True)
+            if k
+        ]
 
     def _first_after(self, t0: float, peak: float) -> float:
         shape = self.shape

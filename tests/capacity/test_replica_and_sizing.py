@@ -62,6 +62,24 @@ def test_sizing_asks_more_for_more_work_and_for_a_backlog() -> None:
     assert "forecast 30.0" in small.words and "->" in small.words
 
 
+def test_the_prefill_queue_asks_for_the_replicas_that_keep_a_prompts_wait_short() -> None:
+    """40,000 prompt tokens/s at 4,000 tok/s a replica, 1,000-token prompts (0.25 s each): the
+    wait rho / (1 - rho) x 0.25 s must stay within half of what a 3 s target leaves after the
+    prompt's own prefill (1.375 s), so rho <= 5.5 / 6.5 and 40,000 / (4,000 x rho) = 11.8: 12
+    replicas, where the slots alone would ask for one."""
+    cap = capacity(PROFILE, 0.1)
+    demand = _demand(30).model_copy(update={"prompt_rate": 40_000.0})
+    sized = size(demand, cap, ttft_s=3.0)
+    assert sized.terms["prefill"] == 12 and sized.need == 12 and sized.deciding == "prefill"
+    assert "prefills 4000 tok/s (40000 asked)" in sized.words
+    # A tighter share of the target asks for more; no prompt rate known, no prefill term.
+    assert size(demand, cap, ttft_s=3.0, ttft_share=0.1).terms["prefill"] > 12
+    assert size(_demand(30), cap, ttft_s=3.0).terms["prefill"] == 0
+    # A prompt whose own prefill takes the whole target: more replicas do not make it faster.
+    long = demand.model_copy(update={"prompt_tokens": 20_000.0})
+    assert size(long, cap, ttft_s=3.0).terms["prefill"] == 0
+
+
 def test_uncertainty_asks_for_more() -> None:
     cap = capacity(PROFILE, 0.1)
     assert (

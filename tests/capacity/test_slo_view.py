@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from agent.signals.memory import SloMemory
 from agent.signals.settings import AssessSettings
-from agent.signals.slo import slo_view
+from agent.signals.slo import WARM_READINGS, slo_view
 from lab.sim.backend import SimCluster
 from tools.model import Metric, Workload
 
@@ -128,3 +128,17 @@ def test_a_running_count_a_hair_below_zero_is_read_as_none_running() -> None:
     view, _ = _fed(idle, 2)
     assert view is not None
     assert view.reactive == ""  # type: ignore[attr-defined]
+
+
+def test_the_forecasts_of_the_first_readings_are_not_scored() -> None:
+    """The first readings climb from nothing (a counter's rate needs two scrapes): a forecast of
+    that climb is no record of the load's surprises. Before the forecast is warm, nothing is
+    scored; after, each fresh reading leaves a forecast to score one horizon ahead."""
+    busy = _burst(
+        queue_depth=0, tokens_per_s=900, requests_running=60, prompt_tokens_per_s=3000,
+        requests_per_s=3.0,
+    )  # fmt: skip
+    _, early = _fed(busy, WARM_READINGS - 1)
+    assert early is not None and early.misses.pending == () and early.misses.ratios == ()
+    _, warm = _fed(busy, WARM_READINGS + 2)
+    assert warm is not None and len(warm.misses.pending) == 3

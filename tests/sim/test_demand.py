@@ -82,6 +82,17 @@ def test_rates_follow_the_servegen_shape(tmp_path: Path) -> None:
 
 
 def test_fleet_rates_come_as_cohorts() -> None:
-    gen = Generator(PoissonDemand(target="llm", rate_per_min=60_000), seed=7, start=MIDNIGHT)
+    spec = PoissonDemand(target="llm", rate_per_min=60_000)
+    gen = Generator(spec, seed=7, start=MIDNIGHT)
     window = gen.window(0, 1)
-    assert len(window) == 1 and window[0].count == pytest.approx(1000, rel=0.15)
+    count = sum(r.count for r in window)
+    assert count == pytest.approx(1000, rel=0.15)
+    assert len({r.arrival_s for r in window}) == 1  # one arrival time: a cohort
+    # Its answers are not all alike (alike requests admitted together finish together, and a
+    # least-loaded router refills their replica with a cohort's worth of prompts at once): four
+    # lengths, from a fifth of the mean to over twice it, averaging the mean.
+    lengths = sorted(r.output_tokens for r in window)
+    assert len(lengths) == 4
+    assert lengths[0] < spec.output_tokens / 4 and lengths[-1] > 2 * spec.output_tokens
+    mean = sum(r.output_tokens * r.count for r in window) / count
+    assert mean == pytest.approx(spec.output_tokens, rel=0.02)
