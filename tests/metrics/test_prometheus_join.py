@@ -286,7 +286,8 @@ def test_each_merge_carries_its_own_readings_and_their_times() -> None:
     finally:
         source.close()
     first, second = (tick.nodes[0] for tick in ticks)
-    _, first_at, _ = node_card_readings(first)
-    _, second_at, _ = node_card_readings(second)
-    assert first_at[GPU] - second_at[GPU] == 35
+    _, first_at = node_card_readings(first)
+    _, second_at = node_card_readings(second)
+    assert first_at is not None and second_at is not None
+    assert (first_at - second_at).total_seconds() == 35
     assert (first.gpus[0].utilization.value, second.gpus[0].utilization.value) == (97.0, 12.0)
