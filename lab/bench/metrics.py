@@ -49,6 +49,9 @@ from tools.metrics.serve import MetricsServer
 from tools.model import MISSING, ClusterState, Gpu, Metric
 
 TARGET_P99_MS = 100.0
+RULES_WAIT_S = 180.0
+"""How long the recording rules may take to answer every family they record (a rate's needs
+two scrapes in its window) before the answers are taken as they are."""
 STEADY_AFTER = 100
 """Untimed ticks before the timed ones: a process's heap settles into its long-run layout over
 its first ~100 ticks (the same join took 37 ms at the first and 45 ms from the hundredth on,
@@ -73,7 +76,8 @@ class MetricsBench(BaseModel):
     """Series in one tick's answers: every family the tick reads, each answered from the series
     Steward's recording rules record (what a tick joins, as the loop's)."""
     from_rules: list[str]
-    """The families the recording rules answered (the others from the raw series)."""
+    """The families the recording rules answered in the answers the joins are timed on (the
+    others from the raw series)."""
     scrape_targets: int
     """Targets Prometheus scrapes: a DCGM exporter per node and each engine pod (or one for all
     cards and one for all engines)."""
@@ -272,6 +276,14 @@ def _measure(
 ) -> MetricsBench:
     bare = without_readings(truth)
     answers = source.ask()
+    # The rules of rates and quantiles record nothing until their window holds two scrapes:
+    # until then those families are read from the raw series, not as a tick reads them.
+    ruled = {f.name for f in source.families if f.recorded}
+    deadline = time.monotonic() + RULES_WAIT_S
+    while set(source.from_rules) != ruled and time.monotonic() < deadline:
+        time.sleep(2.0)
+        answers = source.ask()
+    from_rules = source.from_rules
     failed = {k: v for k, v in answers.items() if isinstance(v, str)}
     if failed:
         raise RuntimeError(f"queries failed: {failed}")
@@ -312,7 +324,7 @@ def _measure(
         cards=len(cards),
         workloads=len(joined.workloads),
         series=sum(len(a) for a in answers.values() if not isinstance(a, str)),
-        from_rules=source.from_rules,
+        from_rules=from_rules,
         scrape_targets=targets,
         matched_cards=sum(1 for g in cards if g.utilization.usable and g.memory_used_bytes.usable),
         matched_workloads=sum(1 for w in joined.workloads if w.queue_depth.usable),
