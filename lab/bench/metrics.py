@@ -49,7 +49,7 @@ from tools.metrics.serve import MetricsServer
 from tools.model import MISSING, ClusterState, Gpu, Metric
 
 TARGET_P99_MS = 100.0
-RULES_WAIT_S = 180.0
+RULES_WAIT_S = 60.0
 """How long the recording rules may take to answer every family they record (a rate's needs
 two scrapes in its window) before the answers are taken as they are."""
 STEADY_AFTER = 100
