@@ -84,16 +84,8 @@ class Inbox:
 
     @classmethod
     def open(cls, data_dir: Path) -> Inbox:
-        data_dir.mkdir(parents=True, exist_ok=True)
         path = data_dir / DB_NAME
-        conn = dbfile.connect(
-            path,
-            "the approval inbox",
-            lambda p: sqlite3.connect(p, isolation_level=None, check_same_thread=False, timeout=10),
-        )
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript(_SCHEMA)
+        conn = dbfile.open_shared(path, "the approval inbox", _SCHEMA, synchronous="FULL")
         have = {row[1] for row in conn.execute("PRAGMA table_info(pending)")}
         for name, kind in _ADDED_COLUMNS:
             if name not in have:

@@ -141,11 +141,3 @@ def take_writer_lock(path: Path) -> int:
 
 
 release = lockfile.release
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

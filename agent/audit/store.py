@@ -25,7 +25,6 @@ from agent.audit.db import (
     check_integrity,
     check_layout,
     connect,
-    fsync_dir,
     release,
     take_writer_lock,
 )
@@ -64,6 +63,7 @@ from agent.audit.verify import (
     snapshot,
     witnessed,
 )
+from agent.support.durable import fsync_dir
 from policies.history import Executed, History
 
 HISTORY_WINDOW = timedelta(hours=24)

@@ -97,6 +97,17 @@ def build_app(
                 return BoltResponse(status=401, body="replayed request")
         return next()
 
+    def send(
+        reply: Reply, channel: str, user: str, respond: Say | None = None, thread: str | None = None
+    ) -> None:
+        """Post `reply` (in `thread`, if given), then update the approval message it answered;
+        one that cannot be posted is logged, and told through `respond` where a command gave one."""
+        try:
+            deliver(client, reply, channel, user, thread_ts=thread)
+            _settle(client, store, reply)
+        except POST_FAILED as exc:
+            _cannot_post(exc, respond)
+
     @app.command(COMMAND)
     def command(ack: Callable[..., None], command: dict[str, Any], respond: Say) -> None:
         if not web_api_up():
@@ -106,22 +117,14 @@ def build_app(
         ack()
         channel, user = command["channel_id"], command["user_id"]
         reply = commands.handle(command.get("text", ""), user, f"command in channel {channel}")
-        try:
-            deliver(client, reply, channel, user)
-            _settle(client, store, reply)
-        except POST_FAILED as exc:
-            _cannot_post(exc, respond)
+        send(reply, channel, user, respond=respond)
 
     @app.event("app_mention")
     def mention(event: dict[str, Any]) -> None:
         channel, user, ts = event["channel"], event.get("user", ""), event["ts"]
         text = MENTION.sub("", event.get("text", ""))
         reply = commands.handle(text, user, f"message {channel}/{ts}")
-        try:
-            deliver(client, reply, channel, user, thread_ts=event.get("thread_ts") or ts)
-            _settle(client, store, reply)
-        except POST_FAILED as exc:
-            _cannot_post(exc, None)
+        send(reply, channel, user, thread=event.get("thread_ts") or ts)
 
     def press(body: dict[str, Any], approved: bool) -> None:
         user = body["user"]["id"]
@@ -137,11 +140,7 @@ def build_app(
         else:
             note = f"Slack message {channel}/{ts}"
             reply = commands.press(decision, user, approved=approved, note=note)
-        try:
-            deliver(client, reply, channel, user)
-            _settle(client, store, reply)
-        except POST_FAILED as exc:
-            _cannot_post(exc, None)
+        send(reply, channel, user)
 
     @app.action(blocks.APPROVE_ID)
     def approve(ack: Callable[[], None], body: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ and a Slack user id into a `Reply`; agent/chatops/app.py sends it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -62,32 +62,23 @@ class Rotations(Protocol):
     def answered(self, decision_id: str, target: str) -> RequestResult: ...
 
 
+@dataclass(eq=False)
 class Commands:
     """Answers commands over one data dir."""
 
-    def __init__(
-        self,
-        data_dir: Path,
-        policy: Policy,
-        observe: Callable[[], ClusterState],
-        store: ChatopsStore,
-        *,
-        plan: Callable[[], dict[str, object]],
-        rotations: Rotations | None,
-        now: Callable[[], datetime] | None = None,
-        ask: Callable[[str, str], Reply] | None = None,
-    ) -> None:
-        self.data_dir = data_dir
-        self.ask = ask
-        """Answers a question with the model's read-only tools (agent/chatops/questions.py)."""
-        self.policy = policy
-        self.observe = observe
-        self.now = now
-        """The cluster's clock, where it runs in this process (the daemon's): when an answer
-        was given. Else the time of the observation it was given on."""
-        self.store = store
-        self._plan = plan
-        self.rotations = rotations
+    data_dir: Path
+    policy: Policy
+    observe: Callable[[], ClusterState]
+    store: ChatopsStore
+    _: KW_ONLY
+    dry_run: Callable[[], dict[str, object]]
+    """`steward plan`'s document (agent.daemon.compose.dry_run), for `/steward plan`."""
+    rotations: Rotations | None
+    now: Callable[[], datetime] | None = None
+    """The cluster's clock, where it runs in this process (the daemon's): when an answer
+    was given. Else the time of the observation it was given on."""
+    ask: Callable[[str, str], Reply] | None = None
+    """Answers a question with the model's read-only tools (agent/chatops/questions.py)."""
 
     def handle(self, text: str, user: str, where: str) -> Reply:
         """Answer `text` (what follows `/steward` or the mention) from Slack user `user`;
@@ -148,7 +139,7 @@ class Commands:
         return Reply(title + (f" — {held.line()}" if held else ""), lines, node_lines(state))
 
     def plan(self) -> Reply:
-        result = self._plan()
+        result = self.dry_run()
         lines = [f"finding: {f}" for f in _strings(result.get("findings"))]
         actions = result.get("actions")
         if not isinstance(actions, list) or not actions:

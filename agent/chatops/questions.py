@@ -36,8 +36,7 @@ NO_MODEL = Reply(
 
 def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str, str], Reply]:
     """What answers a question in Slack for this daemon."""
-    from agent.approvals.asked import AskedProposal, hand_over
-    from agent.audit import new_decision_id
+    from agent.approvals.asked import hand_over
     from agent.planners.llm.asker import Asker
     from agent.planners.llm.settings import LLMSettings
     from agent.signals.assess import assess
@@ -60,17 +59,8 @@ def asker_for(config: StewardConfig, runtime: Runtime) -> Callable[[str, str], R
         for decision_id in asked.decision_ids:
             found = bool(ctx.audit.decision(decision_id))
             lines.append(f"relies on {decision_id}" + ("" if found else " (not in the log)"))
-        if asked.proposal:
-            proposal = AskedProposal(
-                decision_id=new_decision_id(),
-                question=question[:1000],
-                actions=asked.proposal,
-                model=asked.model,
-                asked_by=user,
-                channel="slack",
-                asked_at=state.observed_at,
-                cited=asked.decision_ids,
-            )
+        proposal = asked.proposed(user, "slack", state.observed_at)
+        if proposal is not None:
             lines += _proposal_lines(proposal, state, ctx.history(state, ctx.memory), ctx.policy)
             hand_over(runtime.data_dir, proposal)
         return Reply(f"answer to: {question[:150]}", lines)

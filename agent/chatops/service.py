@@ -111,7 +111,7 @@ class SlackService:
         notifier = SlackNotifier(store, sender.wake, then)
         rotations = TickRotations(runtime) if runtime is not None else None
         commands = Commands(
-            data_dir, policy, observe, store, plan=plan, rotations=rotations, now=now, ask=ask
+            data_dir, policy, observe, store, dry_run=plan, rotations=rotations, now=now, ask=ask
         )
         app = build_app(settings, secrets, client, commands, store, web_api_up=sender.reachable)
         stopping = threading.Event()

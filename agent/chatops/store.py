@@ -17,6 +17,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.support import dbfile
+
 DB_NAME = "chatops.db"
 REPLAY_WINDOW_S = 600.0
 """Signatures are kept this long: beyond 5 minutes Bolt refuses the timestamp anyway."""
@@ -75,16 +77,12 @@ class ChatopsStore:
 
     @classmethod
     def open(cls, data_dir: Path) -> ChatopsStore:
-        data_dir.mkdir(parents=True, exist_ok=True)
         path = data_dir / DB_NAME
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
-        conn.execute("PRAGMA journal_mode = WAL")
         # NORMAL: in WAL mode a commit survives the process being killed (kill -9), which is
         # what this file must outlive; FULL would also survive a power cut at an fsync per
         # notice, paid on the tick thread. What a power cut could cost is
         # a notice the decision log and the daemon's log still hold, or a reposted approval.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.executescript(_SCHEMA)
+        conn = dbfile.open_shared(path, "the chat-ops store", _SCHEMA, synchronous="NORMAL")
         return cls(conn, path)
 
     def close(self) -> None:

@@ -59,8 +59,8 @@ def ask(
     kube_context: ContextOpt = None,
 ) -> None:
     """Ask about the cluster and its decisions; the model answers with read-only tools only."""
-    from agent.approvals.asked import AskedProposal, hand_over
-    from agent.audit import AuditError, AuditLog, new_decision_id
+    from agent.approvals.asked import hand_over
+    from agent.audit import AuditError, AuditLog
     from agent.daemon.compose import assess_settings, open_backend, open_policy
     from agent.daemon.logs import configure_logging
     from agent.planners.errors import PlannerFailed
@@ -103,17 +103,8 @@ def ask(
     finally:
         log.close()
     proposal: dict[str, Any] | None = None
-    if answer.proposal:
-        asked = AskedProposal(
-            decision_id=new_decision_id(),
-            question=question[:1000],
-            actions=answer.proposal,
-            model=answer.model,
-            asked_by=getpass.getuser(),
-            channel="cli",
-            asked_at=state.observed_at,
-            cited=answer.decision_ids,
-        )
+    asked = answer.proposed(getpass.getuser(), "cli", state.observed_at)
+    if asked is not None:
         hand_over(where, asked)
         proposal = _judged_by_the_agent(where, asked, opened.parts, policy, settings, history)
     doc = {

@@ -59,7 +59,7 @@ def key_variables(schema: type[BaseModel]) -> dict[str, tuple[str, ...]]:
     underscore name two paths would share is left out, its `__` names still work)."""
     names: dict[str, tuple[str, ...]] = {}
     shared: set[str] = set()
-    for path in _paths(schema):
+    for path, _ in _keys(schema):
         names[PREFIX + "__".join(path).upper()] = path
         single = PREFIX + "_".join(path).upper()
         if single in names and names[single] != path:
@@ -68,26 +68,24 @@ def key_variables(schema: type[BaseModel]) -> dict[str, tuple[str, ...]]:
     return {name: path for name, path in names.items() if name not in shared}
 
 
-def _paths(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+def _keys(
+    schema: type[BaseModel], prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """Every key path of `schema`, a section before the keys inside it, and whether it is one."""
     for name, field in schema.model_fields.items():
         if field.exclude:
             continue
         path = (*prefix, name)
-        yield path
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            yield from _paths(field.annotation, path)
+        kind = field.annotation
+        section = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+        yield path, section is not None
+        if section is not None:
+            yield from _keys(section, path)
 
 
-def leaves(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+def leaves(schema: type[BaseModel]) -> Iterator[tuple[str, ...]]:
     """The paths of the keys that hold values (not sections), in the schema's order."""
-    for name, field in schema.model_fields.items():
-        if field.exclude:
-            continue
-        path = (*prefix, name)
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            yield from leaves(field.annotation, path)
-        else:
-            yield path
+    return (path for path, section in _keys(schema) if not section)
 
 
 def lay(data: dict[str, Any], env: Mapping[str, str], schema: type[BaseModel]) -> list[Laid]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import structlog
@@ -50,27 +50,20 @@ class _Running:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(eq=False)
 class Deliberations:
     """The questions in deliberation and the answers not yet judged (module docstring)."""
 
-    def __init__(
-        self,
-        model: Deliberator,
-        data_dir: Path,
-        *,
-        deadline_s: float,
-        wait: bool = False,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.model = model
-        self.data_dir = data_dir
-        self.deadline_s = deadline_s
-        self.wait = wait
-        self.clock = clock
-        self._running: list[_Running] = []
-        self._lock = threading.Lock()
-        self.settled: dict[str, str] = {}
-        """Premises answered (key -> deliberation id): not asked again while they stand."""
+    model: Deliberator
+    data_dir: Path
+    _: KW_ONLY
+    deadline_s: float
+    wait: bool = False
+    clock: Callable[[], float] = time.monotonic
+    settled: dict[str, str] = field(default_factory=dict, init=False)
+    """Premises answered (key -> deliberation id): not asked again while they stand."""
+    _running: list[_Running] = field(default_factory=list, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     @property
     def busy(self) -> bool:
@@ -146,33 +139,21 @@ class Deliberations:
         )
 
     def _work(self, r: _Running, signals: Signals) -> None:
-        plan, failure = None, None
-        try:
-            plan = self.model.deliberate(r.state, signals, r.question)
-        except PlannerFailed as exc:
-            failure = exc.reason
-        except Exception as exc:  # a worker never dies silently: its question falls back
-            failure = f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
-        report = self.model.last_report
-        digest = None
+        answer = _answer(
+            self.model,
+            r.deliberation_id,
+            r.question,
+            r.state,
+            signals,
+            started_s=r.asked_at_s,
+            clock=self.clock,
+        )
         try:
             if self.model.last_transcript:
                 digest = transcripts.store(self.data_dir, self.model.last_transcript)
+                answer = answer.model_copy(update={"transcript_digest": digest})
         except OSError as exc:
             log.warning("transcript not stored", error=str(exc))
-        answer = Deliberated(
-            deliberation_id=r.deliberation_id,
-            question=r.question,
-            asked_at=r.state.observed_at,
-            plan=plan,
-            fallback_reason=failure,
-            model=self.model.model,
-            prompt_tokens=report.prompt_tokens if report else 0,
-            completion_tokens=report.completion_tokens if report else 0,
-            latency_s=report.latency_s if report else round(self.clock() - r.asked_at_s, 3),
-            tools_called=report.lookups if report else (),
-            transcript_digest=digest,
-        )
         with self._lock:
             if r.done.is_set():
                 return  # given up at its deadline already
@@ -181,9 +162,44 @@ class Deliberations:
         log.info(
             "deliberated",
             deliberation=r.deliberation_id,
-            failed=failure,
-            actions=[a.describe() for a in plan.actions] if plan else None,
+            failed=answer.fallback_reason,
+            actions=[a.describe() for a in answer.plan.actions] if answer.plan else None,
         )
+
+
+def _answer(
+    model: Deliberator,
+    deliberation_id: str,
+    question: Question,
+    state: ClusterState,
+    signals: Signals,
+    *,
+    started_s: float,
+    clock: Callable[[], float],
+) -> Deliberated:
+    """`model`'s answer to `question`, asked in this thread: its plan, or why it gave none (the
+    rules' actions for the question then go), and what it cost. Whatever the model does, the
+    question ends so: a worker never dies silently, a dry run goes on with the rules."""
+    plan, failure = None, None
+    try:
+        plan = model.deliberate(state, signals, question)
+    except PlannerFailed as exc:
+        failure = exc.reason
+    except Exception as exc:
+        failure = f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
+    report = model.last_report
+    return Deliberated(
+        deliberation_id=deliberation_id,
+        question=question,
+        asked_at=state.observed_at,
+        plan=plan,
+        fallback_reason=failure,
+        model=model.model,
+        prompt_tokens=report.prompt_tokens if report else 0,
+        completion_tokens=report.completion_tokens if report else 0,
+        latency_s=report.latency_s if report else round(clock() - started_s, 3),
+        tools_called=report.lookups if report else (),
+    )
 
 
 def deliberate_now(
@@ -193,29 +209,13 @@ def deliberate_now(
     (`steward plan`): nothing waits on it but the command that asked, and nothing is stored
     (no transcript). A model that fails gives a fallback: the rules' actions for the question."""
     started = time.monotonic()
-    plan, failure = None, None
-    try:
-        plan = model.deliberate(state, signals, question)
-    except PlannerFailed as exc:
-        failure = exc.reason
-    except Exception as exc:  # whatever the model does, the dry run goes on with the rules
-        failure = f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
-    report = model.last_report
+    answer = _answer(
+        model, new_decision_id(), question, state, signals, started_s=started, clock=time.monotonic
+    )
     log.info(
         "deliberated (dry run)",
         question=question.line(),
-        failed=failure,
-        actions=[a.describe() for a in plan.actions] if plan else None,
+        failed=answer.fallback_reason,
+        actions=[a.describe() for a in answer.plan.actions] if answer.plan else None,
     )
-    return Deliberated(
-        deliberation_id=new_decision_id(),
-        question=question,
-        asked_at=state.observed_at,
-        plan=plan,
-        fallback_reason=failure,
-        model=model.model,
-        prompt_tokens=report.prompt_tokens if report else 0,
-        completion_tokens=report.completion_tokens if report else 0,
-        latency_s=report.latency_s if report else round(time.monotonic() - started, 3),
-        tools_called=report.lookups if report else (),
-    )
+    return answer

@@ -27,16 +27,7 @@ def sharing_suspects(state: ClusterState) -> ClusterState:
     suspects = tuple(node for node in state.nodes if _suspect(node, shared))
     if len(suspects) == len(state.nodes):
         return state
-    return ClusterState.model_construct(
-        observed_at=state.observed_at,
-        source=state.source,
-        nodes=suspects,
-        workloads=state.workloads,
-        pools=state.pools,
-        modes=state.modes,
-        active_mode=state.active_mode,
-        links=state.links,
-    )
+    return state.model_copy(update={"nodes": suspects})
 
 
 def _suspect(node: Node, shared: set[str]) -> bool:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent.support import lockfile
 from agent.support.dbfile import DamagedFile
+from agent.support.durable import fsync_dir
 from tools.errors import InvalidInput
 
 LOCK_NAME = "steward.lock"
@@ -130,8 +131,4 @@ def replace_file(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    fsync_dir(path.parent)

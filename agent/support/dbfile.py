@@ -1,5 +1,5 @@
-"""Opening a SQLite state file of the data dir (inbox, checkpoints) without mistaking damage for
-a fresh start.
+"""Opening a SQLite state file of the data dir (inbox, chat-ops store, checkpoints) without
+mistaking damage for a fresh start.
 
 SQLite takes a 0-byte file for an empty database and creates the tables again: a truncated
 inbox.db silently dropped every pending approval that way. A file that is not a database at all
@@ -19,7 +19,9 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
+from agent.support.durable import fsync_dir
 from tools.errors import InvalidInput
 
 
@@ -54,6 +56,23 @@ def connect(
     return conn
 
 
+def open_shared(
+    path: Path, what: str, schema: str, *, synchronous: Literal["NORMAL", "FULL"]
+) -> sqlite3.Connection:
+    """A state file of the data dir as one autocommit connection that threads share, in WAL
+    mode at `synchronous`, refused when damaged (`connect`), its `schema` made where missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(
+        path,
+        what,
+        lambda p: sqlite3.connect(p, isolation_level=None, check_same_thread=False, timeout=10),
+    )
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.executescript(schema)
+    return conn
+
+
 APPLICATION_ID = 0x53545744
 """Written into a fresh database's header ("STWD"): a write SQLite must make before the file
 holds its first page."""
@@ -78,10 +97,6 @@ def _create(path: Path) -> None:
             os.link(aside, path)
         except FileExistsError:
             return
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        fsync_dir(path.parent)
     finally:
         aside.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ in a byte at a time held a decision for 303 s against its 20 s deadline, then wa
 from __future__ import annotations
 
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -98,7 +99,10 @@ def test_a_hanging_server_does_not_hold_the_decision(
         planner.plan(*busy)
 
     assert time.monotonic() - started < 1.5
-    assert "deadline of 1 s" in failed.value.reason
+    # Either the planner's own bound fired at the deadline ("timed out at the deadline of 1 s"),
+    # or, on a loaded machine, the HTTP client's timeout did first ("timed out (1 request(s) in
+    # 1.0 s; deadline 1 s)"): both name the deadline that ended the wait.
+    assert re.search(r"deadline (of )?1 s", failed.value.reason), failed.value.reason
 
 
 @pytest.fixture

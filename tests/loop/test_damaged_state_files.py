@@ -1,5 +1,6 @@
-"""A 0-byte or corrupt inbox.db or checkpoint DB is refused with a clear line, never taken for a
-fresh one; a simulated cluster saved before the log's last record is brought up to its time.
+"""A 0-byte or corrupt inbox.db, chatops.db or checkpoint DB is refused with a clear line, never
+taken for a fresh one; a simulated cluster saved before the log's last record is brought up to
+its time.
 
 Before: a 0-byte inbox.db silently dropped every pending request (SQLite took it for an empty
 database), and a cluster restored older than the log let a record's time go backwards.
@@ -16,6 +17,7 @@ import pytest
 
 from agent.approvals.inbox import Inbox
 from agent.audit import AuditLog
+from agent.chatops.store import ChatopsStore
 from agent.daemon.runtime import Runtime
 from agent.support import dbfile
 from agent.support.datadir import CHECKPOINT_DB
@@ -52,6 +54,18 @@ def test_a_zero_byte_inbox_is_refused(data_dir: Path) -> None:
 
     with pytest.raises(DamagedFile, match="the approval inbox is an empty \\(0-byte\\) file"):
         Inbox.open(data_dir)
+
+
+def test_a_damaged_chatops_store_is_refused_and_a_fresh_one_made(data_dir: Path) -> None:
+    ChatopsStore.open(data_dir).close()  # none there: a fresh one
+    (data_dir / "chatops.db").write_bytes(b"")
+
+    with pytest.raises(DamagedFile, match="the chat-ops store is an empty \\(0-byte\\) file"):
+        ChatopsStore.open(data_dir)
+
+    (data_dir / "chatops.db").write_bytes(b"this is not a database" * 200)
+    with pytest.raises(DamagedFile, match="the chat-ops store is damaged"):
+        ChatopsStore.open(data_dir)
 
 
 def test_a_corrupt_checkpoint_db_is_refused_by_run_in_one_line(data_dir: Path) -> None:

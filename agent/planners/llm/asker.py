@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.audit import AuditLog
+from agent.approvals.asked import AskedProposal
+from agent.audit import AuditLog, new_decision_id
 from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm.client import Call, Deadline, Endpoint, Turn, Usage, append_turn
@@ -36,6 +38,7 @@ from agent.signals.model import Signals
 from policies.history import History
 from policies.model import Policy
 from tools.actions import Action
+from tools.approval import Channel
 from tools.model import ClusterState
 
 ASK_PROMPT = f"""\
@@ -65,6 +68,22 @@ class Asked(BaseModel):
     model: str | None = None
     tools_called: tuple[str, ...] = ()
     report: PlannerReport
+
+    def proposed(self, asked_by: str, channel: Channel, asked_at: datetime) -> AskedProposal | None:
+        """The answer's proposal as a decision of its own, on its way to the guard and a person
+        (agent/approvals/asked.py); None when the answer changes nothing."""
+        if not self.proposal:
+            return None
+        return AskedProposal(
+            decision_id=new_decision_id(),
+            question=self.question[:1000],
+            actions=self.proposal,
+            model=self.model,
+            asked_by=asked_by,
+            channel=channel,
+            asked_at=asked_at,
+            cited=self.decision_ids,
+        )
 
 
 class Asker:
@@ -125,7 +144,7 @@ class Asker:
             raise
         finally:
             self.last_transcript = list(messages)
-            self.last_report = _report(self, usage, deadline, called, failure)
+            self.last_report = self.endpoint.report(usage, deadline, called, failure)
 
     def _turn(
         self,
@@ -174,22 +193,5 @@ class Asker:
             proposal=answer.proposal,
             model=self.endpoint.model,
             tools_called=tuple(called),
-            report=_report(self, usage, deadline, called, None),
+            report=self.endpoint.report(usage, deadline, called, None),
         )
-
-
-def _report(
-    asker: Asker, usage: Usage, deadline: Deadline, called: list[str], failure: str | None
-) -> PlannerReport:
-    return PlannerReport(
-        planner="llm",
-        model=asker.endpoint.model,
-        endpoint=asker.endpoint.base_url,
-        output_mode=asker.endpoint.mode,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        latency_s=round(max(0.0, deadline.elapsed()), 4),
-        requests=usage.requests,
-        lookups=tuple(called),
-        failure=failure,
-    )

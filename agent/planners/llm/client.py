@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -28,6 +28,7 @@ from openai import OpenAI
 from pydantic import BaseModel, ConfigDict
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
+from agent.planners.base import PlannerReport
 from agent.planners.errors import PlannerFailed
 from agent.planners.llm import tool_calls
 from agent.planners.llm.settings import LLMSettings, OutputMode
@@ -150,6 +151,30 @@ class Endpoint:
         self.base_url = str(self.client.base_url)
         self.required_honoured = settings.tool_choice == "required"
         """False once the server answered tool_choice="required" without a tool call."""
+
+    def report(
+        self,
+        usage: Usage,
+        deadline: Deadline,
+        lookups: Sequence[str],
+        failure: str | None,
+        repairs: int = 0,
+    ) -> PlannerReport:
+        """What one exchange with the model over this endpoint cost and how it went, for the
+        decision log: a plan's (`LLMPlanner`) and a person's question's (`Asker`) alike."""
+        return PlannerReport(
+            planner="llm",
+            model=self.model,
+            endpoint=self.base_url,
+            output_mode=self.mode,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            latency_s=round(max(0.0, deadline.elapsed()), 4),
+            requests=usage.requests,
+            lookups=tuple(lookups),
+            repairs=repairs,
+            failure=failure,
+        )
 
     def resolve_model(self, deadline: Deadline, usage: Usage) -> str:
         """The configured model, or the first one the endpoint lists."""

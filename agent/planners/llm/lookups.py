@@ -8,6 +8,8 @@ stays small. A look-up that finds nothing says so; it is not an error of the mod
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
+from functools import cached_property
 from typing import Any
 
 from agent.audit import AuditLog
@@ -51,24 +53,23 @@ def _metric(m: Metric, scale: float = 1.0) -> float | str:
     return round(value, 2) if m.usable else f"{value:.2f} ({m.status})"
 
 
+@dataclass(frozen=True)
 class Lookups:
     """Answers the read-only tools from the decision's observation, policy, history and log."""
 
-    def __init__(
-        self,
-        state: ClusterState,
-        policy: Policy | None,
-        history: Callable[[], History] | None,
-        *,
-        signals: Signals | None = None,
-        audit: Callable[[], AuditLog] | None = None,
-    ) -> None:
-        self.state = state
-        self.policy = policy
-        self.history = history
-        self.signals = signals
-        self.audit = audit
-        self.rules = RulesPlanner(RulesSettings.from_policy(policy)) if policy else RulesPlanner()
+    state: ClusterState
+    policy: Policy | None
+    history: Callable[[], History] | None
+    _: KW_ONLY
+    signals: Signals | None = None
+    audit: Callable[[], AuditLog] | None = None
+
+    @cached_property
+    def rules(self) -> RulesPlanner:
+        """The rules planner under the decision's policy, for the dry-run plan look-up."""
+        if self.policy is None:
+            return RulesPlanner()
+        return RulesPlanner(RulesSettings.from_policy(self.policy))
 
     def answer(self, call: Args) -> str:
         """The fenced JSON result of one look-up; a look-up that finds nothing says so."""

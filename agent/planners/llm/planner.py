@@ -158,18 +158,8 @@ class LLMPlanner:
         finally:
             self._in_flight.release()
             self.last_transcript = list(decision.messages)
-            self.last_report = PlannerReport(
-                planner=self.name,
-                model=self.endpoint.model,
-                endpoint=self.endpoint.base_url,
-                output_mode=self.endpoint.mode,
-                prompt_tokens=decision.usage.prompt_tokens,
-                completion_tokens=decision.usage.completion_tokens,
-                latency_s=round(max(0.0, deadline.elapsed()), 4),
-                requests=decision.usage.requests,
-                lookups=tuple(decision.lookups),
-                repairs=decision.repairs,
-                failure=failure,
+            self.last_report = self.endpoint.report(
+                decision.usage, deadline, decision.lookups, failure, decision.repairs
             )
 
     def _decide(
