@@ -47,7 +47,7 @@ from agent.loop.deliberation import Deliberations
 from agent.loop.graph import Graph, build_graph, open_checkpointer, settle_checkpoints
 from agent.loop.nodes import restart_mode_dwell
 from agent.loop.state import Decision, SplitPart
-from agent.planners.base import Deliberator, Planner, ReadsHistory
+from agent.planners.base import Deliberator, Planner, ReadsDecisionLog, ReadsHistory
 from agent.planners.rule_settings import RulesSettings
 from agent.planners.rules import RulesPlanner
 from agent.rotation.runner import open_rotation
@@ -171,6 +171,8 @@ class Runtime:
             for reader in (ctx.planner, deliberations.model if deliberations else None):
                 if isinstance(reader, ReadsHistory) and reader.history is None:
                     reader.history = ctx.recent_history
+                if isinstance(reader, ReadsDecisionLog) and reader.audit is None:
+                    reader.audit = lambda: ctx.audit
             graph = build_graph(ctx, open_checkpointer(data_dir))
         except BaseException:
             for part in reversed(opened):  # a half-opened loop leaves no writer lock behind

@@ -22,6 +22,7 @@ from tools.actions import Plan
 from tools.model import ClusterState
 
 if TYPE_CHECKING:
+    from agent.audit import AuditLog
     from agent.planners.question import Question
 
 
@@ -70,6 +71,14 @@ class ReadsHistory(Protocol):
     daemon gives it the loop's own when it has none."""
 
     history: Callable[[], History] | None
+
+
+@runtime_checkable
+class ReadsDecisionLog(Protocol):
+    """A planner whose look-ups search and explain the decision log (the LLM planner's
+    `search_audit` and `explain_decision`): the daemon gives it its own log when it has none."""
+
+    audit: Callable[[], AuditLog] | None
 
 
 @runtime_checkable

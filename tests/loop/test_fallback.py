@@ -75,4 +75,6 @@ def test_no_decision_no_llm_call(data_dir: Path) -> None:
         assert runtime.ctx.audit.records(kind="fallback") == []
         # The loop hands the planner its read-only look-up of what was done lately.
         assert llm.history is not None and llm.history().executed == ()
+        # ... and its own decision log, for the search_audit and explain_decision look-ups.
+        assert llm.audit is not None and llm.audit() is runtime.ctx.audit
     assert llm.last_report is None
