@@ -241,11 +241,10 @@ class Runtime:
         """What a daemon ticking in real time does at the start of its wait for the next tick:
         one full garbage collection, so that no decision pauses for one.
 
-        Every tick makes a new observation (a 1,000-node one is ~100,000 objects the collector
-        tracks) and lets the last one go, so CPython's collector ran a full collection over the
-        whole heap (~300,000 objects) inside a decision every ten ticks or so: ~180 ms of CPU on
-        the development machine, the slowest tick of `steward bench loop` (gc.callbacks). Here
-        it runs while nothing waits. The collector's thresholds are CPython's own; nothing is
+        Every tick makes a new observation and lets the last one go, so CPython's collector
+        otherwise runs a full collection over the whole heap inside a decision every few ticks:
+        the slowest tick of `steward bench loop` (docs/architecture.md, CHANGELOG.md). Here it
+        runs while nothing waits. The collector's thresholds are CPython's own; nothing is
         frozen. A run flat out on a simulated clock (speed 0) has no wait and skips it."""
         gc.collect()
 
